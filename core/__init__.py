@@ -1,0 +1,33 @@
+"""xnpu: an MLIR-style multi-level compiler for int8 NPUs, built on xDSL.
+
+The Python API the command line tools are thin shells over:
+
+    import xnpu
+    module = xnpu.import_onnx("model.onnx")      # float graph (`nn` dialect)
+    text = xnpu.print_ir(module)                 # textual IR
+    module = xnpu.parse_ir(text)                 # and back
+    outputs = xnpu.run(module, {"input": x})     # run any level on numpy inputs
+"""
+
+from xnpu.errors import XnpuError
+from xnpu.ir_io import load_ir, parse_ir, print_ir
+from xnpu.runner import TensorSpec, run, signature
+
+
+def import_onnx(path, **options):
+    """Import an ONNX model file (or ModelProto) as a module in the `nn` dialect."""
+    from xnpu.frontend.onnx_import import import_onnx as _import
+
+    return _import(path, **options)
+
+
+__all__ = [
+    "XnpuError",
+    "TensorSpec",
+    "import_onnx",
+    "load_ir",
+    "parse_ir",
+    "print_ir",
+    "run",
+    "signature",
+]

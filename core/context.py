@@ -1,0 +1,19 @@
+"""The MLIR context every xnpu tool and API call parses into."""
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import Builtin
+from xdsl.dialects.func import Func
+
+from xnpu.dialects.nn import NN
+
+
+def xnpu_dialects():
+    """Every dialect xnpu defines, in pipeline order (float graph first)."""
+    return [NN]
+
+
+def make_context() -> Context:
+    ctx = Context()
+    for dialect in (Builtin, Func, *xnpu_dialects()):
+        ctx.load_dialect(dialect)
+    return ctx

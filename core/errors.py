@@ -1,0 +1,10 @@
+"""The one exception type users see.
+
+Every failure that is the user's doing (bad IR, unsupported ONNX, wrong inputs, impossible
+targets, corrupt binaries) is raised as `XnpuError` with a single-line message; the command
+line tools print that line and exit non-zero instead of showing a traceback.
+"""
+
+
+class XnpuError(Exception):
+    """A user-facing error: `str(error)` is one complete line."""

@@ -1,0 +1,1 @@
+"""Interpreter functions for xnpu's dialects, one module per dialect (as xDSL's own)."""

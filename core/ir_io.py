@@ -1,0 +1,99 @@
+"""Reading and writing textual IR, with one-line errors.
+
+Parse errors carry `file:line:col`; verification errors name the op and, where the op came
+from ONNX, the node (its location). Output files are written atomically: a failed compile
+never leaves a half-written file behind.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from pathlib import Path
+
+from xdsl.dialects.builtin import ModuleOp, UnknownLoc
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+
+from xnpu.context import make_context
+from xnpu.errors import XnpuError
+
+
+def parse_error_line(error: ParseError) -> str:
+    """`file:line:col: error: message`, as mlir-opt prints it."""
+    return f"{error.span.get_location()}: error: {error.msg.strip()}"
+
+
+def parse_ir(text: str | bytes, filename: str = "<stdin>", verify: bool = True) -> ModuleOp:
+    try:
+        module = Parser(make_context(), text, filename).parse_module()
+    except ParseError as error:
+        raise XnpuError(parse_error_line(error)) from None
+    if verify:
+        verify_module(module, filename)
+    return module
+
+
+def load_ir(path: str | os.PathLike[str]) -> ModuleOp:
+    path = Path(path)
+    try:
+        text = path.read_bytes()
+    except OSError as error:
+        raise XnpuError(f"{path}: cannot read: {error.strerror}") from None
+    return parse_ir(text, str(path))
+
+
+def describe_op(op: Operation) -> str:
+    where = "" if isinstance(op.location, UnknownLoc) else f" at {_location_text(op)}"
+    return f"'{op.name}'{where}"
+
+
+def _location_text(op: Operation) -> str:
+    stream = io.StringIO()
+    Printer(stream=stream).print_attribute(op.location)
+    return stream.getvalue()
+
+
+def verify_module(module: ModuleOp, filename: str = "<module>") -> None:
+    try:
+        module.verify()
+    except VerifyException as error:
+        raise XnpuError(f"{filename}: error: {first_line(error)}") from None
+    except DiagnosticException as error:
+        raise XnpuError(f"{filename}: error: {first_line(error)}") from None
+
+
+def first_line(error: Exception) -> str:
+    lines = [line for line in str(error).splitlines() if line.strip()]
+    return lines[0].strip() if lines else type(error).__name__
+
+
+def print_ir(op: Operation, debuginfo: bool = True) -> str:
+    """Custom-format text of `op`; known locations (ONNX node names) are kept, unknown ones elided."""
+    stream = io.StringIO()
+    Printer(stream=stream, print_debuginfo=debuginfo).print_op(op)
+    stream.write("\n")
+    text = stream.getvalue()
+    return text.replace(" loc(unknown)", "") if debuginfo else text
+
+
+def write_atomically(path: str | os.PathLike[str], data: str | bytes) -> None:
+    """Write to a temporary file beside `path`, then rename: readers never see half a file."""
+    path = Path(path)
+    mode = "wb" if isinstance(data, bytes) else "w"
+    directory = path.parent if str(path.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
+    except OSError as error:
+        raise XnpuError(f"{path}: cannot write: {error.strerror}") from None
+    try:
+        with os.fdopen(fd, mode) as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,1 @@
+"""What every op computes, written once: float semantics now, integer semantics below it."""

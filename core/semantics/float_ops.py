@@ -1,0 +1,248 @@
+"""Float semantics of the `nn` ops, as plain numpy functions.
+
+This is the one definition of what each float op computes. The `nn` interpreter calls it,
+the constant folder calls it, and the lower levels reuse the window/patch helpers here
+(`pad_nchw`, `conv_patches`) for their integer versions. All functions take and return
+NCHW float32 arrays with a leading batch dimension.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+
+def pad_nchw(x: np.ndarray, pads: Sequence[int], value: float = 0.0) -> np.ndarray:
+    """Pad H and W by ONNX-ordered pads [top, left, bottom, right]."""
+    top, left, bottom, right = pads
+    if not any(pads):
+        return x
+    return np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=value)
+
+
+def window_view(
+    x: np.ndarray, kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int], out_hw: Sequence[int]
+) -> np.ndarray:
+    """View of an already padded NCHW array as N x C x OH x OW x KH x KW windows (no copy)."""
+    kh, kw = kernel
+    dh, dw = dilations
+    sh, sw = strides
+    span_h, span_w = dh * (kh - 1) + 1, dw * (kw - 1) + 1
+    windows = sliding_window_view(x, (span_h, span_w), axis=(2, 3))
+    windows = windows[:, :, :: sh, :: sw, :: dh, :: dw]
+    return windows[:, :, : out_hw[0], : out_hw[1]]
+
+
+def conv_patches(
+    x: np.ndarray, kernel: Sequence[int], strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int]
+) -> tuple[np.ndarray, tuple[int, int]]:
+    """The windows a convolution reads: N x C x OH x OW x KH x KW (zero padded)."""
+    h, w = x.shape[2:]
+    kh, kw = kernel
+    oh = (h + pads[0] + pads[2] - (dilations[0] * (kh - 1) + 1)) // strides[0] + 1
+    ow = (w + pads[1] + pads[3] - (dilations[1] * (kw - 1) + 1)) // strides[1] + 1
+    padded = pad_nchw(x, pads)
+    return window_view(padded, kernel, strides, dilations, (oh, ow)), (oh, ow)
+
+
+def conv2d_accumulate(
+    x: np.ndarray,
+    weight: np.ndarray,
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    group: int,
+    dtype: type = np.float32,
+) -> np.ndarray:
+    """sum over (c, kh, kw) of x * weight, per output channel, in `dtype` (no bias).
+
+    Shared by the float and the integer convolutions: with dtype=float64 and integer-valued
+    inputs below 2^53 the sums are exact.
+    """
+    n, c = x.shape[:2]
+    out_channels, c_per_group, kh, kw = weight.shape
+    patches, (oh, ow) = conv_patches(x.astype(dtype, copy=False), (kh, kw), strides, pads, dilations)
+    weight = weight.astype(dtype, copy=False)
+    if group == 1:
+        cols = patches.transpose(0, 2, 3, 1, 4, 5).reshape(n * oh * ow, c * kh * kw)
+        out = cols @ weight.reshape(out_channels, -1).T
+        return out.reshape(n, oh, ow, out_channels).transpose(0, 3, 1, 2)
+    if c_per_group == 1 and out_channels == group:
+        # depthwise: one input channel per output channel
+        return np.einsum("nchwij,cij->nchw", patches, weight[:, 0], optimize=True)
+    out_per_group = out_channels // group
+    results = []
+    for g in range(group):
+        p = patches[:, g * c_per_group : (g + 1) * c_per_group]
+        cols = p.transpose(0, 2, 3, 1, 4, 5).reshape(n * oh * ow, c_per_group * kh * kw)
+        wg = weight[g * out_per_group : (g + 1) * out_per_group].reshape(out_per_group, -1)
+        results.append((cols @ wg.T).reshape(n, oh, ow, out_per_group).transpose(0, 3, 1, 2))
+    return np.concatenate(results, axis=1)
+
+
+def conv2d(
+    x: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    group: int,
+) -> np.ndarray:
+    out = conv2d_accumulate(x, weight, strides, pads, dilations, group, np.float32)
+    if bias is not None:
+        out = out + bias.reshape(1, -1, 1, 1)
+    return np.ascontiguousarray(out, dtype=np.float32)
+
+
+def gemm(
+    a: np.ndarray, b: np.ndarray, c: np.ndarray | None, alpha: float, beta: float, trans_a: bool, trans_b: bool
+) -> np.ndarray:
+    a = a.T if trans_a else a
+    b = b.T if trans_b else b
+    out = (a @ b) * np.float32(alpha)
+    if c is not None:
+        out = out + np.float32(beta) * c
+    return out.astype(np.float32, copy=False)
+
+
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.matmul(a, b).astype(np.float32, copy=False)
+
+
+def add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.add(a, b, dtype=np.float32)
+
+
+def sub(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.subtract(a, b, dtype=np.float32)
+
+
+def mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.multiply(a, b, dtype=np.float32)
+
+
+def div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.divide(a, b, dtype=np.float32)
+
+
+def relu(x: np.ndarray) -> np.ndarray:
+    return np.maximum(x, np.float32(0))
+
+
+def clip(x: np.ndarray, low: float, high: float) -> np.ndarray:
+    return np.clip(x, np.float32(low), np.float32(high)).astype(np.float32, copy=False)
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    # the two-branch form avoids overflow in exp for large |x|
+    x64 = x.astype(np.float64)
+    out = np.where(x64 >= 0, 1.0 / (1.0 + np.exp(-np.abs(x64))), np.exp(-np.abs(x64)) / (1.0 + np.exp(-np.abs(x64))))
+    return out.astype(np.float32)
+
+
+def hard_sigmoid(x: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+    return np.clip(np.float32(alpha) * x + np.float32(beta), 0, 1).astype(np.float32)
+
+
+def hard_swish(x: np.ndarray) -> np.ndarray:
+    return (x * hard_sigmoid(x, 1.0 / 6.0, 0.5)).astype(np.float32)
+
+
+def softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    shifted = x - x.max(axis=axis, keepdims=True)
+    e = np.exp(shifted.astype(np.float64))
+    return (e / e.sum(axis=axis, keepdims=True)).astype(np.float32)
+
+
+def batch_norm(
+    x: np.ndarray, scale: np.ndarray, bias: np.ndarray, mean: np.ndarray, var: np.ndarray, epsilon: float
+) -> np.ndarray:
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    inv = (scale / np.sqrt(var + np.float32(epsilon))).astype(np.float32)
+    return ((x - mean.reshape(shape)) * inv.reshape(shape) + bias.reshape(shape)).astype(np.float32)
+
+
+def pool_windows(
+    x: np.ndarray,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    out_hw: Sequence[int],
+    pad_value: float,
+) -> np.ndarray:
+    """Windows for pooling, with extra right/bottom padding so ceil-mode windows exist."""
+    h, w = x.shape[2:]
+    need_h = (out_hw[0] - 1) * strides[0] + dilations[0] * (kernel[0] - 1) + 1
+    need_w = (out_hw[1] - 1) * strides[1] + dilations[1] * (kernel[1] - 1) + 1
+    bottom = max(pads[2], need_h - h - pads[0])
+    right = max(pads[3], need_w - w - pads[1])
+    padded = pad_nchw(x, (pads[0], pads[1], bottom, right), pad_value)
+    return window_view(padded, kernel, strides, dilations, out_hw)
+
+
+def max_pool(
+    x: np.ndarray,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    out_hw: Sequence[int],
+) -> np.ndarray:
+    fill = -np.inf if np.issubdtype(x.dtype, np.floating) else np.iinfo(x.dtype).min
+    windows = pool_windows(x, kernel, strides, pads, dilations, out_hw, fill)
+    return windows.max(axis=(4, 5))
+
+
+def average_pool_counts(
+    hw: Sequence[int], kernel: Sequence[int], strides: Sequence[int], pads: Sequence[int], out_hw: Sequence[int],
+    count_include_pad: bool,
+) -> np.ndarray:
+    """The divisor of every output position: OH x OW."""
+    ones = np.ones((1, 1, *hw), dtype=np.int64)
+    if count_include_pad:
+        # padding counts, but the extra ceil-mode area beyond the declared pads does not
+        ones = pad_nchw(ones, pads, 1)
+        pads = (0, 0, 0, 0)
+    counts = pool_windows(ones, kernel, strides, pads, (1, 1), out_hw, 0).sum(axis=(4, 5))
+    return counts[0, 0]
+
+
+def average_pool(
+    x: np.ndarray,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    out_hw: Sequence[int],
+    count_include_pad: bool,
+) -> np.ndarray:
+    windows = pool_windows(x.astype(np.float64), kernel, strides, pads, (1, 1), out_hw, 0.0)
+    sums = windows.sum(axis=(4, 5))
+    counts = average_pool_counts(x.shape[2:], kernel, strides, pads, out_hw, count_include_pad)
+    return (sums / counts).astype(np.float32)
+
+
+def global_average_pool(x: np.ndarray) -> np.ndarray:
+    axes = tuple(range(2, x.ndim))
+    return x.astype(np.float64).mean(axis=axes, keepdims=True).astype(np.float32)
+
+
+def reshape(x: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    return x.reshape(shape)
+
+
+def flatten(x: np.ndarray, axis: int) -> np.ndarray:
+    return x.reshape(math.prod(x.shape[:axis]), -1)
+
+
+def transpose(x: np.ndarray, perm: Sequence[int]) -> np.ndarray:
+    return np.ascontiguousarray(np.transpose(x, perm))
+
+
+def concat(xs: Sequence[np.ndarray], axis: int) -> np.ndarray:
+    return np.concatenate(xs, axis=axis)

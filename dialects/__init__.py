@@ -1,0 +1,1 @@
+"""xnpu's dialects, one per level: `nn` (float graph), and the lower levels as they land."""

@@ -1,0 +1,882 @@
+"""The `nn` dialect: the float graph, in ONNX layout (NCHW), with static shapes.
+
+One op per ONNX operator family. Attributes mirror ONNX's (pads are
+`[top, left, bottom, right]`, as ONNX's `[x1_begin, x2_begin, x1_end, x2_end]`), so an
+imported model reads like its ONNX graph. Every op checks its shapes in `verify_` by
+computing the expected result shape with the same shape functions the importer and the
+interpreter rely on; an op whose result type disagrees is rejected with a message that
+names both shapes.
+
+Weights are `nn.constant` ops holding a builtin dense elements attribute; large ones are
+printed as a hex blob (`dense<"0x...">`), which scales to ResNet-sized models and, unlike
+`dense_resource`, keeps the data inside the op, not in a process-wide blob store.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    I64,
+    BytesAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    Float32Type,
+    FloatAttr,
+    IntegerAttr,
+    TensorType,
+    f32,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import ConstantLike, Pure
+from xdsl.utils.exceptions import VerifyException
+
+F32Tensor = TensorType[Float32Type]
+
+# --------------------------------------------------------------------------------------
+# Shape functions: the single definition of every op's output shape.
+# --------------------------------------------------------------------------------------
+
+
+def broadcast_shapes(lhs: Sequence[int], rhs: Sequence[int]) -> tuple[int, ...]:
+    """ONNX (numpy) multidirectional broadcasting; raises ValueError when incompatible."""
+    rank = max(len(lhs), len(rhs))
+    a = (1,) * (rank - len(lhs)) + tuple(lhs)
+    b = (1,) * (rank - len(rhs)) + tuple(rhs)
+    out: list[int] = []
+    for x, y in zip(a, b):
+        if x != y and x != 1 and y != 1:
+            raise ValueError(f"shapes {list(lhs)} and {list(rhs)} do not broadcast")
+        out.append(max(x, y))
+    return tuple(out)
+
+
+def pool_output_hw(
+    hw: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    ceil_mode: bool,
+) -> tuple[int, int]:
+    out = []
+    for axis in range(2):
+        size, k, s, d = hw[axis], kernel[axis], strides[axis], dilations[axis]
+        begin, end = pads[axis], pads[axis + 2]
+        span = d * (k - 1) + 1
+        if ceil_mode:
+            o = -(-(size + begin + end - span) // s) + 1
+            # the last window must start inside the input or its leading padding
+            if (o - 1) * s >= size + begin:
+                o -= 1
+        else:
+            o = (size + begin + end - span) // s + 1
+        out.append(o)
+    return out[0], out[1]
+
+
+def conv_output_shape(
+    x: Sequence[int],
+    w: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+) -> tuple[int, ...]:
+    oh, ow = pool_output_hw(x[2:], w[2:], strides, pads, dilations, False)
+    return (x[0], w[0], oh, ow)
+
+
+def gemm_output_shape(a: Sequence[int], b: Sequence[int], trans_a: bool, trans_b: bool) -> tuple[int, int]:
+    m, k = (a[1], a[0]) if trans_a else (a[0], a[1])
+    k2, n = (b[1], b[0]) if trans_b else (b[0], b[1])
+    if k != k2:
+        raise ValueError(f"inner dimensions differ: A gives K={k}, B gives K={k2}")
+    return (m, n)
+
+
+def matmul_output_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
+    if len(a) == 0 or len(b) == 0:
+        raise ValueError("matmul operands must have rank >= 1")
+    a2 = (1,) + tuple(a) if len(a) == 1 else tuple(a)
+    b2 = tuple(b) + (1,) if len(b) == 1 else tuple(b)
+    if a2[-1] != b2[-2]:
+        raise ValueError(f"inner dimensions differ: {a2[-1]} vs {b2[-2]}")
+    batch = broadcast_shapes(a2[:-2], b2[:-2])
+    out = batch + (a2[-2], b2[-1])
+    if len(a) == 1:
+        out = out[:-2] + out[-1:]
+    if len(b) == 1:
+        out = out[:-1]
+    return out
+
+
+def flatten_output_shape(shape: Sequence[int], axis: int) -> tuple[int, int]:
+    return (math.prod(shape[:axis]), math.prod(shape[axis:]))
+
+
+# --------------------------------------------------------------------------------------
+# Helpers shared by the op definitions
+# --------------------------------------------------------------------------------------
+
+
+def shape_of(value: SSAValue | Attribute) -> tuple[int, ...]:
+    type_ = value.type if isinstance(value, SSAValue) else value
+    assert isinstance(type_, TensorType)
+    return tuple(type_.get_shape())
+
+
+def ints(attr: DenseArrayBase | None) -> tuple[int, ...]:
+    return () if attr is None else tuple(attr.get_values())  # type: ignore[arg-type]
+
+
+def i64_array(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+
+
+def f32_attr(value: float) -> FloatAttr:
+    return FloatAttr(float(value), f32)
+
+
+def i64_attr(value: int) -> IntegerAttr:
+    return IntegerAttr(int(value), i64)
+
+
+def _expect_shape(op: Operation, expected: Sequence[int], what: str = "result") -> None:
+    actual = shape_of(op.results[0])
+    if tuple(actual) != tuple(expected):
+        raise VerifyException(
+            f"{op.name}: {what} shape is {list(actual)} but the operands give {list(expected)}"
+        )
+
+
+def _expect_rank(op: Operation, value: SSAValue, rank: int, role: str) -> tuple[int, ...]:
+    shape = shape_of(value)
+    if len(shape) != rank:
+        raise VerifyException(f"{op.name}: {role} must have rank {rank}, got shape {list(shape)}")
+    return shape
+
+
+def _expect_len(op: Operation, name: str, values: Sequence[int], length: int) -> None:
+    if len(values) != length:
+        raise VerifyException(f"{op.name}: '{name}' needs {length} values, got {list(values)}")
+
+
+def _expect_positive(op: Operation, name: str, values: Sequence[int]) -> None:
+    if any(v < 1 for v in values):
+        raise VerifyException(f"{op.name}: '{name}' values must be >= 1, got {list(values)}")
+
+
+def _expect_nonnegative(op: Operation, name: str, values: Sequence[int]) -> None:
+    if any(v < 0 for v in values):
+        raise VerifyException(f"{op.name}: '{name}' values must be >= 0, got {list(values)}")
+
+
+def _normalize_axis(op: Operation, axis: int, rank: int, allow_end: bool = False) -> int:
+    upper = rank + 1 if allow_end else rank
+    if not -rank <= axis < upper:
+        raise VerifyException(f"{op.name}: axis {axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+# --------------------------------------------------------------------------------------
+# Constants
+# --------------------------------------------------------------------------------------
+
+
+def dense_from_numpy(array: np.ndarray) -> DenseIntOrFPElementsAttr:
+    """A dense attribute holding `array` as float32, built without per-element Python work."""
+    data = np.ascontiguousarray(array, dtype=np.float32)
+    return DenseIntOrFPElementsAttr(TensorType(f32, data.shape), BytesAttr(data.tobytes()))
+
+
+def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
+    shape = tuple(attr.get_shape())
+    raw = attr.data.data
+    count = math.prod(shape)
+    values = np.frombuffer(raw, dtype=np.float32)
+    if values.size == 1 and count != 1:  # a splat
+        return np.full(shape, values[0], dtype=np.float32)
+    return values.reshape(shape).copy()
+
+
+@irdl_op_definition
+class ConstantOp(IRDLOperation):
+    """A float tensor constant: weights, biases and folded values.
+
+    `%w = nn.constant dense<...> : tensor<...xf32>`
+    """
+
+    name = "nn.constant"
+    value = prop_def(DenseIntOrFPElementsAttr)
+    result = result_def(F32Tensor)
+    traits = traits_def(ConstantLike(), Pure())
+
+    def __init__(self, value: DenseIntOrFPElementsAttr | np.ndarray):
+        if isinstance(value, np.ndarray):
+            value = dense_from_numpy(value)
+        super().__init__(properties={"value": value}, result_types=[value.type])
+
+    def verify_(self) -> None:
+        if self.value.type != self.result.type:
+            raise VerifyException(
+                f"nn.constant: value type {self.value.type} differs from result type {self.result.type}"
+            )
+        if not isinstance(self.value.get_element_type(), Float32Type):
+            raise VerifyException("nn.constant: only f32 constants are supported")
+
+    def to_numpy(self) -> np.ndarray:
+        return dense_to_numpy(self.value)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConstantOp:
+        attr = parser.parse_attribute()
+        if not isinstance(attr, DenseIntOrFPElementsAttr):
+            parser.raise_error("nn.constant expects a dense<...> : tensor<...> attribute")
+        op = cls(attr)
+        extra = parser.parse_optional_attr_dict()
+        op.attributes.update(extra)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        # Printed here rather than by the builtin printer, whose splat test unpacks every
+        # element into Python floats (seconds for a ResNet's weights).
+        data = np.frombuffer(self.value.data.data, dtype=np.float32)
+        printer.print_string(" dense<")
+        if data.size > 100 and not (data == data[0]).all():
+            printer.print_string('"0x' + data.tobytes().hex().upper() + '"')
+        elif data.size > 100 or (data.size > 1 and (data == data[0]).all()):
+            printer.print_float(float(data[0]), f32)
+        elif data.size == 1:
+            printer.print_float(float(data[0]), f32)
+        else:
+            nested = data.reshape(shape_of(self.value.type)) if self.value.type.get_shape() else data
+            _print_nested(printer, nested)
+        printer.print_string("> : ")
+        printer.print_attribute(self.result.type)
+        if self.attributes:
+            printer.print_op_attributes(self.attributes)
+
+
+def _print_nested(printer: Printer, array: np.ndarray) -> None:
+    if array.ndim == 0:
+        printer.print_float(float(array), f32)
+        return
+    printer.print_string("[")
+    for index, item in enumerate(array):
+        if index:
+            printer.print_string(", ")
+        if array.ndim == 1:
+            printer.print_float(float(item), f32)
+        else:
+            _print_nested(printer, item)
+    printer.print_string("]")
+
+
+# --------------------------------------------------------------------------------------
+# Element-wise
+# --------------------------------------------------------------------------------------
+
+
+class UnaryOp(IRDLOperation):
+    input = operand_def(F32Tensor)
+    result = result_def(F32Tensor)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, result_type: Attribute | None = None, **props: Attribute):
+        super().__init__(
+            operands=[input], result_types=[result_type or input.type], properties=props
+        )
+
+    def verify_(self) -> None:
+        _expect_shape(self, shape_of(self.input))
+
+
+@irdl_op_definition
+class ReluOp(UnaryOp):
+    """max(x, 0)."""
+
+    name = "nn.relu"
+
+
+@irdl_op_definition
+class SigmoidOp(UnaryOp):
+    """1 / (1 + exp(-x))."""
+
+    name = "nn.sigmoid"
+
+
+@irdl_op_definition
+class HardSwishOp(UnaryOp):
+    """x * clip(x / 6 + 1/2, 0, 1), as ONNX HardSwish."""
+
+    name = "nn.hard_swish"
+
+
+@irdl_op_definition
+class HardSigmoidOp(UnaryOp):
+    """clip(alpha * x + beta, 0, 1)."""
+
+    name = "nn.hard_sigmoid"
+    alpha = prop_def(FloatAttr)
+    beta = prop_def(FloatAttr)
+
+
+@irdl_op_definition
+class ClipOp(UnaryOp):
+    """clip(x, min, max); covers hard_tanh (-1, 1) and relu6 (0, 6). A missing bound is open."""
+
+    name = "nn.clip"
+    min = opt_prop_def(FloatAttr)
+    max = opt_prop_def(FloatAttr)
+
+    def bounds(self) -> tuple[float, float]:
+        low = -math.inf if self.min is None else self.min.value.data
+        high = math.inf if self.max is None else self.max.value.data
+        return low, high
+
+    def verify_(self) -> None:
+        super().verify_()
+        low, high = self.bounds()
+        if low > high:
+            raise VerifyException(f"nn.clip: min {low} is greater than max {high}")
+
+
+@irdl_op_definition
+class SoftmaxOp(UnaryOp):
+    """exp(x) / sum(exp(x)) along `axis` (ONNX opset >= 13 semantics)."""
+
+    name = "nn.softmax"
+    axis = prop_def(IntegerAttr[I64])
+
+    def verify_(self) -> None:
+        super().verify_()
+        _normalize_axis(self, self.axis.value.data, len(shape_of(self.input)))
+
+
+class BinaryOp(IRDLOperation):
+    lhs = operand_def(F32Tensor)
+    rhs = operand_def(F32Tensor)
+    result = result_def(F32Tensor)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute | None = None):
+        if result_type is None:
+            result_type = TensorType(f32, broadcast_shapes(shape_of(lhs), shape_of(rhs)))
+        super().__init__(operands=[lhs, rhs], result_types=[result_type])
+
+    def verify_(self) -> None:
+        try:
+            expected = broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs))
+        except ValueError as error:
+            raise VerifyException(f"{self.name}: {error}") from None
+        _expect_shape(self, expected)
+
+
+@irdl_op_definition
+class AddOp(BinaryOp):
+    """lhs + rhs with ONNX broadcasting."""
+
+    name = "nn.add"
+
+
+@irdl_op_definition
+class SubOp(BinaryOp):
+    """lhs - rhs with ONNX broadcasting."""
+
+    name = "nn.sub"
+
+
+@irdl_op_definition
+class MulOp(BinaryOp):
+    """lhs * rhs with ONNX broadcasting (squeeze-excitation scales are a broadcast mul)."""
+
+    name = "nn.mul"
+
+
+@irdl_op_definition
+class DivOp(BinaryOp):
+    """lhs / rhs with ONNX broadcasting."""
+
+    name = "nn.div"
+
+
+# --------------------------------------------------------------------------------------
+# Convolution and dense layers
+# --------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class Conv2dOp(IRDLOperation):
+    """2-D convolution, NCHW input, OIHW weight (I = C / group), optional bias of O.
+
+    group == C == O is a depthwise convolution.
+    """
+
+    name = "nn.conv2d"
+    input = operand_def(F32Tensor)
+    weight = operand_def(F32Tensor)
+    bias = opt_operand_def(F32Tensor)
+    result = result_def(F32Tensor)
+    strides = prop_def(DenseArrayBase[I64])
+    pads = prop_def(DenseArrayBase[I64])
+    dilations = prop_def(DenseArrayBase[I64])
+    group = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
+
+    def __init__(
+        self,
+        input: SSAValue,
+        weight: SSAValue,
+        bias: SSAValue | None,
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        dilations: Sequence[int] = (1, 1),
+        group: int = 1,
+        result_type: Attribute | None = None,
+    ):
+        if result_type is None:
+            result_type = TensorType(
+                f32, conv_output_shape(shape_of(input), shape_of(weight), strides, pads, dilations)
+            )
+        super().__init__(
+            operands=[input, weight, bias],
+            result_types=[result_type],
+            properties={
+                "strides": i64_array(strides),
+                "pads": i64_array(pads),
+                "dilations": i64_array(dilations),
+                "group": i64_attr(group),
+            },
+        )
+
+    def verify_(self) -> None:
+        x = _expect_rank(self, self.input, 4, "input")
+        w = _expect_rank(self, self.weight, 4, "weight")
+        strides, pads, dilations = ints(self.strides), ints(self.pads), ints(self.dilations)
+        group = self.group.value.data
+        _expect_len(self, "strides", strides, 2)
+        _expect_len(self, "pads", pads, 4)
+        _expect_len(self, "dilations", dilations, 2)
+        _expect_positive(self, "strides", strides)
+        _expect_positive(self, "dilations", dilations)
+        _expect_nonnegative(self, "pads", pads)
+        if group < 1 or x[1] % group or w[0] % group:
+            raise VerifyException(
+                f"nn.conv2d: group {group} must divide input channels {x[1]} and output channels {w[0]}"
+            )
+        if w[1] * group != x[1]:
+            raise VerifyException(
+                f"nn.conv2d: weight expects {w[1]} x group {group} = {w[1] * group} input channels, "
+                f"input has {x[1]}"
+            )
+        if self.bias is not None and shape_of(self.bias) != (w[0],):
+            raise VerifyException(
+                f"nn.conv2d: bias shape must be [{w[0]}], got {list(shape_of(self.bias))}"
+            )
+        expected = conv_output_shape(x, w, strides, pads, dilations)
+        if expected[2] < 1 or expected[3] < 1:
+            raise VerifyException(f"nn.conv2d: kernel {list(w[2:])} does not fit input {list(x[2:])}")
+        _expect_shape(self, expected)
+
+    @property
+    def is_depthwise(self) -> bool:
+        x, w = shape_of(self.input), shape_of(self.weight)
+        group = self.group.value.data
+        return group > 1 and group == x[1] and w[1] == 1
+
+
+@irdl_op_definition
+class GemmOp(IRDLOperation):
+    """alpha * op(A) @ op(B) + beta * C, with op = transpose when trans_a / trans_b."""
+
+    name = "nn.gemm"
+    a = operand_def(F32Tensor)
+    b = operand_def(F32Tensor)
+    c = opt_operand_def(F32Tensor)
+    result = result_def(F32Tensor)
+    alpha = prop_def(FloatAttr)
+    beta = prop_def(FloatAttr)
+    trans_a = prop_def(IntegerAttr[I64])
+    trans_b = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)"
+
+    def __init__(
+        self,
+        a: SSAValue,
+        b: SSAValue,
+        c: SSAValue | None,
+        alpha: float = 1.0,
+        beta: float = 1.0,
+        trans_a: bool = False,
+        trans_b: bool = False,
+        result_type: Attribute | None = None,
+    ):
+        if result_type is None:
+            result_type = TensorType(f32, gemm_output_shape(shape_of(a), shape_of(b), trans_a, trans_b))
+        super().__init__(
+            operands=[a, b, c],
+            result_types=[result_type],
+            properties={
+                "alpha": f32_attr(alpha),
+                "beta": f32_attr(beta),
+                "trans_a": i64_attr(int(trans_a)),
+                "trans_b": i64_attr(int(trans_b)),
+            },
+        )
+
+    def verify_(self) -> None:
+        a = _expect_rank(self, self.a, 2, "A")
+        b = _expect_rank(self, self.b, 2, "B")
+        try:
+            expected = gemm_output_shape(a, b, bool(self.trans_a.value.data), bool(self.trans_b.value.data))
+            if self.c is not None:
+                if broadcast_shapes(shape_of(self.c), expected) != expected:
+                    raise ValueError(
+                        f"C of shape {list(shape_of(self.c))} does not broadcast to {list(expected)}"
+                    )
+        except ValueError as error:
+            raise VerifyException(f"nn.gemm: {error}") from None
+        _expect_shape(self, expected)
+
+
+@irdl_op_definition
+class MatMulOp(IRDLOperation):
+    """numpy.matmul semantics, as ONNX MatMul."""
+
+    name = "nn.matmul"
+    lhs = operand_def(F32Tensor)
+    rhs = operand_def(F32Tensor)
+    result = result_def(F32Tensor)
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute | None = None):
+        if result_type is None:
+            result_type = TensorType(f32, matmul_output_shape(shape_of(lhs), shape_of(rhs)))
+        super().__init__(operands=[lhs, rhs], result_types=[result_type])
+
+    def verify_(self) -> None:
+        try:
+            expected = matmul_output_shape(shape_of(self.lhs), shape_of(self.rhs))
+        except ValueError as error:
+            raise VerifyException(f"nn.matmul: {error}") from None
+        _expect_shape(self, expected)
+
+
+@irdl_op_definition
+class BatchNormOp(IRDLOperation):
+    """Inference batch normalization: (x - mean) / sqrt(var + epsilon) * scale + bias, per channel."""
+
+    name = "nn.batch_norm"
+    input = operand_def(F32Tensor)
+    scale = operand_def(F32Tensor)
+    bias = operand_def(F32Tensor)
+    mean = operand_def(F32Tensor)
+    var = operand_def(F32Tensor)
+    result = result_def(F32Tensor)
+    epsilon = prop_def(FloatAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input `,` $scale `,` $bias `,` $mean `,` $var attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, input: SSAValue, scale: SSAValue, bias: SSAValue, mean: SSAValue, var: SSAValue, epsilon: float):
+        super().__init__(
+            operands=[input, scale, bias, mean, var],
+            result_types=[input.type],
+            properties={"epsilon": f32_attr(epsilon)},
+        )
+
+    def verify_(self) -> None:
+        x = shape_of(self.input)
+        if len(x) < 2:
+            raise VerifyException(f"nn.batch_norm: input must have rank >= 2, got shape {list(x)}")
+        for role in ("scale", "bias", "mean", "var"):
+            if shape_of(getattr(self, role)) != (x[1],):
+                raise VerifyException(
+                    f"nn.batch_norm: {role} shape must be [{x[1]}], got {list(shape_of(getattr(self, role)))}"
+                )
+        _expect_shape(self, x)
+
+
+# --------------------------------------------------------------------------------------
+# Pooling
+# --------------------------------------------------------------------------------------
+
+
+class WindowPoolOp(IRDLOperation):
+    input = operand_def(F32Tensor)
+    result = result_def(F32Tensor)
+    kernel_shape = prop_def(DenseArrayBase[I64])
+    strides = prop_def(DenseArrayBase[I64])
+    pads = prop_def(DenseArrayBase[I64])
+    ceil_mode = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def pool_dilations(self) -> tuple[int, int]:
+        return (1, 1)
+
+    def verify_(self) -> None:
+        x = _expect_rank(self, self.input, 4, "input")
+        kernel, strides, pads = ints(self.kernel_shape), ints(self.strides), ints(self.pads)
+        _expect_len(self, "kernel_shape", kernel, 2)
+        _expect_len(self, "strides", strides, 2)
+        _expect_len(self, "pads", pads, 4)
+        _expect_positive(self, "kernel_shape", kernel)
+        _expect_positive(self, "strides", strides)
+        _expect_nonnegative(self, "pads", pads)
+        if any(pads[i] >= kernel[i % 2] for i in range(4)):
+            raise VerifyException(f"{self.name}: pads {list(pads)} must be smaller than the kernel {list(kernel)}")
+        hw = pool_output_hw(x[2:], kernel, strides, pads, self.pool_dilations(), bool(self.ceil_mode.value.data))
+        if min(hw) < 1:
+            raise VerifyException(f"{self.name}: kernel {list(kernel)} does not fit input {list(x[2:])}")
+        _expect_shape(self, (x[0], x[1], *hw))
+
+
+def _pool_props(kernel, strides, pads, ceil_mode) -> dict[str, Attribute]:
+    return {
+        "kernel_shape": i64_array(kernel),
+        "strides": i64_array(strides),
+        "pads": i64_array(pads),
+        "ceil_mode": i64_attr(int(ceil_mode)),
+    }
+
+
+@irdl_op_definition
+class MaxPoolOp(WindowPoolOp):
+    """Max over each window; padding never wins."""
+
+    name = "nn.max_pool"
+    dilations = prop_def(DenseArrayBase[I64])
+
+    def __init__(self, input: SSAValue, kernel, strides, pads, dilations=(1, 1), ceil_mode=False, result_type=None):
+        props = _pool_props(kernel, strides, pads, ceil_mode)
+        props["dilations"] = i64_array(dilations)
+        if result_type is None:
+            x = shape_of(input)
+            hw = pool_output_hw(x[2:], kernel, strides, pads, dilations, ceil_mode)
+            result_type = TensorType(f32, (x[0], x[1], *hw))
+        super().__init__(operands=[input], result_types=[result_type], properties=props)
+
+    def pool_dilations(self) -> tuple[int, int]:
+        values = ints(self.dilations)
+        return (values[0], values[1]) if len(values) == 2 else (1, 1)
+
+    def verify_(self) -> None:
+        _expect_len(self, "dilations", ints(self.dilations), 2)
+        _expect_positive(self, "dilations", ints(self.dilations))
+        super().verify_()
+
+
+@irdl_op_definition
+class AveragePoolOp(WindowPoolOp):
+    """Mean over each window; `count_include_pad` says whether padding counts in the divisor."""
+
+    name = "nn.average_pool"
+    count_include_pad = prop_def(IntegerAttr[I64])
+
+    def __init__(self, input: SSAValue, kernel, strides, pads, count_include_pad=False, ceil_mode=False, result_type=None):
+        props = _pool_props(kernel, strides, pads, ceil_mode)
+        props["count_include_pad"] = i64_attr(int(count_include_pad))
+        if result_type is None:
+            x = shape_of(input)
+            hw = pool_output_hw(x[2:], kernel, strides, pads, (1, 1), ceil_mode)
+            result_type = TensorType(f32, (x[0], x[1], *hw))
+        super().__init__(operands=[input], result_types=[result_type], properties=props)
+
+
+@irdl_op_definition
+class GlobalAveragePoolOp(IRDLOperation):
+    """Mean over H and W: N x C x H x W -> N x C x 1 x 1."""
+
+    name = "nn.global_average_pool"
+    input = operand_def(F32Tensor)
+    result = result_def(F32Tensor)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue):
+        x = shape_of(input)
+        super().__init__(operands=[input], result_types=[TensorType(f32, (*x[:2], *([1] * (len(x) - 2))))])
+
+    def verify_(self) -> None:
+        x = shape_of(self.input)
+        if len(x) < 3:
+            raise VerifyException(f"nn.global_average_pool: input must have rank >= 3, got shape {list(x)}")
+        _expect_shape(self, (*x[:2], *([1] * (len(x) - 2))))
+
+
+# --------------------------------------------------------------------------------------
+# Data movement
+# --------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ReshapeOp(IRDLOperation):
+    """Same elements, new static shape (the result type)."""
+
+    name = "nn.reshape"
+    input = operand_def(F32Tensor)
+    result = result_def(F32Tensor)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, shape: Sequence[int]):
+        super().__init__(operands=[input], result_types=[TensorType(f32, shape)])
+
+    def verify_(self) -> None:
+        before, after = shape_of(self.input), shape_of(self.result)
+        if math.prod(before) != math.prod(after):
+            raise VerifyException(
+                f"nn.reshape: cannot reshape {list(before)} ({math.prod(before)} elements) "
+                f"to {list(after)} ({math.prod(after)} elements)"
+            )
+
+
+@irdl_op_definition
+class FlattenOp(IRDLOperation):
+    """Collapse dimensions [0, axis) and [axis, rank) into a 2-D tensor."""
+
+    name = "nn.flatten"
+    input = operand_def(F32Tensor)
+    result = result_def(F32Tensor)
+    axis = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, axis: int = 1):
+        shape = shape_of(input)
+        axis = axis + len(shape) if axis < 0 else axis
+        super().__init__(
+            operands=[input],
+            result_types=[TensorType(f32, flatten_output_shape(shape, axis))],
+            properties={"axis": i64_attr(axis)},
+        )
+
+    def verify_(self) -> None:
+        shape = shape_of(self.input)
+        axis = _normalize_axis(self, self.axis.value.data, len(shape), allow_end=True)
+        _expect_shape(self, flatten_output_shape(shape, axis))
+
+
+@irdl_op_definition
+class TransposeOp(IRDLOperation):
+    """Permute dimensions: result dimension i is input dimension perm[i]."""
+
+    name = "nn.transpose"
+    input = operand_def(F32Tensor)
+    result = result_def(F32Tensor)
+    perm = prop_def(DenseArrayBase[I64])
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, perm: Sequence[int]):
+        shape = shape_of(input)
+        super().__init__(
+            operands=[input],
+            result_types=[TensorType(f32, [shape[p] for p in perm])],
+            properties={"perm": i64_array(perm)},
+        )
+
+    def verify_(self) -> None:
+        shape, perm = shape_of(self.input), ints(self.perm)
+        if sorted(perm) != list(range(len(shape))):
+            raise VerifyException(f"nn.transpose: perm {list(perm)} is not a permutation of 0..{len(shape) - 1}")
+        _expect_shape(self, [shape[p] for p in perm])
+
+
+@irdl_op_definition
+class ConcatOp(IRDLOperation):
+    """Join tensors along `axis`; all other dimensions must agree."""
+
+    name = "nn.concat"
+    inputs = var_operand_def(F32Tensor)
+    result = result_def(F32Tensor)
+    axis = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$inputs attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, inputs: Sequence[SSAValue], axis: int):
+        shapes = [shape_of(v) for v in inputs]
+        axis = axis + len(shapes[0]) if axis < 0 else axis
+        out = list(shapes[0])
+        out[axis] = sum(s[axis] for s in shapes)
+        super().__init__(
+            operands=[list(inputs)],
+            result_types=[TensorType(f32, out)],
+            properties={"axis": i64_attr(axis)},
+        )
+
+    def verify_(self) -> None:
+        if not self.inputs:
+            raise VerifyException("nn.concat: needs at least one input")
+        shapes = [shape_of(v) for v in self.inputs]
+        rank = len(shapes[0])
+        axis = _normalize_axis(self, self.axis.value.data, rank)
+        for shape in shapes[1:]:
+            if len(shape) != rank or any(a != b for i, (a, b) in enumerate(zip(shape, shapes[0])) if i != axis):
+                raise VerifyException(
+                    f"nn.concat: input shapes {[list(s) for s in shapes]} differ outside axis {axis}"
+                )
+        out = list(shapes[0])
+        out[axis] = sum(s[axis] for s in shapes)
+        _expect_shape(self, out)
+
+
+NN = Dialect(
+    "nn",
+    [
+        ConstantOp,
+        ReluOp,
+        SigmoidOp,
+        HardSigmoidOp,
+        HardSwishOp,
+        ClipOp,
+        SoftmaxOp,
+        AddOp,
+        SubOp,
+        MulOp,
+        DivOp,
+        Conv2dOp,
+        GemmOp,
+        MatMulOp,
+        BatchNormOp,
+        MaxPoolOp,
+        AveragePoolOp,
+        GlobalAveragePoolOp,
+        ReshapeOp,
+        FlattenOp,
+        TransposeOp,
+        ConcatOp,
+    ],
+)
