@@ -1,0 +1,42 @@
+"""Every pass xnpu defines, by name: read by xnpu-opt and by the xdsl-opt universe.
+
+Each entry imports its pass lazily so that listing passes stays cheap. Add a pass here
+when you add one to transforms/ or lowering/.
+"""
+
+from collections.abc import Callable
+
+from xdsl.passes import ModulePass
+
+
+def _calibrate():
+    from xnpu.transforms.calibrate import CalibratePass
+
+    return CalibratePass
+
+
+def _fold_batch_norm():
+    from xnpu.transforms.fold_batch_norm import FoldBatchNormPass
+
+    return FoldBatchNormPass
+
+
+def _remove_noop():
+    from xnpu.transforms.remove_noop import RemoveNoOpPass
+
+    return RemoveNoOpPass
+
+
+def _constant_fold():
+    from xnpu.transforms.constant_fold import ConstantFoldPass
+
+    return ConstantFoldPass
+
+
+def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    return {
+        "calibrate": _calibrate,
+        "fold-batch-norm": _fold_batch_norm,
+        "remove-noop": _remove_noop,
+        "constant-fold": _constant_fold,
+    }
