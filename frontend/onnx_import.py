@@ -1,0 +1,681 @@
+"""ONNX -> `nn` dialect: the front end.
+
+The model is shape-inferred first; every tensor must come out with a static shape, because
+every level below works on static shapes. Each ONNX node becomes one `nn` op (a few become
+a short sequence) located at `loc("<node name>")`; unnamed nodes get `<OpType>_<index>`.
+Initializers and `Constant` nodes are held as numpy arrays and become `nn.constant` ops only
+where a float operand needs them, so integer shape tensors (Reshape's `shape`, Clip's bounds)
+never appear in the IR. `Identity` and inference `Dropout` are forwarded away.
+
+Anything the `nn` dialect cannot express is an `XnpuError` whose one line names the node,
+its op type and the reason.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    FunctionType,
+    ModuleOp,
+    NameLoc,
+    NoneAttr,
+    StringAttr,
+    TensorType,
+    f32,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import DiagnosticException, VerifyException
+
+from xnpu.dialects import nn
+from xnpu.errors import XnpuError
+from xnpu.runner import NAME_ATTR
+
+MIN_OPSET = 11
+MAX_OPSET = onnx.defs.onnx_opset_version()
+
+FLOAT = onnx.TensorProto.FLOAT
+
+
+def _load(source: str | os.PathLike[str] | onnx.ModelProto) -> onnx.ModelProto:
+    if isinstance(source, onnx.ModelProto):
+        return source
+    path = Path(source)
+    if not path.is_file():
+        reason = "is a directory" if path.is_dir() else "no such file"
+        raise XnpuError(f"{path}: cannot read ONNX model: {reason}")
+    try:
+        model = onnx.load(str(path))
+    except Exception as error:  # protobuf raises several unrelated types for garbage input
+        raise XnpuError(f"{path}: not an ONNX model ({_first_line(error) or type(error).__name__})") from None
+    # protobuf happily decodes many non-ONNX byte strings into an almost empty message
+    if model.ir_version <= 0 or not model.HasField("graph"):
+        raise XnpuError(f"{path}: not an ONNX model (no graph or IR version)")
+    return model
+
+
+def _first_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
+def _default_opset(model: onnx.ModelProto) -> int:
+    versions = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
+    if not versions:
+        raise XnpuError("the ONNX model imports no version of the default (ai.onnx) opset")
+    version = versions[0]
+    if not MIN_OPSET <= version <= MAX_OPSET:
+        raise XnpuError(
+            f"unsupported ONNX opset {version}: xnpu imports opsets {MIN_OPSET} to {MAX_OPSET}"
+        )
+    return version
+
+
+def _infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
+    try:
+        return onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
+    except Exception as error:
+        raise XnpuError(f"ONNX shape inference failed: {_first_line(error)}") from None
+
+
+class TensorInfo:
+    """Element type and shape of one ONNX value; a dimension is None where it is not static."""
+
+    __slots__ = ("elem_type", "shape", "dims_text")
+
+    def __init__(self, value_info: onnx.ValueInfoProto):
+        tensor = value_info.type.tensor_type
+        self.elem_type = tensor.elem_type
+        if not tensor.HasField("shape"):
+            self.shape, self.dims_text = None, "unknown rank"
+            return
+        dims: list[int | None] = []
+        text: list[str] = []
+        for dim in tensor.shape.dim:
+            if dim.HasField("dim_value"):
+                dims.append(dim.dim_value)
+                text.append(str(dim.dim_value))
+            else:
+                dims.append(None)
+                text.append(dim.dim_param or "?")
+        self.shape = tuple(dims)
+        self.dims_text = "[" + ", ".join(text) + "]"
+
+    @property
+    def is_static(self) -> bool:
+        return self.shape is not None and all(d is not None for d in self.shape)
+
+
+def _elem_type_name(elem_type: int) -> str:
+    return onnx.TensorProto.DataType.Name(elem_type) if elem_type else "UNDEFINED"
+
+
+class _NodeError(Exception):
+    """Raised by a converter; the importer adds which node it was."""
+
+
+class _Importer:
+    def __init__(self, model: onnx.ModelProto, opset: int):
+        self.opset = opset
+        graph = model.graph
+        self.infos: dict[str, TensorInfo] = {}
+        for value_info in (*graph.input, *graph.value_info, *graph.output):
+            self.infos[value_info.name] = TensorInfo(value_info)
+        # name -> (array, location name): initializers and Constant nodes, folded
+        self.constants: dict[str, tuple[np.ndarray, str]] = {}
+        for tensor in graph.initializer:
+            self.constants[tensor.name] = (numpy_helper.to_array(tensor), tensor.name)
+        if len(graph.sparse_initializer):
+            raise XnpuError("sparse initializers are not supported")
+        self.values: dict[str, SSAValue] = {}
+        self.ops: list[Operation] = []
+        self.location = NameLoc(StringAttr("?"), NoneAttr())
+
+    # ----------------------------------------------------------------------------------
+    # Values
+
+    def operand(self, name: str) -> SSAValue:
+        """The SSA value of ONNX tensor `name`, materializing a constant on first use."""
+        if name in self.values:
+            return self.values[name]
+        if name not in self.constants:
+            raise _NodeError(f"input '{name}' is not produced by any node, input or initializer")
+        array, origin = self.constants[name]
+        if array.dtype != np.float32:
+            raise _NodeError(f"constant '{name}' has dtype {array.dtype}; only float32 tensors are supported")
+        op = nn.ConstantOp(array)
+        op.location = NameLoc(StringAttr(origin), NoneAttr())
+        self.ops.append(op)
+        self.values[name] = op.result
+        return op.result
+
+    def constant(self, name: str, role: str) -> np.ndarray:
+        if name not in self.constants:
+            raise _NodeError(f"{role} '{name}' must be a constant (an initializer or Constant node)")
+        return self.constants[name][0]
+
+    def emit(self, op: Operation) -> SSAValue:
+        op.location = self.location
+        self.ops.append(op)
+        return op.results[0]
+
+    # ----------------------------------------------------------------------------------
+    # The graph
+
+    def import_graph(self, graph: onnx.GraphProto) -> ModuleOp:
+        arg_types, arg_names = [], []
+        for value_info in graph.input:
+            if value_info.name in self.constants:
+                continue  # pre-IR-4 models list initializers as inputs
+            info = self.infos[value_info.name]
+            if info.elem_type != FLOAT:
+                raise XnpuError(
+                    f"graph input '{value_info.name}' has element type {_elem_type_name(info.elem_type)}; "
+                    "only float32 inputs are supported"
+                )
+            if not info.is_static:
+                raise XnpuError(
+                    f"graph input '{value_info.name}' has a dynamic shape {info.dims_text}; "
+                    "xnpu needs static shapes (fix the input shape before importing)"
+                )
+            arg_types.append(TensorType(f32, info.shape))
+            arg_names.append(value_info.name)
+        block = Block(arg_types=arg_types)
+        for name, arg in zip(arg_names, block.args):
+            self.values[name] = arg
+            arg.name_hint = _ssa_name(name)
+
+        for index, node in enumerate(graph.node):
+            self.import_node(node, index)
+
+        results, result_names = [], []
+        for value_info in graph.output:
+            try:
+                results.append(self.operand(value_info.name))
+            except _NodeError as error:
+                raise XnpuError(f"graph output '{value_info.name}': {error}") from None
+            result_names.append(value_info.name)
+        self.location = NameLoc(StringAttr("return"), NoneAttr())
+        block.add_ops(self.ops)
+        block.add_op(func.ReturnOp(*results))
+
+        function = func.FuncOp(
+            "main",
+            FunctionType.from_lists(arg_types, [r.type for r in results]),
+            Region(block),
+            arg_attrs=_name_attrs(arg_names),
+            res_attrs=_name_attrs(result_names),
+        )
+        return ModuleOp([function])
+
+    def import_node(self, node: onnx.NodeProto, index: int) -> None:
+        name = node.name or f"{node.op_type}_{index}"
+        op_type = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+        converter = CONVERTERS.get(op_type)
+        if converter is None:
+            raise XnpuError(f"unsupported ONNX op '{op_type}' (node '{name}'): no nn equivalent")
+        self.location = NameLoc(StringAttr(name), NoneAttr())
+        first_op = len(self.ops)
+        try:
+            if op_type not in SHAPE_FREE_OPS:
+                self.check_outputs(node)
+            converter(self, node, _attributes(node))
+            self.check_results(node, self.ops[first_op:])
+        except _NodeError as error:
+            raise XnpuError(f"ONNX node '{name}' ({op_type}): {error}") from None
+        except (VerifyException, DiagnosticException) as error:
+            raise XnpuError(f"ONNX node '{name}' ({op_type}): {_first_line(error)}") from None
+
+    def check_outputs(self, node: onnx.NodeProto) -> None:
+        for output in node.output[:1]:
+            info = self.infos.get(output)
+            if info is None or not info.is_static:
+                dims = "unknown shape" if info is None else f"dynamic shape {info.dims_text}"
+                raise _NodeError(f"output '{output}' has {dims}; xnpu needs static shapes")
+            if info.elem_type != FLOAT:
+                raise _NodeError(
+                    f"output '{output}' has element type {_elem_type_name(info.elem_type)}; "
+                    "only float32 tensors are supported"
+                )
+
+    def check_results(self, node: onnx.NodeProto, new_ops: Sequence[Operation]) -> None:
+        for op in new_ops:
+            op.verify()
+        if not node.output or node.op_type in SHAPE_FREE_OPS:
+            return
+        output = node.output[0]
+        ours = nn.shape_of(self.values[output])
+        inferred = self.infos[output].shape
+        if tuple(ours) != tuple(inferred):
+            raise _NodeError(
+                f"nn computes shape {list(ours)} for '{output}' but ONNX shape inference gives {list(inferred)}"
+            )
+
+    def define(self, node: onnx.NodeProto, value: SSAValue) -> None:
+        self.values[node.output[0]] = value
+
+
+def _ssa_name(onnx_name: str) -> str | None:
+    """An SSA name hint from an ONNX tensor name, when it makes a valid, readable one."""
+    cleaned = "".join(c if c.isalnum() or c in "_." else "_" for c in onnx_name)
+    if not cleaned or cleaned[0].isdigit() or len(cleaned) > 40:
+        return None
+    return cleaned
+
+
+def _name_attrs(names: Sequence[str]) -> ArrayAttr[DictionaryAttr]:
+    return ArrayAttr([DictionaryAttr({NAME_ATTR: StringAttr(n)}) for n in names])
+
+
+def _attributes(node: onnx.NodeProto) -> dict[str, object]:
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _present(node: onnx.NodeProto, index: int) -> str | None:
+    return node.input[index] if len(node.input) > index and node.input[index] else None
+
+
+def _reject_unknown(attrs: dict[str, object], known: set[str]) -> None:
+    unknown = sorted(set(attrs) - known)
+    if unknown:
+        raise _NodeError(f"unsupported attribute '{unknown[0]}'")
+
+
+def _reject_extra_outputs(node: onnx.NodeProto, what: str) -> None:
+    if any(node.output[1:]):
+        raise _NodeError(f"the {what} output is not supported")
+
+
+def _decode(value: object) -> object:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+# --------------------------------------------------------------------------------------
+# Padding and windows
+# --------------------------------------------------------------------------------------
+
+
+def _window_pads(
+    attrs: dict[str, object],
+    hw: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+) -> tuple[list[int], bool]:
+    """Explicit [top, left, bottom, right] pads for any auto_pad; also whether auto_pad was set."""
+    auto_pad = _decode(attrs.get("auto_pad", "NOTSET"))
+    if auto_pad == "NOTSET":
+        pads = [int(p) for p in attrs.get("pads", [0, 0, 0, 0])]
+        if len(pads) != 4:
+            raise _NodeError(f"pads {pads} must have 4 values for a 2-D window")
+        if any(p < 0 for p in pads):
+            raise _NodeError(f"negative pads {pads} are not supported")
+        return pads, False
+    if "pads" in attrs and any(attrs["pads"]):
+        raise _NodeError(f"auto_pad={auto_pad} cannot be combined with explicit pads")
+    if auto_pad == "VALID":
+        return [0, 0, 0, 0], True
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        raise _NodeError(f"unsupported attribute value auto_pad={auto_pad}")
+    begin, end = [], []
+    for axis in range(2):
+        out = -(-hw[axis] // strides[axis])
+        span = dilations[axis] * (kernel[axis] - 1) + 1
+        total = max((out - 1) * strides[axis] + span - hw[axis], 0)
+        small, large = total // 2, total - total // 2
+        # SAME_UPPER puts the odd extra pixel at the end, SAME_LOWER at the beginning
+        begin.append(small if auto_pad == "SAME_UPPER" else large)
+        end.append(large if auto_pad == "SAME_UPPER" else small)
+    return [begin[0], begin[1], end[0], end[1]], True
+
+
+def _pair(attrs: dict[str, object], name: str, default: int = 1) -> list[int]:
+    values = [int(v) for v in attrs.get(name, [default, default])]
+    if len(values) != 2:
+        raise _NodeError(f"{name} {values} must have 2 values: only 2-D windows are supported")
+    return values
+
+
+def _expect_rank4(importer: _Importer, name: str, role: str = "input") -> tuple[int, ...]:
+    shape = nn.shape_of(importer.operand(name))
+    if len(shape) != 4:
+        raise _NodeError(f"{role} '{name}' has shape {list(shape)}; only 2-D (NCHW) data is supported")
+    return shape
+
+
+# --------------------------------------------------------------------------------------
+# Converters: one per ONNX op type
+# --------------------------------------------------------------------------------------
+
+Converter = Callable[[_Importer, onnx.NodeProto, dict], None]
+CONVERTERS: dict[str, Converter] = {}
+# ops whose output is not a new tensor (folded or forwarded): no shape to check
+SHAPE_FREE_OPS = {"Constant", "Identity", "Dropout"}
+
+
+def converts(*op_types: str) -> Callable[[Converter], Converter]:
+    def register(converter: Converter) -> Converter:
+        for op_type in op_types:
+            CONVERTERS[op_type] = converter
+        return converter
+
+    return register
+
+
+@converts("Constant")
+def _constant(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    if len(attrs) != 1:
+        raise _NodeError(f"expects exactly one value attribute, got {sorted(attrs)}")
+    (kind, value), = attrs.items()
+    if kind == "value":
+        array = numpy_helper.to_array(value)
+    elif kind == "value_float":
+        array = np.array(value, dtype=np.float32)
+    elif kind == "value_floats":
+        array = np.array(value, dtype=np.float32)
+    elif kind == "value_int":
+        array = np.array(value, dtype=np.int64)
+    elif kind == "value_ints":
+        array = np.array(value, dtype=np.int64)
+    else:
+        raise _NodeError(f"unsupported attribute '{kind}'")
+    importer.constants[node.output[0]] = (array, importer.location.desc.data)
+
+
+@converts("Identity")
+def _identity(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    _forward(importer, node.input[0], node.output[0])
+
+
+@converts("Dropout")
+def _dropout(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    _reject_unknown(attrs, {"seed", "ratio", "is_test"})
+    _reject_extra_outputs(node, "mask")
+    training = _present(node, 2)
+    if training is not None and bool(np.asarray(importer.constant(training, "training_mode")).item()):
+        raise _NodeError("training_mode=1 is not supported (inference only)")
+    _forward(importer, node.input[0], node.output[0])
+
+
+def _forward(importer: _Importer, source: str, target: str) -> None:
+    if source in importer.values:
+        importer.values[target] = importer.values[source]
+    elif source in importer.constants:
+        importer.constants[target] = importer.constants[source]
+    else:
+        importer.operand(source)  # raises the "not produced" error
+
+
+@converts("Conv")
+def _conv(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    _reject_unknown(attrs, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})
+    x_shape = _expect_rank4(importer, node.input[0])
+    weight = importer.operand(node.input[1])
+    w_shape = nn.shape_of(weight)
+    if len(w_shape) != 4:
+        raise _NodeError(f"weight has shape {list(w_shape)}; only 2-D convolution is supported")
+    if "kernel_shape" in attrs and [int(k) for k in attrs["kernel_shape"]] != list(w_shape[2:]):
+        raise _NodeError(f"kernel_shape {list(attrs['kernel_shape'])} differs from the weight's {list(w_shape[2:])}")
+    strides, dilations = _pair(attrs, "strides"), _pair(attrs, "dilations")
+    pads, _ = _window_pads(attrs, x_shape[2:], w_shape[2:], strides, dilations)
+    bias = _present(node, 2)
+    op = nn.Conv2dOp(
+        importer.operand(node.input[0]),
+        weight,
+        importer.operand(bias) if bias else None,
+        strides=strides,
+        pads=pads,
+        dilations=dilations,
+        group=int(attrs.get("group", 1)),
+    )
+    importer.define(node, importer.emit(op))
+
+
+@converts("Gemm")
+def _gemm(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    _reject_unknown(attrs, {"alpha", "beta", "transA", "transB", "broadcast"})
+    a, b = importer.operand(node.input[0]), importer.operand(node.input[1])
+    for role, value in (("A", a), ("B", b)):
+        if len(nn.shape_of(value)) != 2:
+            raise _NodeError(f"{role} has shape {list(nn.shape_of(value))}; Gemm needs rank 2")
+    c = _present(node, 2)
+    op = nn.GemmOp(
+        a,
+        b,
+        importer.operand(c) if c else None,
+        alpha=float(attrs.get("alpha", 1.0)),
+        beta=float(attrs.get("beta", 1.0)),
+        trans_a=bool(attrs.get("transA", 0)),
+        trans_b=bool(attrs.get("transB", 0)),
+    )
+    importer.define(node, importer.emit(op))
+
+
+@converts("MatMul")
+def _matmul(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    _reject_unknown(attrs, set())
+    lhs, rhs = importer.operand(node.input[0]), importer.operand(node.input[1])
+    importer.define(node, importer.emit(nn.MatMulOp(lhs, rhs)))
+
+
+_BINARY = {"Add": nn.AddOp, "Sub": nn.SubOp, "Mul": nn.MulOp, "Div": nn.DivOp}
+
+
+@converts(*_BINARY)
+def _binary(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    _reject_unknown(attrs, set())
+    lhs, rhs = importer.operand(node.input[0]), importer.operand(node.input[1])
+    importer.define(node, importer.emit(_BINARY[node.op_type](lhs, rhs)))
+
+
+_UNARY = {"Relu": nn.ReluOp, "Sigmoid": nn.SigmoidOp, "HardSwish": nn.HardSwishOp}
+
+
+@converts(*_UNARY)
+def _unary(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    _reject_unknown(attrs, set())
+    importer.define(node, importer.emit(_UNARY[node.op_type](importer.operand(node.input[0]))))
+
+
+@converts("HardSigmoid")
+def _hard_sigmoid(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    _reject_unknown(attrs, {"alpha", "beta"})
+    op = nn.HardSigmoidOp(
+        importer.operand(node.input[0]),
+        alpha=nn.f32_attr(attrs.get("alpha", 0.2)),
+        beta=nn.f32_attr(attrs.get("beta", 0.5)),
+    )
+    importer.define(node, importer.emit(op))
+
+
+@converts("Clip")
+def _clip(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    _reject_unknown(attrs, set())  # opset >= 11: the bounds are inputs
+    bounds = {}
+    for index, role in ((1, "min"), (2, "max")):
+        name = _present(node, index)
+        if name is None:
+            continue  # an omitted bound is open
+        value = np.asarray(importer.constant(name, role))
+        if value.size != 1:
+            raise _NodeError(f"{role} must be a scalar, got shape {list(value.shape)}")
+        bounds[role] = nn.f32_attr(float(value.reshape(()).item()))
+    importer.define(node, importer.emit(nn.ClipOp(importer.operand(node.input[0]), **bounds)))
+
+
+@converts("Softmax")
+def _softmax(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    _reject_unknown(attrs, {"axis"})
+    x = importer.operand(node.input[0])
+    shape = nn.shape_of(x)
+    rank = len(shape)
+    axis = int(attrs.get("axis", -1 if importer.opset >= 13 else 1))
+    if not -rank <= axis < rank:
+        raise _NodeError(f"axis {axis} is out of range for rank {rank}")
+    axis = axis + rank if axis < 0 else axis
+    if importer.opset >= 13 or axis == rank - 1:
+        importer.define(node, importer.emit(nn.SoftmaxOp(x, axis=nn.i64_attr(axis))))
+        return
+    # before opset 13 Softmax normalizes over all dimensions from `axis` on, as a 2-D matrix
+    flat = importer.emit(nn.FlattenOp(x, axis))
+    normalized = importer.emit(nn.SoftmaxOp(flat, axis=nn.i64_attr(1)))
+    importer.define(node, importer.emit(nn.ReshapeOp(normalized, shape)))
+
+
+@converts("MaxPool")
+def _max_pool(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    _reject_unknown(attrs, {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"})
+    _reject_extra_outputs(node, "Indices")
+    if int(attrs.get("storage_order", 0)) != 0:
+        raise _NodeError("unsupported attribute value storage_order=1 (column-major indices)")
+    x_shape = _expect_rank4(importer, node.input[0])
+    kernel, strides, dilations = _pair(attrs, "kernel_shape"), _pair(attrs, "strides"), _pair(attrs, "dilations")
+    pads, auto = _window_pads(attrs, x_shape[2:], kernel, strides, dilations)
+    ceil_mode = bool(attrs.get("ceil_mode", 0)) and not auto
+    op = nn.MaxPoolOp(importer.operand(node.input[0]), kernel, strides, pads, dilations, ceil_mode)
+    importer.define(node, importer.emit(op))
+
+
+@converts("AveragePool")
+def _average_pool(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    _reject_unknown(attrs, {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"})
+    if any(int(d) != 1 for d in attrs.get("dilations", [])):
+        raise _NodeError(f"unsupported attribute value dilations={list(attrs['dilations'])}")
+    x_shape = _expect_rank4(importer, node.input[0])
+    kernel, strides = _pair(attrs, "kernel_shape"), _pair(attrs, "strides")
+    pads, auto = _window_pads(attrs, x_shape[2:], kernel, strides, (1, 1))
+    ceil_mode = bool(attrs.get("ceil_mode", 0)) and not auto
+    op = nn.AveragePoolOp(
+        importer.operand(node.input[0]), kernel, strides, pads,
+        count_include_pad=bool(attrs.get("count_include_pad", 0)), ceil_mode=ceil_mode,
+    )
+    importer.define(node, importer.emit(op))
+
+
+@converts("GlobalAveragePool")
+def _global_average_pool(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    _reject_unknown(attrs, set())
+    importer.define(node, importer.emit(nn.GlobalAveragePoolOp(importer.operand(node.input[0]))))
+
+
+@converts("BatchNormalization")
+def _batch_norm(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    _reject_unknown(attrs, {"epsilon", "momentum", "training_mode"})
+    if int(attrs.get("training_mode", 0)) != 0:
+        raise _NodeError("unsupported attribute value training_mode=1 (inference only)")
+    _reject_extra_outputs(node, "running mean/variance")
+    operands = [importer.operand(name) for name in node.input[:5]]
+    op = nn.BatchNormOp(*operands, epsilon=float(attrs.get("epsilon", 1e-5)))
+    importer.define(node, importer.emit(op))
+
+
+@converts("Reshape")
+def _reshape(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    _reject_unknown(attrs, {"allowzero"})
+    x = importer.operand(node.input[0])
+    before = nn.shape_of(x)
+    requested = [int(d) for d in np.asarray(importer.constant(node.input[1], "shape")).reshape(-1)]
+    allow_zero = bool(attrs.get("allowzero", 0))
+    after = [before[i] if d == 0 and not allow_zero else d for i, d in enumerate(requested)]
+    if after.count(-1) > 1:
+        raise _NodeError(f"shape {requested} has more than one -1")
+    if -1 in after:
+        known = math.prod(d for d in after if d != -1)
+        after[after.index(-1)] = math.prod(before) // known if known else 0
+    importer.define(node, importer.emit(nn.ReshapeOp(x, after)))
+
+
+@converts("Flatten")
+def _flatten(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    _reject_unknown(attrs, {"axis"})
+    op = nn.FlattenOp(importer.operand(node.input[0]), int(attrs.get("axis", 1)))
+    importer.define(node, importer.emit(op))
+
+
+@converts("Transpose")
+def _transpose(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    _reject_unknown(attrs, {"perm"})
+    x = importer.operand(node.input[0])
+    rank = len(nn.shape_of(x))
+    perm = [int(p) for p in attrs.get("perm", range(rank - 1, -1, -1))]
+    if sorted(perm) != list(range(rank)):
+        raise _NodeError(f"perm {perm} is not a permutation of 0..{rank - 1}")
+    importer.define(node, importer.emit(nn.TransposeOp(x, perm)))
+
+
+@converts("Concat")
+def _concat(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    _reject_unknown(attrs, {"axis"})
+    inputs = [importer.operand(name) for name in node.input if name]
+    importer.define(node, importer.emit(nn.ConcatOp(inputs, int(attrs["axis"]))))
+
+
+def _axes(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> list[int] | None:
+    if "axes" in attrs:  # before opset 13
+        return [int(a) for a in attrs["axes"]]
+    name = _present(node, 1)
+    if name is None:
+        return None
+    return [int(a) for a in np.asarray(importer.constant(name, "axes")).reshape(-1)]
+
+
+@converts("Squeeze")
+def _squeeze(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    _reject_unknown(attrs, {"axes"})
+    x = importer.operand(node.input[0])
+    shape = nn.shape_of(x)
+    axes = _axes(importer, node, attrs)
+    if axes is None:
+        axes = [i for i, d in enumerate(shape) if d == 1]
+    axes = sorted({a + len(shape) if a < 0 else a for a in axes})
+    if any(not 0 <= a < len(shape) or shape[a] != 1 for a in axes):
+        raise _NodeError(f"cannot squeeze axes {axes} of shape {list(shape)}")
+    importer.define(node, importer.emit(nn.ReshapeOp(x, [d for i, d in enumerate(shape) if i not in axes])))
+
+
+@converts("Unsqueeze")
+def _unsqueeze(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    _reject_unknown(attrs, {"axes"})
+    x = importer.operand(node.input[0])
+    shape = list(nn.shape_of(x))
+    axes = _axes(importer, node, attrs)
+    if axes is None:
+        raise _NodeError("axes are required")
+    rank = len(shape) + len(axes)
+    axes = sorted(a + rank if a < 0 else a for a in axes)
+    if len(set(axes)) != len(axes) or any(not 0 <= a < rank for a in axes):
+        raise _NodeError(f"invalid axes {axes} for output rank {rank}")
+    for a in axes:
+        shape.insert(a, 1)
+    importer.define(node, importer.emit(nn.ReshapeOp(x, shape)))
+
+
+SUPPORTED_OPS = frozenset(CONVERTERS)
+
+
+def import_onnx(source: str | os.PathLike[str] | onnx.ModelProto) -> ModuleOp:
+    """Import an ONNX model (a file path or a ModelProto) as a module in the `nn` dialect."""
+    model = _load(source)
+    opset = _default_opset(model)
+    if model.graph.node and not all(n.domain in ("", "ai.onnx") for n in model.graph.node):
+        node = next(n for n in model.graph.node if n.domain not in ("", "ai.onnx"))
+        raise XnpuError(
+            f"unsupported ONNX op '{node.domain}.{node.op_type}' (node '{node.name or node.op_type}'): "
+            "no nn equivalent"
+        )
+    # checked before shape inference, which may fail on exactly these ops
+    for index, node in enumerate(model.graph.node):
+        if node.op_type not in CONVERTERS:
+            name = node.name or f"{node.op_type}_{index}"
+            raise XnpuError(f"unsupported ONNX op '{node.op_type}' (node '{name}'): no nn equivalent")
+    inferred = _infer_shapes(model)
+    return _Importer(inferred, opset).import_graph(inferred.graph)
