@@ -204,7 +204,6 @@ class _Importer:
             except _NodeError as error:
                 raise XnpuError(f"graph output '{value_info.name}': {error}") from None
             result_names.append(value_info.name)
-        self.location = NameLoc(StringAttr("return"), NoneAttr())
         block.add_ops(self.ops)
         block.add_op(func.ReturnOp(*results))
 

@@ -1,0 +1,68 @@
+"""xnpu-translate: convert between xnpu IR and outside formats (like mlir-translate).
+
+    xnpu-translate --import-onnx model.onnx -o model.mlir
+
+Exactly one mode flag says which translation to run; each mode reads one input file and
+writes its result to `-o` (atomically) or to stdout. Errors are one line on stderr and exit
+status 1; no output file is created.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from xnpu.errors import XnpuError
+from xnpu.ir_io import print_ir, write_atomically
+
+PROG = "xnpu-translate"
+
+
+def import_onnx(args: argparse.Namespace) -> str:
+    from xnpu.frontend.onnx_import import import_onnx as _import
+
+    return print_ir(_import(args.input))
+
+
+# mode name (its flag is --<name>) -> (help, translation returning the output text or bytes)
+MODES: dict[str, tuple[str, Callable[[argparse.Namespace], str | bytes]]] = {
+    "import-onnx": ("ONNX model -> nn dialect IR", import_onnx),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="Translate between xnpu IR and other formats.")
+    modes = parser.add_mutually_exclusive_group(required=True)
+    for mode, (help_text, _) in MODES.items():
+        modes.add_argument(f"--{mode}", dest="mode", action="store_const", const=mode, help=help_text)
+    parser.add_argument("input", help="input file")
+    parser.add_argument("-o", "--output", help="output file (default: stdout)")
+    return parser
+
+
+def emit(output: str | None, result: str | bytes) -> None:
+    if output is not None and output != "-":
+        write_atomically(output, result)
+    elif isinstance(result, bytes):
+        sys.stdout.buffer.write(result)
+    else:
+        sys.stdout.write(result)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        emit(args.output, MODES[args.mode][1](args))
+    except XnpuError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: error: interrupted", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
