@@ -60,10 +60,30 @@ def _location_text(op: Operation) -> str:
 def verify_module(module: ModuleOp, filename: str = "<module>") -> None:
     try:
         module.verify()
-    except VerifyException as error:
-        raise XnpuError(f"{filename}: error: {first_line(error)}") from None
     except DiagnosticException as error:
-        raise XnpuError(f"{filename}: error: {first_line(error)}") from None
+        raise XnpuError(f"{filename}: error: {verify_error_text(module, error)}") from None
+
+
+def verify_error_text(module: Operation, error: Exception) -> str:
+    """The verifier's message, prefixed by the op that failed and its location (ONNX node).
+
+    xDSL's exception does not carry the op, so the op whose own verifier raises the same
+    message is looked up again (cheap: only on failure, and without printing the module).
+    """
+    message = first_line(error)
+    failing = None
+    for op in module.walk():
+        try:
+            op.verify_()
+        except VerifyException as op_error:
+            if first_line(op_error) == message:
+                failing = op
+                break
+            failing = failing or op
+    if failing is None:
+        return message
+    prefix = f"{failing.name}: "
+    return f"{describe_op(failing)}: {message.removeprefix(prefix)}"
 
 
 def first_line(error: Exception) -> str:
@@ -71,10 +91,10 @@ def first_line(error: Exception) -> str:
     return lines[0].strip() if lines else type(error).__name__
 
 
-def print_ir(op: Operation, debuginfo: bool = True) -> str:
-    """Custom-format text of `op`; known locations (ONNX node names) are kept, unknown ones elided."""
+def print_ir(op: Operation, debuginfo: bool = True, generic: bool = False) -> str:
+    """Custom-format (or generic) text of `op`; known locations (ONNX node names) are kept, unknown ones elided."""
     stream = io.StringIO()
-    Printer(stream=stream, print_debuginfo=debuginfo).print_op(op)
+    Printer(stream=stream, print_debuginfo=debuginfo, print_generic_format=generic).print_op(op)
     stream.write("\n")
     text = stream.getvalue()
     return text.replace(" loc(unknown)", "") if debuginfo else text

@@ -1,0 +1,230 @@
+"""xnpu-opt: read IR, run passes, print IR (mlir-opt / xdsl-opt for xnpu's dialects).
+
+    xnpu-opt model.mlir -p fold-batch-norm,remove-noop,constant-fold{max-elements=4096} -o out.mlir
+    xnpu-opt cases.mlir --split-input-file --verify-diagnostics
+    xnpu-opt --list-passes
+
+Only builtin, func and xnpu's dialects are known, and only xnpu's passes (xnpu.registry, the
+same table stock `xdsl-opt` gets through xnpu.universe). Locations (ONNX node names) are
+printed; a failure is one line on stderr and exit status 1, and `-o` is never left half
+written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import IO
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.tools.command_line_tool import CommandLineTool
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from xnpu.context import make_context
+from xnpu.errors import XnpuError
+from xnpu.ir_io import first_line, parse_error_line, print_ir, verify_error_text, write_atomically
+from xnpu.registry import all_passes
+
+PROG = "xnpu-opt"
+
+
+class ToolError(Exception):
+    """A failure already formatted as the single line the user sees."""
+
+
+def pass_description(factory: Callable[[], type[ModulePass]]) -> str:
+    """The first line of a pass's docstring; a pass that cannot be imported says why."""
+    try:
+        pass_class = factory()
+    except ImportError as error:
+        return f"(unavailable: {error})"
+    doc = (pass_class.__doc__ or "").strip()
+    return doc.splitlines()[0] if doc else ""
+
+
+class XnpuOptMain(xDSLOptMain):
+    def __init__(self, args: Sequence[str] | None = None):
+        # Not xDSLOptMain.__init__: that loads every xDSL dialect and adds xDSL's output
+        # `-t/--target`, while xnpu-opt knows only xnpu IR and keeps `--target` for the
+        # hardware description of the NPU being compiled for (see register_all_arguments).
+        self.available_frontends = {}
+        self.available_passes = {}
+        self.available_targets = {}
+        self.ctx = make_context()
+        self.register_all_frontends()
+        self.register_all_passes()
+        arg_parser = argparse.ArgumentParser(
+            prog=PROG, description="Run xnpu passes over textual IR and print the result."
+        )
+        self.register_all_arguments(arg_parser)
+        self.args = arg_parser.parse_args(args=args)
+        self.ctx.allow_unregistered = self.args.allow_unregistered_dialect
+        # what the pipeline is doing, for naming the culprit when verification fails
+        self.stage: str | None = None
+
+    # ---- registration ------------------------------------------------------------------
+
+    def register_all_passes(self) -> None:
+        for pass_name, pass_factory in all_passes().items():
+            self.register_pass(pass_name, pass_factory)
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        """Input options (from CommandLineTool), then pipeline, output and diagnostics options.
+
+        Options that choose what is compiled for (a hardware `--target`) belong in this
+        method; the pipeline is only built after parsing (`setup_pipeline`), so such an
+        option can configure the passes it needs.
+        """
+        CommandLineTool.register_all_arguments(self, arg_parser)
+        arg_parser.add_argument(
+            "-p",
+            "--passes",
+            default="",
+            help="comma-separated pass pipeline, options in braces: pass1,pass2{opt=v} "
+            "(see --list-passes)",
+        )
+        arg_parser.add_argument(
+            "--list-passes", action="store_true", help="list the available passes and exit"
+        )
+        arg_parser.add_argument("-o", "--output-file", help="write the result here (atomically)")
+        arg_parser.add_argument(
+            "--split-input-file",
+            action="store_true",
+            help="process each `// -----`-separated chunk of the input independently",
+        )
+        arg_parser.add_argument(
+            "--verify-diagnostics",
+            action="store_true",
+            help="print verifier and pass diagnostics to stdout and exit 0 (for FileCheck)",
+        )
+        arg_parser.add_argument(
+            "--parsing-diagnostics",
+            action="store_true",
+            help="print parse errors to stdout and exit 0 (for FileCheck)",
+        )
+        arg_parser.add_argument(
+            "--print-op-generic", action="store_true", help="print ops in the generic format"
+        )
+
+    # ---- the steps ---------------------------------------------------------------------
+
+    def setup_pipeline(self) -> None:
+        def verify_between(previous: ModulePass | None, module: ModuleOp, upcoming: ModulePass | None) -> None:
+            self.stage = None if previous is None else f"after pass '{previous.name}'"
+            if not self.args.disable_verify:
+                module.verify()
+            self.stage = None if upcoming is None else f"in pass '{upcoming.name}'"
+
+        spec = self.args.passes
+        try:
+            self.pipeline = PassPipeline.parse_spec(self.available_passes, spec, verify_between)
+        except ValueError as error:
+            raise ToolError(f"{PROG}: error: invalid pass pipeline '{spec}': {first_line(error)}") from None
+        except ArgSpecParseError as error:
+            # xDSL's message spans several lines with a caret; its last line is the reason
+            reason = [line.strip() for line in str(error).splitlines() if line.strip()][-1]
+            raise ToolError(f"{PROG}: error: invalid pass pipeline '{spec}': {reason}") from None
+
+    def get_input_name(self) -> str:
+        return self.args.input_file or "<stdin>"
+
+    def prepare_input(self) -> tuple[list[tuple[IO[bytes], int]], str]:
+        try:
+            chunks, extension = super().prepare_input()
+        except OSError as error:
+            raise ToolError(f"{PROG}: error: {self.get_input_name()}: cannot read: {error.strerror}") from None
+        except ValueError:
+            known = ", ".join(f".{name}" for name in self.available_frontends)
+            raise ToolError(
+                f"{PROG}: error: {self.get_input_name()}: unknown file type (known: {known}; "
+                "or choose one with -f)"
+            ) from None
+        return chunks, extension
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        return print_ir(prog, generic=self.args.print_op_generic)
+
+    def process(self, chunks: list[tuple[IO[bytes], int]], extension: str, emit: Callable[[str], object]) -> None:
+        """Parse, transform and print each chunk; diagnostics go to stdout, as xdsl-opt's do."""
+        for index, (chunk, offset) in enumerate(chunks):
+            try:
+                if index:
+                    emit("// -----\n")
+                module = self.parse_or_report(chunk, extension, offset)
+                if module is None or not self.transform_or_report(module):
+                    continue
+                emit(self.output_resulting_program(module))
+            finally:
+                chunk.close()
+
+    def parse_or_report(self, chunk: IO[bytes], extension: str, offset: int) -> ModuleOp | None:
+        try:
+            return self.parse_chunk(chunk, extension, offset)
+        except ParseError as error:
+            # a chunk's line numbers count from the start of the whole file
+            error.span = dataclasses.replace(error.span, line_offset=offset)
+            line = parse_error_line(error)
+            if self.args.parsing_diagnostics:
+                print(line)
+                return None
+            raise ToolError(line) from None
+
+    def transform_or_report(self, module: ModuleOp) -> bool:
+        self.stage = None
+        try:
+            self.apply_passes(module)
+            return True
+        except DiagnosticException as error:
+            if self.args.verify_diagnostics:
+                print(error)
+                for note in getattr(error, "__notes__", ()):
+                    print(note)
+                return False
+            message = verify_error_text(module, error)
+        except XnpuError as error:
+            message = str(error)
+        stage = f"{self.stage}: " if self.stage else ""
+        raise ToolError(f"{self.get_input_name()}: error: {stage}{message}")
+
+    def run(self) -> int:
+        try:
+            if self.args.list_passes:
+                width = max(map(len, self.available_passes), default=0)
+                for name, factory in self.available_passes.items():
+                    print(f"{name:<{width}}  {pass_description(factory)}".rstrip())
+                return 0
+            self.setup_pipeline()
+            chunks, extension = self.prepare_input()
+            if self.args.output_file is None:
+                self.process(chunks, extension, sys.stdout.write)
+            else:
+                pieces: list[str] = []
+                self.process(chunks, extension, pieces.append)
+                write_atomically(self.args.output_file, "".join(pieces))
+        except ToolError as error:
+            sys.stdout.flush()
+            print(error, file=sys.stderr)
+            return 1
+        except XnpuError as error:
+            sys.stdout.flush()
+            print(f"{PROG}: error: {error}", file=sys.stderr)
+            return 1
+        return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return XnpuOptMain(argv).run()
+    except BrokenPipeError:
+        # the reader (`| head`) went away; say nothing more, as other Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
