@@ -4,12 +4,13 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin
 from xdsl.dialects.func import Func
 
+from xnpu.dialects.fixed import FIXED
 from xnpu.dialects.nn import NN
 
 
 def xnpu_dialects():
     """Every dialect xnpu defines, in pipeline order (float graph first)."""
-    return [NN]
+    return [NN, FIXED]
 
 
 def make_context() -> Context:

@@ -77,9 +77,10 @@ def signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
 
 def interpreter_functions():
     """The interpreter functions of every dialect a module may contain."""
+    from xnpu.interpreters.fixed import FixedFunctions
     from xnpu.interpreters.nn import NNFunctions
 
-    return [FuncFunctions(), NNFunctions()]
+    return [FuncFunctions(), NNFunctions(), FixedFunctions()]
 
 
 def bind_inputs(

@@ -1,0 +1,1043 @@
+"""The `fixed` dialect: the integer graph, every value an integer tensor of explicit width.
+
+Element types are builtin signless integers of the contract's widths (R1 of
+docs/fixed-point.md): i8 data, i16 and i24 intermediates, i32 accumulators. Every op's
+integer behaviour is the function of `xnpu.semantics.fixed_point` its docstring names; the
+verifiers check widths, shapes and parameter ranges (R5/R6 for multipliers and shifts).
+
+Rescale factors are carried as the (multiplier, shift) pairs of R5, never as floats, so what
+the interpreter runs is what the accelerator runs. The real-value scale of a result is
+optional metadata (`scale`, a float or one per channel) for reports and debugging; only
+`fixed.quantize` and `fixed.dequantize` read a scale.
+
+Builders take the result width (`bits`) and, optionally, `scale`; the lowering keeps the
+nn op's location by setting `op.location`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    I64,
+    BytesAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    Float32Type,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    TensorType,
+    f32,
+    f64,
+    i8,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.irdl import (
+    AnyOf,
+    BaseAttr,
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import ConstantLike, Pure
+from xdsl.utils.exceptions import VerifyException
+
+from xnpu.dialects.nn import (
+    broadcast_shapes,
+    conv_output_shape,
+    flatten_output_shape,
+    gemm_output_shape,
+    i64_array,
+    i64_attr,
+    ints,
+    pool_output_hw,
+    shape_of,
+)
+from xnpu.semantics import fixed_point
+
+IntTensor = TensorType[IntegerType]
+F32Tensor = TensorType[Float32Type]
+ScaleAttr = AnyOf((BaseAttr(FloatAttr), BaseAttr(DenseArrayBase)))
+
+# --------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------
+
+
+def int_tensor(bits: int, shape: Sequence[int]) -> TensorType:
+    return TensorType(IntegerType(bits), shape)
+
+
+def width_of(value: SSAValue | Attribute) -> int:
+    """The element width of an integer tensor value or type."""
+    type_ = value.type if isinstance(value, SSAValue) else value
+    assert isinstance(type_, TensorType)
+    element = type_.get_element_type()
+    assert isinstance(element, IntegerType)
+    return element.width.data
+
+
+def _f64(value: float) -> FloatAttr:
+    return FloatAttr(float(value), f64)
+
+
+def scale_attr(scale: float | Sequence[float] | np.ndarray) -> Attribute:
+    """One real scale as an f64 float, several (per channel) as an f64 array."""
+    values = np.asarray(scale, dtype=np.float64).reshape(-1)
+    if np.ndim(scale) == 0:
+        return _f64(float(values[0]))
+    return DenseArrayBase.from_list(f64, [float(v) for v in values])
+
+
+def scale_values(attr: Attribute | None) -> np.ndarray | None:
+    if attr is None:
+        return None
+    if isinstance(attr, FloatAttr):
+        return np.asarray([attr.value.data], dtype=np.float64)
+    return np.asarray(attr.get_values(), dtype=np.float64)  # type: ignore[union-attr]
+
+
+def _scale_props(scale) -> dict[str, Attribute]:
+    return {} if scale is None else {"scale": scale_attr(scale)}
+
+
+def _check_width(op: Operation, value: SSAValue, role: str, allowed: Sequence[int] = fixed_point.WIDTHS) -> int:
+    bits = width_of(value)
+    element = value.type.get_element_type()  # type: ignore[attr-defined]
+    if not element.signedness.data.name == "SIGNLESS":
+        raise VerifyException(f"{op.name}: {role} must be a signless integer tensor, got {value.type}")
+    if bits not in allowed:
+        names = ", ".join(f"i{w}" for w in allowed)
+        raise VerifyException(f"{op.name}: {role} element type is i{bits}; expected {names}")
+    return bits
+
+
+def _expect_shape(op: Operation, expected: Sequence[int]) -> None:
+    actual = shape_of(op.results[0])
+    if tuple(actual) != tuple(expected):
+        raise VerifyException(f"{op.name}: result shape is {list(actual)} but the operands give {list(expected)}")
+
+
+def _expect_rank(op: Operation, value: SSAValue, rank: int, role: str) -> tuple[int, ...]:
+    shape = shape_of(value)
+    if len(shape) != rank:
+        raise VerifyException(f"{op.name}: {role} must have rank {rank}, got shape {list(shape)}")
+    return shape
+
+
+def _expect_len(op: Operation, name: str, values: Sequence[int], length: int) -> None:
+    if len(values) != length:
+        raise VerifyException(f"{op.name}: '{name}' needs {length} values, got {list(values)}")
+
+
+def _expect_at_least(op: Operation, name: str, values: Sequence[int], low: int) -> None:
+    if any(v < low for v in values):
+        raise VerifyException(f"{op.name}: '{name}' values must be >= {low}, got {list(values)}")
+
+
+def _normalize_axis(op: Operation, axis: int, rank: int, allow_end: bool = False) -> int:
+    upper = rank + 1 if allow_end else rank
+    if not -rank <= axis < upper:
+        raise VerifyException(f"{op.name}: axis {axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+def _check_multipliers(op: Operation, multipliers: Sequence[int], shifts: Sequence[int], what: str = "") -> None:
+    """R5/R6: M is 0 or in [2^14, 2^15); shift in [-16, 62]."""
+    prefix = f"{what} " if what else ""
+    for m in multipliers:
+        if m != 0 and not fixed_point.MULTIPLIER_MIN <= m <= fixed_point.MULTIPLIER_MAX:
+            raise VerifyException(
+                f"{op.name}: {prefix}multiplier {m} must be 0 or in "
+                f"[{fixed_point.MULTIPLIER_MIN}, {fixed_point.MULTIPLIER_MAX}] (R5)"
+            )
+    for s in shifts:
+        if not fixed_point.SHIFT_MIN <= s <= fixed_point.SHIFT_MAX:
+            raise VerifyException(
+                f"{op.name}: {prefix}shift {s} must be in [{fixed_point.SHIFT_MIN}, {fixed_point.SHIFT_MAX}] (R6)"
+            )
+
+
+def _check_scale(op: Operation) -> None:
+    values = scale_values(op.properties.get("scale"))
+    if values is not None and (values.size == 0 or not np.all(np.isfinite(values)) or np.any(values <= 0)):
+        raise VerifyException(f"{op.name}: scale values must be positive and finite, got {values.tolist()}")
+
+
+class FixedOp(IRDLOperation):
+    """Shared verification: every fixed op may carry an optional real `scale` of its result."""
+
+    def verify_(self) -> None:
+        _check_scale(self)
+        self.verify_fixed()
+
+    def verify_fixed(self) -> None:
+        raise NotImplementedError
+
+
+# --------------------------------------------------------------------------------------
+# Constants
+# --------------------------------------------------------------------------------------
+
+
+def dense_from_ints(array: np.ndarray, bits: int) -> DenseIntOrFPElementsAttr:
+    """A dense integer attribute of width `bits` holding `array`, without per-element Python work."""
+    array = np.asarray(array)
+    low, high = fixed_point.storage_range(bits)
+    if array.size and (array.min() < low or array.max() > high):
+        raise ValueError(f"values outside i{bits}: [{array.min()}, {array.max()}]")
+    data = np.ascontiguousarray(array, dtype=fixed_point.storage_dtype(bits).newbyteorder("<"))
+    return DenseIntOrFPElementsAttr(TensorType(IntegerType(bits), data.shape), BytesAttr(data.tobytes()))
+
+
+def dense_to_ints(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
+    """The values of a dense integer attribute, in the numpy storage dtype of its width."""
+    shape = tuple(attr.get_shape())
+    bits = attr.get_element_type().width.data  # type: ignore[attr-defined]
+    dtype = np.dtype(attr.get_element_type().format)  # xDSL's byte layout (i24 in 4 bytes)
+    values = np.frombuffer(attr.data.data, dtype=dtype).astype(fixed_point.storage_dtype(bits))
+    count = math.prod(shape)
+    if values.size == 1 and count != 1:  # a splat
+        return np.full(shape, values[0], dtype=values.dtype)
+    return values.reshape(shape).copy()
+
+
+@irdl_op_definition
+class ConstantOp(FixedOp):
+    """An integer tensor constant: quantized weights (i8) and biases (i32).
+
+    `%w = fixed.constant dense<...> : tensor<...xi8>`; large values print as a hex blob.
+    """
+
+    name = "fixed.constant"
+    value = prop_def(DenseIntOrFPElementsAttr)
+    result = result_def(IntTensor)
+    traits = traits_def(ConstantLike(), Pure())
+
+    def __init__(self, value: DenseIntOrFPElementsAttr | np.ndarray, bits: int | None = None):
+        if isinstance(value, np.ndarray):
+            if bits is None:
+                raise ValueError("fixed.constant from numpy needs the element width `bits`")
+            value = dense_from_ints(value, bits)
+        super().__init__(properties={"value": value}, result_types=[value.type])
+
+    def verify_fixed(self) -> None:
+        if self.value.type != self.result.type:
+            raise VerifyException(
+                f"fixed.constant: value type {self.value.type} differs from result type {self.result.type}"
+            )
+        bits = _check_width(self, self.result, "result")
+        values = self.to_numpy()
+        low, high = fixed_point.storage_range(bits)
+        if values.size and (values.min() < low or values.max() > high):
+            raise VerifyException(f"fixed.constant: values [{values.min()}, {values.max()}] do not fit i{bits}")
+
+    def to_numpy(self) -> np.ndarray:
+        return dense_to_ints(self.value)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConstantOp:
+        attr = parser.parse_attribute()
+        if not isinstance(attr, DenseIntOrFPElementsAttr) or not isinstance(attr.get_element_type(), IntegerType):
+            parser.raise_error("fixed.constant expects a dense<...> : tensor<...xiN> attribute")
+        op = cls(attr)
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
+
+    def print(self, printer: Printer) -> None:
+        # Printed with numpy rather than by the builtin printer, which unpacks every element
+        # into Python ints (slow for a ResNet's weights).
+        raw = self.value.data.data
+        data = np.frombuffer(raw, dtype=np.dtype(self.value.get_element_type().format))  # type: ignore[attr-defined]
+        splat = data.size >= 1 and bool((data == data[0]).all())
+        printer.print_string(" dense<")
+        if data.size > 100 and not splat:
+            printer.print_string('"0x' + raw.hex().upper() + '"')
+        elif splat and (data.size > 1 or not self.value.type.get_shape()):
+            printer.print_string(str(int(data[0])))
+        else:
+            nested = data.reshape(shape_of(self.value.type))
+            printer.print_string(str(nested.tolist()))
+        printer.print_string("> : ")
+        printer.print_attribute(self.result.type)
+        if self.attributes:
+            printer.print_op_attributes(self.attributes)
+
+
+# --------------------------------------------------------------------------------------
+# Conversions between float and integer, and between integer widths
+# --------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class QuantizeOp(FixedOp):
+    """R4: f32 -> iN, q = saturate(round_half_away(x / scale)); `scale` is the result's scale."""
+
+    name = "fixed.quantize"
+    input = operand_def(F32Tensor)
+    result = result_def(IntTensor)
+    scale = prop_def(FloatAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, scale: float, bits: int = 8):
+        super().__init__(
+            operands=[input], result_types=[int_tensor(bits, shape_of(input))], properties={"scale": _f64(scale)}
+        )
+
+    def verify_fixed(self) -> None:
+        _check_width(self, self.result, "result")
+        _expect_shape(self, shape_of(self.input))
+        scale = self.scale.value.data
+        if not (scale > 0 and math.isfinite(scale)):
+            raise VerifyException(f"fixed.quantize: scale must be positive and finite, got {scale}")
+
+
+@irdl_op_definition
+class DequantizeOp(FixedOp):
+    """R4: iN -> f32, x = q * scale; `scale` is the input's scale."""
+
+    name = "fixed.dequantize"
+    input = operand_def(IntTensor)
+    result = result_def(F32Tensor)
+    scale = prop_def(AnyOf((BaseAttr(FloatAttr), BaseAttr(DenseArrayBase))))
+    axis = opt_prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, scale: float | Sequence[float], axis: int | None = None):
+        props: dict[str, Attribute] = {"scale": scale_attr(scale)}
+        if axis is not None:
+            props["axis"] = i64_attr(axis)
+        super().__init__(operands=[input], result_types=[TensorType(f32, shape_of(input))], properties=props)
+
+    def scales(self) -> np.ndarray:
+        return scale_values(self.scale)  # type: ignore[return-value]
+
+    def verify_fixed(self) -> None:
+        _check_width(self, self.input, "input")
+        shape = shape_of(self.input)
+        _expect_shape(self, shape)
+        _check_per_channel(self, len(self.scales()), self.axis, shape, "scale")
+
+
+def _check_per_channel(op: Operation, count: int, axis_attr: IntegerAttr | None, shape: Sequence[int], what: str) -> None:
+    if count == 1:
+        return
+    if axis_attr is None:
+        raise VerifyException(f"{op.name}: {count} {what} values need an 'axis' naming the channel dimension")
+    axis = _normalize_axis(op, axis_attr.value.data, len(shape))
+    if shape[axis] != count:
+        raise VerifyException(
+            f"{op.name}: {count} {what} values but dimension {axis} has {shape[axis]} channels"
+        )
+
+
+@irdl_op_definition
+class RescaleOp(FixedOp):
+    """R9: iN -> iM, saturate(x * M * 2^-shift rounded half up) - TOSA RESCALE (scale32=false,
+    single rounding). One (multiplier, shift) pair, or one per channel along `axis`.
+    """
+
+    name = "fixed.rescale"
+    input = operand_def(IntTensor)
+    result = result_def(IntTensor)
+    multiplier = prop_def(DenseArrayBase[I64])
+    shift = prop_def(DenseArrayBase[I64])
+    axis = opt_prop_def(IntegerAttr[I64])
+    scale = opt_prop_def(ScaleAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(
+        self,
+        input: SSAValue,
+        multiplier: int | Sequence[int],
+        shift: int | Sequence[int],
+        bits: int = 8,
+        axis: int | None = None,
+        scale=None,
+    ):
+        multipliers = [int(v) for v in np.asarray(multiplier).reshape(-1)]
+        shifts = [int(v) for v in np.asarray(shift).reshape(-1)]
+        props: dict[str, Attribute] = {"multiplier": i64_array(multipliers), "shift": i64_array(shifts)}
+        if axis is not None:
+            props["axis"] = i64_attr(axis)
+        props.update(_scale_props(scale))
+        super().__init__(operands=[input], result_types=[int_tensor(bits, shape_of(input))], properties=props)
+
+    def channel_axis(self) -> int | None:
+        if self.axis is None:
+            return None
+        axis = self.axis.value.data
+        return axis + len(shape_of(self.input)) if axis < 0 else axis
+
+    def verify_fixed(self) -> None:
+        _check_width(self, self.input, "input")
+        _check_width(self, self.result, "result")
+        shape = shape_of(self.input)
+        _expect_shape(self, shape)
+        multipliers, shifts = ints(self.multiplier), ints(self.shift)
+        if len(multipliers) != len(shifts) or not multipliers:
+            raise VerifyException(
+                f"fixed.rescale: {len(multipliers)} multipliers but {len(shifts)} shifts; give one pair or one per channel"
+            )
+        _check_per_channel(self, len(multipliers), self.axis, shape, "multiplier")
+        _check_multipliers(self, multipliers, shifts)
+
+
+@irdl_op_definition
+class ShiftOp(FixedOp):
+    """R7: arithmetic shift by `shift` (right when > 0, left when < 0), rounding half up when
+    `rounding` = 1 (else floor), saturated to the result width.
+    """
+
+    name = "fixed.shift"
+    input = operand_def(IntTensor)
+    result = result_def(IntTensor)
+    shift = prop_def(IntegerAttr[I64])
+    rounding = prop_def(IntegerAttr[I64])
+    scale = opt_prop_def(ScaleAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, shift: int, bits: int, rounding: bool = False, scale=None):
+        props = {"shift": i64_attr(shift), "rounding": i64_attr(int(rounding)), **_scale_props(scale)}
+        super().__init__(operands=[input], result_types=[int_tensor(bits, shape_of(input))], properties=props)
+
+    def verify_fixed(self) -> None:
+        _check_width(self, self.input, "input")
+        _check_width(self, self.result, "result")
+        _expect_shape(self, shape_of(self.input))
+        shift = self.shift.value.data
+        if not -31 <= shift <= 31:
+            raise VerifyException(f"fixed.shift: shift {shift} must be in [-31, 31] (R7)")
+        if self.rounding.value.data not in (0, 1):
+            raise VerifyException(f"fixed.shift: rounding must be 0 or 1, got {self.rounding.value.data}")
+
+
+@irdl_op_definition
+class ClampOp(FixedOp):
+    """R8: clip to [min, max]; same type in and out."""
+
+    name = "fixed.clamp"
+    input = operand_def(IntTensor)
+    result = result_def(IntTensor)
+    min = prop_def(IntegerAttr[I64])
+    max = prop_def(IntegerAttr[I64])
+    scale = opt_prop_def(ScaleAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, min: int, max: int, scale=None):
+        props = {"min": i64_attr(min), "max": i64_attr(max), **_scale_props(scale)}
+        super().__init__(operands=[input], result_types=[input.type], properties=props)
+
+    def bounds(self) -> tuple[int, int]:
+        return self.min.value.data, self.max.value.data
+
+    def verify_fixed(self) -> None:
+        bits = _check_width(self, self.input, "input")
+        if self.result.type != self.input.type:
+            raise VerifyException(f"fixed.clamp: result type {self.result.type} differs from input type {self.input.type}")
+        low, high = self.bounds()
+        if low > high:
+            raise VerifyException(f"fixed.clamp: min {low} is greater than max {high}")
+        limit = fixed_point.qmax(bits)
+        if low < -limit or high > limit:
+            raise VerifyException(f"fixed.clamp: bounds [{low}, {high}] exceed the i{bits} range [{-limit}, {limit}] (R2)")
+
+
+# --------------------------------------------------------------------------------------
+# Element-wise arithmetic
+# --------------------------------------------------------------------------------------
+
+
+class WideningAddOp(FixedOp):
+    """R10: saturate(apply(lhs, lhs_multiplier, lhs_shift) +- apply(rhs, rhs_multiplier,
+    rhs_shift)) with numpy broadcasting: the accelerator's element-wise adder, whose inputs
+    each pass their own rescale into a wide (int24) common scale.
+    """
+
+    lhs = operand_def(IntTensor)
+    rhs = operand_def(IntTensor)
+    result = result_def(IntTensor)
+    lhs_multiplier = prop_def(IntegerAttr[I64])
+    lhs_shift = prop_def(IntegerAttr[I64])
+    rhs_multiplier = prop_def(IntegerAttr[I64])
+    rhs_shift = prop_def(IntegerAttr[I64])
+    scale = opt_prop_def(ScaleAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
+
+    def __init__(
+        self,
+        lhs: SSAValue,
+        rhs: SSAValue,
+        lhs_multiplier: int,
+        lhs_shift: int,
+        rhs_multiplier: int,
+        rhs_shift: int,
+        bits: int = 24,
+        scale=None,
+    ):
+        props = {
+            "lhs_multiplier": i64_attr(lhs_multiplier),
+            "lhs_shift": i64_attr(lhs_shift),
+            "rhs_multiplier": i64_attr(rhs_multiplier),
+            "rhs_shift": i64_attr(rhs_shift),
+            **_scale_props(scale),
+        }
+        shape = broadcast_shapes(shape_of(lhs), shape_of(rhs))
+        super().__init__(operands=[lhs, rhs], result_types=[int_tensor(bits, shape)], properties=props)
+
+    def params(self) -> tuple[int, int, int, int]:
+        return (
+            self.lhs_multiplier.value.data,
+            self.lhs_shift.value.data,
+            self.rhs_multiplier.value.data,
+            self.rhs_shift.value.data,
+        )
+
+    def verify_fixed(self) -> None:
+        _check_width(self, self.lhs, "lhs")
+        _check_width(self, self.rhs, "rhs")
+        _check_width(self, self.result, "result")
+        try:
+            expected = broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs))
+        except ValueError as error:
+            raise VerifyException(f"{self.name}: {error}") from None
+        _expect_shape(self, expected)
+        lm, ls, rm, rs = self.params()
+        _check_multipliers(self, [lm], [ls], "lhs")
+        _check_multipliers(self, [rm], [rs], "rhs")
+
+
+@irdl_op_definition
+class AddOp(WideningAddOp):
+    name = "fixed.add"
+
+
+@irdl_op_definition
+class SubOp(WideningAddOp):
+    name = "fixed.sub"
+
+
+@irdl_op_definition
+class MulOp(FixedOp):
+    """R12: saturate(lhs * rhs) with numpy broadcasting; i8 x i8 -> i16 is exact."""
+
+    name = "fixed.mul"
+    lhs = operand_def(IntTensor)
+    rhs = operand_def(IntTensor)
+    result = result_def(IntTensor)
+    scale = opt_prop_def(ScaleAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, bits: int = 16, scale=None):
+        shape = broadcast_shapes(shape_of(lhs), shape_of(rhs))
+        super().__init__(operands=[lhs, rhs], result_types=[int_tensor(bits, shape)], properties=_scale_props(scale))
+
+    def verify_fixed(self) -> None:
+        a = _check_width(self, self.lhs, "lhs")
+        b = _check_width(self, self.rhs, "rhs")
+        out = _check_width(self, self.result, "result")
+        if out < min(a + b, 32):
+            raise VerifyException(
+                f"fixed.mul: an i{a} x i{b} product needs an i{min(a + b, 32)} result, got i{out} (R12)"
+            )
+        try:
+            expected = broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs))
+        except ValueError as error:
+            raise VerifyException(f"fixed.mul: {error}") from None
+        _expect_shape(self, expected)
+
+
+# --------------------------------------------------------------------------------------
+# Convolution and dense layers
+# --------------------------------------------------------------------------------------
+
+
+def _check_reduction(op: Operation, length: int) -> None:
+    if length > fixed_point.MAX_REDUCTION:
+        raise VerifyException(
+            f"{op.name}: reduction length {length} exceeds {fixed_point.MAX_REDUCTION}; "
+            "the int32 accumulator could overflow (R13)"
+        )
+
+
+@irdl_op_definition
+class Conv2dOp(FixedOp):
+    """R13: i8 NCHW input * i8 OIHW weight (+ i32 bias of O) -> i32, exact accumulation."""
+
+    name = "fixed.conv2d"
+    input = operand_def(IntTensor)
+    weight = operand_def(IntTensor)
+    bias = opt_operand_def(IntTensor)
+    result = result_def(IntTensor)
+    strides = prop_def(DenseArrayBase[I64])
+    pads = prop_def(DenseArrayBase[I64])
+    dilations = prop_def(DenseArrayBase[I64])
+    group = prop_def(IntegerAttr[I64])
+    scale = opt_prop_def(ScaleAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
+
+    def __init__(
+        self,
+        input: SSAValue,
+        weight: SSAValue,
+        bias: SSAValue | None,
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        dilations: Sequence[int] = (1, 1),
+        group: int = 1,
+        scale=None,
+    ):
+        shape = conv_output_shape(shape_of(input), shape_of(weight), strides, pads, dilations)
+        super().__init__(
+            operands=[input, weight, bias],
+            result_types=[int_tensor(32, shape)],
+            properties={
+                "strides": i64_array(strides),
+                "pads": i64_array(pads),
+                "dilations": i64_array(dilations),
+                "group": i64_attr(group),
+                **_scale_props(scale),
+            },
+        )
+
+    def verify_fixed(self) -> None:
+        _check_width(self, self.input, "input", (8,))
+        _check_width(self, self.weight, "weight", (8,))
+        _check_width(self, self.result, "result", (32,))
+        x = _expect_rank(self, self.input, 4, "input")
+        w = _expect_rank(self, self.weight, 4, "weight")
+        strides, pads, dilations = ints(self.strides), ints(self.pads), ints(self.dilations)
+        group = self.group.value.data
+        _expect_len(self, "strides", strides, 2)
+        _expect_len(self, "pads", pads, 4)
+        _expect_len(self, "dilations", dilations, 2)
+        _expect_at_least(self, "strides", strides, 1)
+        _expect_at_least(self, "dilations", dilations, 1)
+        _expect_at_least(self, "pads", pads, 0)
+        if group < 1 or x[1] % group or w[0] % group:
+            raise VerifyException(
+                f"fixed.conv2d: group {group} must divide input channels {x[1]} and output channels {w[0]}"
+            )
+        if w[1] * group != x[1]:
+            raise VerifyException(
+                f"fixed.conv2d: weight expects {w[1]} x group {group} = {w[1] * group} input channels, input has {x[1]}"
+            )
+        if self.bias is not None:
+            _check_width(self, self.bias, "bias", (32,))
+            if shape_of(self.bias) != (w[0],):
+                raise VerifyException(f"fixed.conv2d: bias shape must be [{w[0]}], got {list(shape_of(self.bias))}")
+        _check_reduction(self, w[1] * w[2] * w[3])
+        expected = conv_output_shape(x, w, strides, pads, dilations)
+        if expected[2] < 1 or expected[3] < 1:
+            raise VerifyException(f"fixed.conv2d: kernel {list(w[2:])} does not fit input {list(x[2:])}")
+        _expect_shape(self, expected)
+
+
+@irdl_op_definition
+class GemmOp(FixedOp):
+    """R13: i8 A (M x K) @ op(B) + i32 bias (broadcast to M x N) -> i32; op = transpose if trans_b."""
+
+    name = "fixed.gemm"
+    a = operand_def(IntTensor)
+    b = operand_def(IntTensor)
+    bias = opt_operand_def(IntTensor)
+    result = result_def(IntTensor)
+    trans_b = prop_def(IntegerAttr[I64])
+    scale = opt_prop_def(ScaleAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$a `,` $b (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, a: SSAValue, b: SSAValue, bias: SSAValue | None, trans_b: bool = False, scale=None):
+        shape = gemm_output_shape(shape_of(a), shape_of(b), False, trans_b)
+        super().__init__(
+            operands=[a, b, bias],
+            result_types=[int_tensor(32, shape)],
+            properties={"trans_b": i64_attr(int(trans_b)), **_scale_props(scale)},
+        )
+
+    def verify_fixed(self) -> None:
+        _check_width(self, self.a, "A", (8,))
+        _check_width(self, self.b, "B", (8,))
+        _check_width(self, self.result, "result", (32,))
+        a = _expect_rank(self, self.a, 2, "A")
+        b = _expect_rank(self, self.b, 2, "B")
+        try:
+            expected = gemm_output_shape(a, b, False, bool(self.trans_b.value.data))
+            if self.bias is not None:
+                _check_width(self, self.bias, "bias", (32,))
+                if broadcast_shapes(shape_of(self.bias), expected) != expected:
+                    raise ValueError(f"bias of shape {list(shape_of(self.bias))} does not broadcast to {list(expected)}")
+        except ValueError as error:
+            raise VerifyException(f"fixed.gemm: {error}") from None
+        _check_reduction(self, a[1])
+        _expect_shape(self, expected)
+
+
+# --------------------------------------------------------------------------------------
+# Pooling and tables
+# --------------------------------------------------------------------------------------
+
+
+class WindowPoolOp(FixedOp):
+    input = operand_def(IntTensor)
+    result = result_def(IntTensor)
+    kernel_shape = prop_def(DenseArrayBase[I64])
+    strides = prop_def(DenseArrayBase[I64])
+    pads = prop_def(DenseArrayBase[I64])
+    ceil_mode = prop_def(IntegerAttr[I64])
+    scale = opt_prop_def(ScaleAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def pool_dilations(self) -> tuple[int, int]:
+        return (1, 1)
+
+    def out_hw(self) -> tuple[int, int]:
+        shape = shape_of(self.result)
+        return shape[2], shape[3]
+
+    def verify_window(self) -> tuple[int, int]:
+        x = _expect_rank(self, self.input, 4, "input")
+        kernel, strides, pads = ints(self.kernel_shape), ints(self.strides), ints(self.pads)
+        _expect_len(self, "kernel_shape", kernel, 2)
+        _expect_len(self, "strides", strides, 2)
+        _expect_len(self, "pads", pads, 4)
+        _expect_at_least(self, "kernel_shape", kernel, 1)
+        _expect_at_least(self, "strides", strides, 1)
+        _expect_at_least(self, "pads", pads, 0)
+        if any(pads[i] >= kernel[i % 2] for i in range(4)):
+            raise VerifyException(f"{self.name}: pads {list(pads)} must be smaller than the kernel {list(kernel)}")
+        hw = pool_output_hw(x[2:], kernel, strides, pads, self.pool_dilations(), bool(self.ceil_mode.value.data))
+        if min(hw) < 1:
+            raise VerifyException(f"{self.name}: kernel {list(kernel)} does not fit input {list(x[2:])}")
+        _expect_shape(self, (x[0], x[1], *hw))
+        return hw
+
+
+def _pool_props(kernel, strides, pads, ceil_mode, scale) -> dict[str, Attribute]:
+    return {
+        "kernel_shape": i64_array(kernel),
+        "strides": i64_array(strides),
+        "pads": i64_array(pads),
+        "ceil_mode": i64_attr(int(ceil_mode)),
+        **_scale_props(scale),
+    }
+
+
+@irdl_op_definition
+class MaxPoolOp(WindowPoolOp):
+    """R14: maximum over each window (padding never wins); same type in and out."""
+
+    name = "fixed.max_pool"
+    dilations = prop_def(DenseArrayBase[I64])
+
+    def __init__(self, input: SSAValue, kernel, strides, pads, dilations=(1, 1), ceil_mode=False, scale=None):
+        props = _pool_props(kernel, strides, pads, ceil_mode, scale)
+        props["dilations"] = i64_array(dilations)
+        x = shape_of(input)
+        hw = pool_output_hw(x[2:], kernel, strides, pads, dilations, ceil_mode)
+        super().__init__(operands=[input], result_types=[TensorType(input.type.get_element_type(), (x[0], x[1], *hw))], properties=props)  # type: ignore[attr-defined]
+
+    def pool_dilations(self) -> tuple[int, int]:
+        values = ints(self.dilations)
+        return (values[0], values[1]) if len(values) == 2 else (1, 1)
+
+    def verify_fixed(self) -> None:
+        _check_width(self, self.input, "input")
+        if width_of(self.result) != width_of(self.input):
+            raise VerifyException(f"fixed.max_pool: result is i{width_of(self.result)} but the input is i{width_of(self.input)}")
+        _expect_len(self, "dilations", ints(self.dilations), 2)
+        _expect_at_least(self, "dilations", ints(self.dilations), 1)
+        self.verify_window()
+
+
+@irdl_op_definition
+class AvgPoolOp(WindowPoolOp):
+    """R14: average pool as window sum * per-position multiplier, saturated to the result width.
+
+    `multiplier`/`shift` hold one pair (every window has the same count) or one pair per
+    output position (OH * OW, row major) carrying s_in / (count[p] * s_out), so padded edges
+    with count_include_pad = 0 divide by their own count without a divider.
+    """
+
+    name = "fixed.avg_pool"
+    multiplier = prop_def(DenseArrayBase[I64])
+    shift = prop_def(DenseArrayBase[I64])
+
+    def __init__(self, input: SSAValue, kernel, strides, pads, multiplier, shift, ceil_mode=False, bits: int = 8, scale=None):
+        props = _pool_props(kernel, strides, pads, ceil_mode, scale)
+        props["multiplier"] = i64_array(np.asarray(multiplier).reshape(-1))
+        props["shift"] = i64_array(np.asarray(shift).reshape(-1))
+        x = shape_of(input)
+        hw = pool_output_hw(x[2:], kernel, strides, pads, (1, 1), ceil_mode)
+        super().__init__(operands=[input], result_types=[int_tensor(bits, (x[0], x[1], *hw))], properties=props)
+
+    def verify_fixed(self) -> None:
+        _check_width(self, self.input, "input", (8,))
+        _check_width(self, self.result, "result")
+        oh, ow = self.verify_window()
+        multipliers, shifts = ints(self.multiplier), ints(self.shift)
+        if len(multipliers) != len(shifts) or len(multipliers) not in (1, oh * ow):
+            raise VerifyException(
+                f"fixed.avg_pool: needs one (multiplier, shift) pair or {oh * ow} (one per output position), "
+                f"got {len(multipliers)} multipliers and {len(shifts)} shifts"
+            )
+        _check_multipliers(self, multipliers, shifts)
+
+
+@irdl_op_definition
+class GlobalAvgPoolOp(FixedOp):
+    """R14: the int32 sum over H and W: N x C x H x W (i8) -> N x C x 1 x 1 (i32); a
+    fixed.rescale by s_in / (H * W * s_out) follows."""
+
+    name = "fixed.global_avg_pool"
+    input = operand_def(IntTensor)
+    result = result_def(IntTensor)
+    scale = opt_prop_def(ScaleAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, scale=None):
+        x = shape_of(input)
+        shape = (*x[:2], *([1] * (len(x) - 2)))
+        super().__init__(operands=[input], result_types=[int_tensor(32, shape)], properties=_scale_props(scale))
+
+    def verify_fixed(self) -> None:
+        _check_width(self, self.input, "input", (8,))
+        _check_width(self, self.result, "result", (32,))
+        x = shape_of(self.input)
+        if len(x) < 3:
+            raise VerifyException(f"fixed.global_avg_pool: input must have rank >= 3, got shape {list(x)}")
+        _expect_shape(self, (*x[:2], *([1] * (len(x) - 2))))
+
+
+@irdl_op_definition
+class TableOp(FixedOp):
+    """R15: i8 -> i8 lookup, result = table[q + 128]; 256 entries in [-127, 127]."""
+
+    name = "fixed.table"
+    input = operand_def(IntTensor)
+    result = result_def(IntTensor)
+    table = prop_def(DenseArrayBase)
+    scale = opt_prop_def(ScaleAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, table: Sequence[int] | np.ndarray, scale=None):
+        props = {"table": DenseArrayBase.from_list(i8, [int(v) for v in np.asarray(table).reshape(-1)]), **_scale_props(scale)}
+        super().__init__(operands=[input], result_types=[int_tensor(8, shape_of(input))], properties=props)
+
+    def entries(self) -> np.ndarray:
+        return np.asarray(self.table.get_values(), dtype=np.int64)
+
+    def verify_fixed(self) -> None:
+        _check_width(self, self.input, "input", (8,))
+        _check_width(self, self.result, "result", (8,))
+        _expect_shape(self, shape_of(self.input))
+        element = self.table.elt_type
+        if not (isinstance(element, IntegerType) and element.width.data == 8):
+            raise VerifyException(f"fixed.table: the table must be an array<i8: ...>, got {element}")
+        values = self.entries()
+        if values.size != fixed_point.TABLE_SIZE:
+            raise VerifyException(f"fixed.table: the table needs {fixed_point.TABLE_SIZE} entries, got {values.size}")
+        if values.min() < -127:
+            raise VerifyException("fixed.table: table entries must be in [-127, 127] (R2)")
+
+
+# --------------------------------------------------------------------------------------
+# Data movement (integer tensors, one scale)
+# --------------------------------------------------------------------------------------
+
+
+def _same_element(op: Operation, a: SSAValue, b: SSAValue, what: str) -> None:
+    if width_of(a) != width_of(b):
+        raise VerifyException(f"{op.name}: {what} is i{width_of(b)} but the input is i{width_of(a)}")
+
+
+@irdl_op_definition
+class ReshapeOp(FixedOp):
+    """R16: same elements, new static shape (the result type)."""
+
+    name = "fixed.reshape"
+    input = operand_def(IntTensor)
+    result = result_def(IntTensor)
+    scale = opt_prop_def(ScaleAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, shape: Sequence[int], scale=None):
+        super().__init__(
+            operands=[input], result_types=[int_tensor(width_of(input), shape)], properties=_scale_props(scale)
+        )
+
+    def verify_fixed(self) -> None:
+        _check_width(self, self.input, "input")
+        _same_element(self, self.input, self.result, "result")
+        before, after = shape_of(self.input), shape_of(self.result)
+        if math.prod(before) != math.prod(after):
+            raise VerifyException(
+                f"fixed.reshape: cannot reshape {list(before)} ({math.prod(before)} elements) "
+                f"to {list(after)} ({math.prod(after)} elements)"
+            )
+
+
+@irdl_op_definition
+class FlattenOp(FixedOp):
+    """R16: collapse dimensions [0, axis) and [axis, rank) into a 2-D tensor."""
+
+    name = "fixed.flatten"
+    input = operand_def(IntTensor)
+    result = result_def(IntTensor)
+    axis = prop_def(IntegerAttr[I64])
+    scale = opt_prop_def(ScaleAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, axis: int = 1, scale=None):
+        shape = shape_of(input)
+        axis = axis + len(shape) if axis < 0 else axis
+        super().__init__(
+            operands=[input],
+            result_types=[int_tensor(width_of(input), flatten_output_shape(shape, axis))],
+            properties={"axis": i64_attr(axis), **_scale_props(scale)},
+        )
+
+    def verify_fixed(self) -> None:
+        _check_width(self, self.input, "input")
+        _same_element(self, self.input, self.result, "result")
+        shape = shape_of(self.input)
+        axis = _normalize_axis(self, self.axis.value.data, len(shape), allow_end=True)
+        _expect_shape(self, flatten_output_shape(shape, axis))
+
+
+@irdl_op_definition
+class TransposeOp(FixedOp):
+    """R16: result dimension i is input dimension perm[i]."""
+
+    name = "fixed.transpose"
+    input = operand_def(IntTensor)
+    result = result_def(IntTensor)
+    perm = prop_def(DenseArrayBase[I64])
+    scale = opt_prop_def(ScaleAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, perm: Sequence[int], scale=None):
+        shape = shape_of(input)
+        super().__init__(
+            operands=[input],
+            result_types=[int_tensor(width_of(input), [shape[p] for p in perm])],
+            properties={"perm": i64_array(perm), **_scale_props(scale)},
+        )
+
+    def verify_fixed(self) -> None:
+        _check_width(self, self.input, "input")
+        _same_element(self, self.input, self.result, "result")
+        shape, perm = shape_of(self.input), ints(self.perm)
+        if sorted(perm) != list(range(len(shape))):
+            raise VerifyException(f"fixed.transpose: perm {list(perm)} is not a permutation of 0..{len(shape) - 1}")
+        _expect_shape(self, [shape[p] for p in perm])
+
+
+@irdl_op_definition
+class ConcatOp(FixedOp):
+    """R16: join tensors of one element type (and one scale: the lowering rescales first) along `axis`."""
+
+    name = "fixed.concat"
+    inputs = var_operand_def(IntTensor)
+    result = result_def(IntTensor)
+    axis = prop_def(IntegerAttr[I64])
+    scale = opt_prop_def(ScaleAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$inputs attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, inputs: Sequence[SSAValue], axis: int, scale=None):
+        shapes = [shape_of(v) for v in inputs]
+        axis = axis + len(shapes[0]) if axis < 0 else axis
+        out = list(shapes[0])
+        out[axis] = sum(s[axis] for s in shapes)
+        super().__init__(
+            operands=[list(inputs)],
+            result_types=[int_tensor(width_of(inputs[0]), out)],
+            properties={"axis": i64_attr(axis), **_scale_props(scale)},
+        )
+
+    def verify_fixed(self) -> None:
+        if not self.inputs:
+            raise VerifyException("fixed.concat: needs at least one input")
+        for index, value in enumerate(self.inputs):
+            _check_width(self, value, f"input {index}")
+            _same_element(self, self.inputs[0], value, f"input {index}")
+        _same_element(self, self.inputs[0], self.result, "result")
+        shapes = [shape_of(v) for v in self.inputs]
+        rank = len(shapes[0])
+        axis = _normalize_axis(self, self.axis.value.data, rank)
+        for shape in shapes[1:]:
+            if len(shape) != rank or any(a != b for i, (a, b) in enumerate(zip(shape, shapes[0])) if i != axis):
+                raise VerifyException(f"fixed.concat: input shapes {[list(s) for s in shapes]} differ outside axis {axis}")
+        out = list(shapes[0])
+        out[axis] = sum(s[axis] for s in shapes)
+        _expect_shape(self, out)
+
+
+FIXED = Dialect(
+    "fixed",
+    [
+        ConstantOp,
+        QuantizeOp,
+        DequantizeOp,
+        RescaleOp,
+        ShiftOp,
+        ClampOp,
+        AddOp,
+        SubOp,
+        MulOp,
+        Conv2dOp,
+        GemmOp,
+        MaxPoolOp,
+        AvgPoolOp,
+        GlobalAvgPoolOp,
+        TableOp,
+        ReshapeOp,
+        FlattenOp,
+        TransposeOp,
+        ConcatOp,
+    ],
+)
