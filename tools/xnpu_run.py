@@ -1,0 +1,154 @@
+"""xnpu-run: run a model on numpy inputs and summarize (or save) its outputs.
+
+    xnpu-run model.mlir --input x.npy                   # a model with one input
+    xnpu-run model.mlir --input a=a.npy --input b=b.npy # inputs by name
+    xnpu-run model.mlir --input inputs.npz -o out.npz   # .npz keyed by input name
+
+An input with N samples along the leading dimension of a batch-1 model runs sample by
+sample (xnpu.run). Every failure is one line `xnpu-run: error: ...` and exit status 1;
+`-o` is written atomically, so a failed run leaves no output file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+import zipfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from xnpu.errors import XnpuError
+from xnpu.ir_io import first_line, load_ir, write_atomically
+from xnpu.runner import run
+
+PROG = "xnpu-run"
+
+Inputs = np.ndarray | Mapping[str, np.ndarray]
+ModelRunner = Callable[[Inputs], dict[str, np.ndarray]]
+
+
+def load_ir_model(path: Path) -> ModelRunner:
+    module = load_ir(path)
+    return lambda inputs: run(module, inputs)
+
+
+# How each kind of model file is run, by suffix; compiled binaries add their loader here.
+MODEL_LOADERS: dict[str, Callable[[Path], ModelRunner]] = {
+    ".mlir": load_ir_model,
+}
+
+
+def load_model(path: Path) -> ModelRunner:
+    loader = MODEL_LOADERS.get(path.suffix)
+    if loader is None:
+        known = ", ".join(MODEL_LOADERS)
+        raise XnpuError(f"{path}: unknown model file type '{path.suffix}' (known: {known})")
+    if not path.is_file():
+        raise XnpuError(f"{path}: cannot read: No such file")
+    return loader(path)
+
+
+def load_arrays(path: Path) -> np.ndarray | dict[str, np.ndarray]:
+    """One array from a .npy, or arrays by name from a .npz."""
+    if path.suffix not in (".npy", ".npz"):
+        raise XnpuError(f"{path}: inputs must be .npy or .npz files")
+    try:
+        loaded = np.load(path, allow_pickle=False)
+        if isinstance(loaded, np.lib.npyio.NpzFile):
+            with loaded:
+                return {name: loaded[name] for name in loaded.files}
+        return loaded
+    except OSError as error:
+        raise XnpuError(f"{path}: cannot read: {error.strerror or error}") from None
+    except (ValueError, EOFError, zipfile.BadZipFile) as error:
+        # without a numpy header numpy guesses "pickled data", which would only mislead
+        reason = "" if "pickle" in str(error) else f" ({first_line(error)})"
+        raise XnpuError(f"{path}: not a valid {path.suffix} file{reason}") from None
+
+
+def collect_inputs(specs: Sequence[str]) -> Inputs:
+    """`--input` values: FILE (.npy for a one-input model, or .npz by name) or NAME=FILE."""
+    named: dict[str, np.ndarray] = {}
+    unnamed: list[np.ndarray] = []
+    for spec in specs:
+        name, separator, file = spec.partition("=")
+        if separator and name and not Path(spec).exists():
+            if name in named:
+                raise XnpuError(f"input '{name}' is given twice")
+            array = load_arrays(Path(file))
+            if isinstance(array, dict):
+                raise XnpuError(f"{file}: NAME=FILE takes a .npy file, not a .npz")
+            named[name] = array
+            continue
+        arrays = load_arrays(Path(spec))
+        if isinstance(arrays, dict):
+            twice = sorted(set(arrays) & set(named))
+            if twice:
+                raise XnpuError(f"input '{twice[0]}' is given twice")
+            named.update(arrays)
+        else:
+            unnamed.append(arrays)
+    if unnamed:
+        if len(unnamed) > 1 or named:
+            raise XnpuError("with several inputs, name each one: --input NAME=FILE.npy (or one .npz)")
+        return unnamed[0]
+    return named
+
+
+def summarize(name: str, array: np.ndarray, shown: int = 8) -> str:
+    shape = "x".join(map(str, array.shape)) or "scalar"
+    line = f"{name}: {shape} {array.dtype}"
+    if array.size:
+        values = array.astype(np.float64)
+        line += f"  min {values.min():.6g}  max {values.max():.6g}  mean {values.mean():.6g}"
+        flat = values.reshape(-1)
+        head = ", ".join(f"{value:.6g}" for value in flat[:shown])
+        line += f"\n  values: [{head}{', ...' if flat.size > shown else ''}]"
+    return line
+
+
+def save_outputs(path: Path, outputs: Mapping[str, np.ndarray]) -> None:
+    buffer = io.BytesIO()
+    np.savez(buffer, **outputs)
+    write_atomically(path, buffer.getvalue())
+
+
+def one_line(error: XnpuError) -> str:
+    # IR errors read `file:line:col: error: ...`; after the tool's own prefix, once is enough
+    return str(error).replace(": error: ", ": ", 1)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=PROG, description="Run a model on numpy inputs.")
+    parser.add_argument("model", help="the model: " + ", ".join(MODEL_LOADERS) + " file")
+    parser.add_argument(
+        "-i",
+        "--input",
+        action="append",
+        default=[],
+        metavar="[NAME=]FILE",
+        help="an input: FILE.npy (one-input model), NAME=FILE.npy, or FILE.npz keyed by input name; repeatable",
+    )
+    parser.add_argument("-o", "--output", help="write the outputs to this .npz, keyed by output name")
+    args = parser.parse_args(argv)
+    try:
+        output = None if args.output is None else Path(args.output)
+        if output is not None and output.suffix != ".npz":
+            raise XnpuError(f"{output}: outputs are written as .npz; name the file *.npz")
+        model = load_model(Path(args.model))
+        outputs = model(collect_inputs(args.input))
+        if output is not None:
+            save_outputs(output, outputs)
+    except XnpuError as error:
+        print(f"{PROG}: error: {one_line(error)}", file=sys.stderr)
+        return 1
+    for name, array in outputs.items():
+        print(summarize(name, array))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
