@@ -508,6 +508,8 @@ def _clip(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
         if value.size != 1:
             raise _NodeError(f"{role} must be a scalar, got shape {list(value.shape)}")
         bounds[role] = nn.f32_attr(float(value.reshape(()).item()))
+    if "min" in bounds and "max" in bounds and bounds["min"].value.data > bounds["max"].value.data:
+        bounds["min"] = bounds["max"]  # ONNX: min > max sets every value to max
     importer.define(node, importer.emit(nn.ClipOp(importer.operand(node.input[0]), **bounds)))
 
 
