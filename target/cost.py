@@ -1,0 +1,70 @@
+"""The cost model of docs/isa.md section 5: cycles per instruction from target parameters.
+
+The model is strictly in order (docs/isa.md section 3), so a program's cycles are the sum of
+its instructions' cycles. The formulas are the table in the doc, one function per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from xnpu.errors import XnpuError
+from xnpu.target.description import TargetDescription
+from xnpu.target.encoding import DMA_LAYOUTS, POOL_KINDS, Instruction
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def conv_output_hw(i: Instruction) -> tuple[int, int]:
+    """OH, OW of a CONV instruction (docs/isa.md, CONV semantics)."""
+    oh = (i["in_h"] + i["pad_top"] + i["pad_bottom"] - (i["dilation_h"] * (i["kernel_h"] - 1) + 1)) // max(i["stride_h"], 1) + 1
+    ow = (i["in_w"] + i["pad_left"] + i["pad_right"] - (i["dilation_w"] * (i["kernel_w"] - 1) + 1)) // max(i["stride_w"], 1) + 1
+    return max(oh, 0), max(ow, 0)
+
+
+def dma_sram_bytes(i: Instruction, target: TargetDescription) -> int:
+    """Bytes a LOAD writes to / a STORE reads from SRAM (the padded size)."""
+    element = 1 << i["elem_log2"]
+    d0, d1, d2, d3 = i["d0"], i["d1"], i["d2"], i["d3"]
+    layout = i["layout"]
+    if layout == DMA_LAYOUTS["RAW"]:
+        return d0 * d1 * element
+    if layout == DMA_LAYOUTS["NHWC"]:
+        return d0 * d1 * target.align(d2) * element
+    if layout == DMA_LAYOUTS["NCHW"]:
+        return d1 * d2 * target.align(d0) * element
+    if layout == DMA_LAYOUTS["OHWI"]:
+        return target.align(d0) * d1 * d2 * target.align(d3) * element
+    if layout == DMA_LAYOUTS["DW"]:
+        return target.align(d0) * d1 * d2 * element
+    raise XnpuError(f"DMA layout {layout} has no cost")
+
+
+def instruction_cycles(i: Instruction, target: TargetDescription) -> int:
+    cost = target.cost
+    a = target.memory.channel_alignment
+    overhead = cost.instruction_overhead_cycles
+    if i.op == "SYNC":
+        return overhead + cost.sync_cycles
+    if i.op in ("LOAD", "STORE"):
+        return overhead + cost.dma_latency_cycles + _ceil_div(dma_sram_bytes(i, target), cost.dma_bytes_per_cycle)
+    if i.op == "CONV":
+        oh, ow = conv_output_hw(i)
+        blocks = oh * ow * i["kernel_h"] * i["kernel_w"] * _ceil_div(i["in_c"], a)
+        if not i["depthwise"]:
+            blocks *= _ceil_div(i["out_c"], a)
+        return overhead + blocks * cost.mac_block_cycles
+    if i.op in ("ELTWISE", "TABLE", "CLAMP"):
+        return overhead + _ceil_div(i["h"] * i["w"] * target.align(i["c"]), cost.vector_lanes)
+    if i.op == "POOL":
+        vectors = _ceil_div(target.align(i["c"]), cost.vector_lanes)
+        if i["kind"] == POOL_KINDS["global_avg"]:
+            return overhead + i["in_h"] * i["in_w"] * vectors
+        return overhead + i["out_h"] * i["out_w"] * i["kernel_h"] * i["kernel_w"] * vectors
+    raise XnpuError(f"instruction {i.op} has no cost")
+
+
+def program_cycles(instructions: Iterable[Instruction], target: TargetDescription) -> int:
+    return sum(instruction_cycles(i, target) for i in instructions)
