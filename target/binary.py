@@ -1,0 +1,365 @@
+"""The xnpu binary container: header, section table, sections (docs/binary-format.md).
+
+`Binary` holds a compiled program: decoded instructions, the constant image that is loaded at
+DDR address 0, the input/output table and the provenance (instruction -> ONNX node names).
+`to_bytes()` writes the container deterministically and `from_bytes()` reads it back, so
+encode -> decode -> encode is byte-identical. Reading checks everything it reads; a damaged
+or foreign file is one XnpuError line ("binary: ..."), never another exception.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import zlib
+from dataclasses import dataclass, field
+
+from xnpu.errors import XnpuError
+from xnpu.target.encoding import WORD_BYTES, Instruction, decode_program, encode_program
+
+MAGIC = b"XNPU"
+FORMAT_VERSION = 1
+HEADER = struct.Struct("<4sHHIIIIII")  # magic, version, header size, checksum, target id,
+HEADER_SIZE = HEADER.size  # flags, section count, total size, reserved
+CHECKSUM_OFFSET = 8
+CHECKSUMMED_FROM = 12  # the checksum covers every byte after its own field
+SECTION_ENTRY = struct.Struct("<IIII")  # kind, offset, size, alignment
+MAX_ALIGNMENT = 4096
+
+# Section kinds, in the order the writer emits them, with the alignment it uses.
+SECTION_INSTRUCTIONS = 1
+SECTION_CONSTANTS = 2
+SECTION_STRINGS = 3
+SECTION_IO = 4
+SECTION_PROVENANCE = 5
+SECTION_COMPRESSED_WEIGHTS = 6  # reserved for the codebook layer; not valid in version 1
+SECTION_NAMES = {
+    SECTION_INSTRUCTIONS: "instructions",
+    SECTION_CONSTANTS: "constants",
+    SECTION_STRINGS: "strings",
+    SECTION_IO: "io",
+    SECTION_PROVENANCE: "provenance",
+    SECTION_COMPRESSED_WEIGHTS: "compressed-weights",
+}
+WRITE_ALIGNMENT = {
+    SECTION_INSTRUCTIONS: WORD_BYTES,
+    SECTION_CONSTANTS: 64,
+    SECTION_STRINGS: 4,
+    SECTION_IO: 8,
+    SECTION_PROVENANCE: 4,
+}
+REQUIRED_SECTIONS = (SECTION_INSTRUCTIONS, SECTION_STRINGS, SECTION_IO)
+
+DTYPES = {0: "int8", 1: "int16", 2: "int32", 3: "float32", 4: "uint8"}
+DTYPE_CODES = {name: code for code, name in DTYPES.items()}
+LAYOUTS = {0: "RAW", 1: "NHWC", 2: "NCHW"}
+LAYOUT_CODES = {name: code for code, name in LAYOUTS.items()}
+DIRECTIONS = {0: "input", 1: "output"}
+DIRECTION_CODES = {name: code for code, name in DIRECTIONS.items()}
+MAX_RANK = 8
+IO_ENTRY = struct.Struct("<BBBBIdiI")  # direction, dtype, layout, rank, name, scale, zero point, DDR address
+PROVENANCE_ENTRY = struct.Struct("<II")  # instruction index, name
+U32 = struct.Struct("<I")
+
+
+@dataclass
+class IoTensor:
+    """One program input or output as the host sees it in DDR."""
+
+    name: str
+    direction: str  # "input" | "output"
+    shape: tuple[int, ...]
+    dtype: str  # "int8" | "int16" | "int32" | "float32" | "uint8"
+    scale: float  # real value = (q - zero_point) * scale
+    zero_point: int
+    ddr_addr: int
+    layout: str  # "RAW" (row-major in `shape` order) | "NHWC" | "NCHW"
+
+
+@dataclass
+class Binary:
+    target_id: int
+    instructions: list[Instruction]
+    constants: bytes = b""
+    io: list[IoTensor] = field(default_factory=list)
+    provenance: dict[int, tuple[str, ...]] = field(default_factory=dict)
+
+    def to_bytes(self) -> bytes:
+        return _write(self)
+
+    @staticmethod
+    def from_bytes(data: bytes) -> Binary:
+        return _read(bytes(data))
+
+    def inputs(self) -> list[IoTensor]:
+        return [t for t in self.io if t.direction == "input"]
+
+    def outputs(self) -> list[IoTensor]:
+        return [t for t in self.io if t.direction == "output"]
+
+
+# --------------------------------------------------------------------------------------
+# Writing
+# --------------------------------------------------------------------------------------
+
+
+class _Strings:
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.offsets: dict[str, int] = {}
+
+    def add(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise XnpuError(f"binary: string {text!r} is not text")
+        if "\0" in text:
+            raise XnpuError(f"binary: string {text!r} contains a NUL character")
+        if text not in self.offsets:
+            self.offsets[text] = len(self.data)
+            self.data += text.encode("utf-8") + b"\0"
+        return self.offsets[text]
+
+
+def _u32(value: int, what: str) -> int:
+    if not isinstance(value, int) or not 0 <= value <= 0xFFFF_FFFF:
+        raise XnpuError(f"binary: {what} = {value!r} does not fit 32 unsigned bits")
+    return value
+
+
+def _io_bytes(io: list[IoTensor], strings: _Strings) -> bytes:
+    out = bytearray(U32.pack(len(io)))
+    for tensor in io:
+        where = f"io tensor '{tensor.name}'"
+        if tensor.direction not in DIRECTION_CODES:
+            raise XnpuError(f"binary: {where}: direction '{tensor.direction}' is not input or output")
+        if tensor.dtype not in DTYPE_CODES:
+            raise XnpuError(f"binary: {where}: dtype '{tensor.dtype}' is not one of {', '.join(DTYPE_CODES)}")
+        if tensor.layout not in LAYOUT_CODES:
+            raise XnpuError(f"binary: {where}: layout '{tensor.layout}' is not one of {', '.join(LAYOUT_CODES)}")
+        if len(tensor.shape) > MAX_RANK:
+            raise XnpuError(f"binary: {where}: rank {len(tensor.shape)} exceeds {MAX_RANK}")
+        if not (isinstance(tensor.scale, (int, float)) and math.isfinite(tensor.scale) and tensor.scale > 0):
+            raise XnpuError(f"binary: {where}: scale {tensor.scale!r} is not positive and finite")
+        if not isinstance(tensor.zero_point, int) or not -(1 << 31) <= tensor.zero_point < (1 << 31):
+            raise XnpuError(f"binary: {where}: zero point {tensor.zero_point!r} does not fit int32")
+        out += IO_ENTRY.pack(
+            DIRECTION_CODES[tensor.direction],
+            DTYPE_CODES[tensor.dtype],
+            LAYOUT_CODES[tensor.layout],
+            len(tensor.shape),
+            strings.add(tensor.name),
+            float(tensor.scale),
+            tensor.zero_point,
+            _u32(tensor.ddr_addr, f"{where} DDR address"),
+        )
+        for dim in tensor.shape:
+            out += U32.pack(_u32(dim, f"{where} dimension"))
+    return bytes(out)
+
+
+def _provenance_bytes(binary: Binary, strings: _Strings) -> bytes:
+    entries = bytearray()
+    count = 0
+    for index in sorted(binary.provenance):
+        if not isinstance(index, int) or not 0 <= index < len(binary.instructions):
+            raise XnpuError(f"binary: provenance names instruction {index!r}, but there are {len(binary.instructions)}")
+        names = binary.provenance[index]
+        if isinstance(names, str):
+            raise XnpuError(f"binary: provenance of instruction {index} must be a tuple of names, not a string")
+        for name in names:
+            entries += PROVENANCE_ENTRY.pack(index, strings.add(name))
+            count += 1
+    return U32.pack(count) + bytes(entries)
+
+
+def _align(value: int, alignment: int) -> int:
+    return -(-value // alignment) * alignment
+
+
+def _write(binary: Binary) -> bytes:
+    _u32(binary.target_id, "target id")
+    strings = _Strings()
+    # Strings are added in a fixed order (io names, then provenance by instruction), so the
+    # same Binary always gives the same bytes.
+    io = _io_bytes(binary.io, strings)
+    provenance = _provenance_bytes(binary, strings)
+    payloads = {
+        SECTION_INSTRUCTIONS: encode_program(binary.instructions),
+        SECTION_CONSTANTS: bytes(binary.constants),
+        SECTION_STRINGS: bytes(strings.data),
+        SECTION_IO: io,
+        SECTION_PROVENANCE: provenance,
+    }
+    table = bytearray()
+    body = bytearray()
+    position = HEADER_SIZE + SECTION_ENTRY.size * len(payloads)
+    for kind, payload in payloads.items():
+        alignment = WRITE_ALIGNMENT[kind]
+        start = _align(position, alignment)
+        body += bytes(start - position) + payload
+        table += SECTION_ENTRY.pack(kind, start, len(payload), alignment)
+        position = start + len(payload)
+    total = _u32(position, "total size")
+    header = HEADER.pack(MAGIC, FORMAT_VERSION, HEADER_SIZE, 0, binary.target_id, 0, len(payloads), total, 0)
+    image = bytearray(header + table + body)
+    struct.pack_into("<I", image, CHECKSUM_OFFSET, zlib.crc32(image[CHECKSUMMED_FROM:]))
+    return bytes(image)
+
+
+# --------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------
+
+
+def _fail(message: str) -> XnpuError:
+    return XnpuError(f"binary: {message}")
+
+
+class _Cursor:
+    """Bounds-checked little-endian reads from one section."""
+
+    def __init__(self, data: bytes, section: str):
+        self.data = data
+        self.section = section
+        self.position = 0
+
+    def take(self, layout: struct.Struct, what: str) -> tuple:
+        end = self.position + layout.size
+        if end > len(self.data):
+            raise _fail(f"{self.section} section ends inside {what} (at byte {self.position} of {len(self.data)})")
+        values = layout.unpack_from(self.data, self.position)
+        self.position = end
+        return values
+
+    def finish(self) -> None:
+        if self.position != len(self.data):
+            raise _fail(f"{self.section} section has {len(self.data) - self.position} unexpected trailing bytes")
+
+
+def _string(strings: bytes, offset: int, what: str) -> str:
+    if offset >= len(strings):
+        raise _fail(f"{what} points at string offset {offset}, past the {len(strings)}-byte string table")
+    end = strings.find(b"\0", offset)
+    if end < 0:
+        raise _fail(f"{what}: string at offset {offset} is not NUL-terminated")
+    try:
+        return strings[offset:end].decode("utf-8")
+    except UnicodeDecodeError:
+        raise _fail(f"{what}: string at offset {offset} is not valid UTF-8") from None
+
+
+def _read_header(data: bytes) -> tuple[int, int]:
+    if len(data) < HEADER_SIZE:
+        raise _fail(f"truncated: {len(data)} bytes is shorter than the {HEADER_SIZE}-byte header")
+    magic, version, header_size, checksum, target_id, flags, count, total, reserved = HEADER.unpack_from(data)
+    if magic != MAGIC:
+        raise _fail(f"bad magic {magic!r}, expected {MAGIC!r}: not an xnpu binary")
+    if version != FORMAT_VERSION:
+        raise _fail(f"format version {version} is not supported (this reader reads version {FORMAT_VERSION})")
+    if total > len(data):
+        raise _fail(f"truncated: the header says {total} bytes, the file has {len(data)}")
+    if total < len(data):
+        raise _fail(f"{len(data) - total} trailing bytes after the {total} bytes the header declares")
+    actual = zlib.crc32(data[CHECKSUMMED_FROM:])
+    if actual != checksum:
+        raise _fail(f"checksum mismatch: header has {checksum:#010x}, contents give {actual:#010x} (corrupt file)")
+    if header_size != HEADER_SIZE:
+        raise _fail(f"header size {header_size} is not {HEADER_SIZE}")
+    if flags:
+        raise _fail(f"unknown header flags {flags:#x}")
+    if reserved:
+        raise _fail("reserved header field is not zero")
+    return target_id, count
+
+
+def _read_sections(data: bytes, count: int) -> dict[int, bytes]:
+    table_end = HEADER_SIZE + count * SECTION_ENTRY.size
+    if table_end > len(data):
+        raise _fail(f"section table of {count} entries runs past the end of the {len(data)}-byte file")
+    sections: dict[int, bytes] = {}
+    previous_end = table_end
+    for index in range(count):
+        kind, offset, size, alignment = SECTION_ENTRY.unpack_from(data, HEADER_SIZE + index * SECTION_ENTRY.size)
+        where = f"section {index}"
+        if kind == SECTION_COMPRESSED_WEIGHTS:
+            raise _fail(f"{where}: kind {kind} (compressed weights) is reserved and not valid in format version {FORMAT_VERSION}")
+        if kind not in SECTION_NAMES:
+            raise _fail(f"{where}: unknown section kind {kind}")
+        name = SECTION_NAMES[kind]
+        if kind in sections:
+            raise _fail(f"{where}: a second {name} section")
+        if alignment == 0 or alignment & (alignment - 1) or alignment > MAX_ALIGNMENT:
+            raise _fail(f"{where} ({name}): alignment {alignment} is not a power of two up to {MAX_ALIGNMENT}")
+        if offset % alignment:
+            raise _fail(f"{where} ({name}): offset {offset} is not a multiple of its alignment {alignment}")
+        if offset < previous_end:
+            raise _fail(f"{where} ({name}): offset {offset} overlaps the header, section table or previous section")
+        if offset + size > len(data):
+            raise _fail(f"{where} ({name}): bytes [{offset}, {offset + size}) are out of bounds of the {len(data)}-byte file")
+        sections[kind] = data[offset : offset + size]
+        previous_end = offset + size
+    for kind in REQUIRED_SECTIONS:
+        if kind not in sections:
+            raise _fail(f"the {SECTION_NAMES[kind]} section is missing")
+    return sections
+
+
+def _read_io(section: bytes, strings: bytes) -> list[IoTensor]:
+    cursor = _Cursor(section, "io")
+    (count,) = cursor.take(U32, "the entry count")
+    io = []
+    for index in range(count):
+        what = f"io entry {index}"
+        direction, dtype, layout, rank, name, scale, zero_point, ddr_addr = cursor.take(IO_ENTRY, what)
+        if direction not in DIRECTIONS:
+            raise _fail(f"{what}: direction {direction} is not 0 (input) or 1 (output)")
+        if dtype not in DTYPES:
+            raise _fail(f"{what}: unknown dtype code {dtype}")
+        if layout not in LAYOUTS:
+            raise _fail(f"{what}: unknown layout code {layout}")
+        if rank > MAX_RANK:
+            raise _fail(f"{what}: rank {rank} exceeds {MAX_RANK}")
+        if not (math.isfinite(scale) and scale > 0):
+            raise _fail(f"{what}: scale {scale} is not positive and finite")
+        shape = tuple(cursor.take(U32, f"{what} dimensions")[0] for _ in range(rank))
+        io.append(
+            IoTensor(
+                _string(strings, name, what), DIRECTIONS[direction], shape, DTYPES[dtype],
+                scale, zero_point, ddr_addr, LAYOUTS[layout],
+            )
+        )
+    cursor.finish()
+    return io
+
+
+def _read_provenance(section: bytes, strings: bytes, instruction_count: int) -> dict[int, tuple[str, ...]]:
+    cursor = _Cursor(section, "provenance")
+    (count,) = cursor.take(U32, "the entry count")
+    provenance: dict[int, list[str]] = {}
+    previous = -1
+    for entry in range(count):
+        what = f"provenance entry {entry}"
+        index, name = cursor.take(PROVENANCE_ENTRY, what)
+        if index >= instruction_count:
+            raise _fail(f"{what} names instruction {index}, but there are {instruction_count}")
+        if index < previous:
+            raise _fail(f"{what}: entries are not sorted by instruction index")
+        previous = index
+        provenance.setdefault(index, []).append(_string(strings, name, what))
+    cursor.finish()
+    return {index: tuple(names) for index, names in provenance.items()}
+
+
+def _read(data: bytes) -> Binary:
+    target_id, count = _read_header(data)
+    sections = _read_sections(data, count)
+    code = sections[SECTION_INSTRUCTIONS]
+    if len(code) % WORD_BYTES:
+        raise _fail(f"instructions section of {len(code)} bytes is not a whole number of {WORD_BYTES}-byte words")
+    try:
+        instructions = decode_program(code)
+    except XnpuError as error:
+        raise _fail(str(error)) from None
+    strings = sections[SECTION_STRINGS]
+    io = _read_io(sections[SECTION_IO], strings)
+    provenance = _read_provenance(sections.get(SECTION_PROVENANCE, U32.pack(0)), strings, len(instructions))
+    return Binary(target_id, instructions, sections.get(SECTION_CONSTANTS, b""), io, provenance)
