@@ -139,7 +139,7 @@ def multiplier_from_scale(r):
 
     m, e = frexp(r); M = floor(m * 2^15 + 1/2); if M == 2^15 then M = 2^14, e += 1;
     shift = 15 - e, so that r ~= M * 2^-shift. r == 0, and any r so small that shift would
-    exceed 62, give (0, 0): for every int32 input the result is 0 either way. r >= 2^16
+    exceed 62, give (0, 0): for every int32 input the result is 0 either way. r >= 2^31 - 2^15
     (shift < -16) is rejected. Scalars give Python ints; arrays give int64 arrays.
     """
     values = np.asarray(r, dtype=np.float64)
@@ -155,7 +155,7 @@ def multiplier_from_scale(r):
     shift = np.where(vanishing, 0, shift)
     if np.any(shift < SHIFT_MIN):
         raise XnpuError(
-            f"rescale factor {_describe(values)} is too large: the contract carries factors below 2^16"
+            f"rescale factor {_describe(values)} is too large: the contract carries factors below 2^31"
         )
     if values.ndim == 0:
         return int(multiplier), int(shift)
