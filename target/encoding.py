@@ -236,7 +236,7 @@ class Instruction:
         return f"{self.op} {args}".rstrip()
 
 
-def make_instruction(op: str, **fields: int) -> Instruction:
+def make_instruction(op: str, /, **fields: int) -> Instruction:
     """An instruction with every field of its format present; fields left out are zero."""
     if op not in OPCODES:
         raise XnpuError(f"unknown instruction '{op}' (known: {', '.join(OPCODES)})")
