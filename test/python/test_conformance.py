@@ -1,0 +1,41 @@
+"""ONNX backend node conformance: every case the importer covers passes or is refused cleanly.
+
+A case the importer refuses with an XnpuError is recorded as unsupported (with the reason);
+a case that imports and then computes a different answer is a failure here. The generated
+list lives in docs/conformance.md (python -m xnpu.tools.conformance_report rewrites it).
+"""
+
+from __future__ import annotations
+
+import onnx
+import pytest
+
+from xnpu.tools import conformance_report
+
+
+@pytest.fixture(scope="module")
+def report():
+    return conformance_report.build_report()
+
+
+def test_no_case_computes_a_wrong_answer(report):
+    print("\nONNX node conformance: " + report.summary())
+    bugs = report.by_status("wrong") + report.by_status("crashed")
+    assert not bugs, "; ".join(f"{o.name}: {o.status}: {o.detail}" for o in bugs)
+    # guards against the selection silently shrinking (e.g. a renamed op table)
+    assert len(report.by_status("passed")) >= 100
+
+
+def test_unsupported_cases_say_why(report):
+    for outcome in report.by_status("unsupported"):
+        assert outcome.detail and "\n" not in outcome.detail, outcome.name
+
+
+def test_conformance_document_is_up_to_date(report):
+    document = conformance_report.DOC_PATH
+    current = document.read_text() if document.exists() else ""
+    if f"onnx {onnx.__version__}" not in current:
+        pytest.skip(f"{document.name} was generated with another onnx version than {onnx.__version__}")
+    assert current == conformance_report.markdown(report), (
+        f"{document} is out of date: run python -m xnpu.tools.conformance_report"
+    )
