@@ -91,6 +91,16 @@ class Binary:
     def from_bytes(data: bytes) -> Binary:
         return _read(bytes(data))
 
+    def check_target(self, target) -> None:
+        """XnpuError unless this program was built for `target` and every instruction is valid on it."""
+        if self.target_id != target.id:
+            raise XnpuError(f"binary: built for target id {self.target_id}, but {target.name} has id {target.id}")
+        for index, instruction in enumerate(self.instructions):
+            try:
+                target.check_instruction(instruction)
+            except XnpuError as error:
+                raise XnpuError(f"binary: instruction {index}: {error}") from None
+
     def inputs(self) -> list[IoTensor]:
         return [t for t in self.io if t.direction == "input"]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from xnpu.errors import XnpuError
-from xnpu.target.encoding import FORMATS
+from xnpu.target.encoding import DMA_LAYOUTS, ELTWISE_OPS as ELTWISE_OP_CODES, FORMATS, POOL_KINDS as POOL_KIND_CODES, Instruction
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -105,6 +105,69 @@ class TargetDescription:
 
     def supports_pool(self, kind: str) -> bool:
         return kind in self.pool.kinds
+
+    def check_instruction(self, instruction: Instruction) -> None:
+        """XnpuError if the instruction needs a unit, op or limit this target lacks (isa.md section 4)."""
+        problem = _target_problem(self, instruction)
+        if problem:
+            raise XnpuError(f"{instruction.op} is not valid on target {self.name}: {problem}")
+
+
+def _target_problem(t: TargetDescription, i: Instruction) -> str | None:
+    sram_fields = [name for name in i.fields if name.endswith("_addr") and name != "ddr_addr"]
+    for name in sram_fields:
+        if i[name] >= t.memory.sram_bytes:
+            return f"{name} {i[name]} is outside the {t.memory.sram_bytes}-byte SRAM"
+    if i.op in ("LOAD", "STORE"):
+        if i["ddr_addr"] >= t.memory.ddr_bytes:
+            return f"ddr_addr {i['ddr_addr']} is outside the {t.memory.ddr_bytes}-byte DDR"
+        if i.op == "STORE" and i["layout"] in (DMA_LAYOUTS["OHWI"], DMA_LAYOUTS["DW"]):
+            return "kernel layouts are LOAD-only"
+    elif i.op == "CLAMP" and not t.has_clamp:
+        return "the target has no clamp unit"
+    elif i.op == "TABLE" and not t.has_table:
+        return "the target has no table unit"
+    elif i.op == "ELTWISE":
+        op = {code: name for name, code in ELTWISE_OP_CODES.items()}[i["op"]]
+        if not t.supports_eltwise(op):
+            return f"element-wise {op} is not supported (supported: {', '.join(t.eltwise.ops) or 'none'})"
+        if i["c"] > t.eltwise.max_channels:
+            return f"{i['c']} channels exceed the element-wise limit {t.eltwise.max_channels}"
+        if op == "mul" and any(i[f] for f in ("a_multiplier", "a_shift", "b_multiplier", "b_shift", "stage16", "pre_shift")):
+            return "mul takes no input rescales, stage16 or pre_shift (they must be 0)"
+    elif i.op == "CONV":
+        c = t.conv
+        if i["depthwise"] and not c.depthwise:
+            return "the target has no depthwise convolution"
+        if i["depthwise"] and i["in_c"] != i["out_c"]:
+            return f"depthwise needs in_c == out_c, got {i['in_c']} and {i['out_c']}"
+        checks = (
+            ("kernel", (i["kernel_h"], i["kernel_w"]), 1, c.max_kernel),
+            ("stride", (i["stride_h"], i["stride_w"]), 1, c.max_stride),
+            ("dilation", (i["dilation_h"], i["dilation_w"]), 1, c.max_dilation),
+            ("pad", (i["pad_top"], i["pad_left"], i["pad_bottom"], i["pad_right"]), 0, c.max_pad),
+            ("channels", (i["in_c"], i["out_c"]), 1, c.max_channels),
+        )
+        return _limits(checks)
+    elif i.op == "POOL":
+        kind = {code: name for name, code in POOL_KIND_CODES.items()}[i["kind"]]
+        if not t.supports_pool(kind):
+            return f"{kind} pooling is not supported (supported: {', '.join(t.pool.kinds) or 'none'})"
+        if kind != "global_avg":
+            p = t.pool
+            return _limits((
+                ("kernel", (i["kernel_h"], i["kernel_w"]), 1, p.max_kernel),
+                ("stride", (i["stride_h"], i["stride_w"]), 1, p.max_stride),
+                ("pad", (i["pad_top"], i["pad_left"], i["pad_bottom"], i["pad_right"]), 0, p.max_pad),
+            ))
+    return None
+
+
+def _limits(checks) -> str | None:
+    for what, values, low, high in checks:
+        if any(not low <= v <= high for v in values):
+            return f"{what} {'x'.join(map(str, values))} is outside [{low}, {high}]"
+    return None
 
 
 # --------------------------------------------------------------------------------------

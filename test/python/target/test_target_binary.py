@@ -226,3 +226,16 @@ def test_fuzzed_files_only_ever_raise_xnpu_error():
     # Truncations and unrepaired flips are always caught; some repaired flips land in
     # constants or free fields and legitimately decode.
     assert outcomes["rejected"] >= 2000
+
+
+def test_check_target_compares_ids_and_instructions():
+    from xnpu.target.description import load_target
+
+    binary = sample_binary()
+    binary.check_target(load_target("xnpu_default"))
+    with pytest.raises(XnpuError, match="binary: built for target id 1, but xnpu_lite has id 2"):
+        binary.check_target(load_target("xnpu_lite"))
+    binary.target_id = 2
+    binary.instructions.insert(0, make_instruction("CLAMP", h=1, w=1, c=1, min=0, max=127))
+    with pytest.raises(XnpuError, match="binary: instruction 0: CLAMP is not valid on target xnpu_lite"):
+        binary.check_target(load_target("xnpu_lite"))

@@ -109,3 +109,33 @@ def test_unknown_target_and_bad_files(tmp_path: Path):
     with pytest.raises(XnpuError, match="invalid TOML") as error:
         load_target(broken)
     assert "\n" not in str(error.value)
+
+
+def test_instructions_are_checked_against_the_target():
+    from xnpu.target.encoding import make_instruction
+
+    default, lite = load_target("xnpu_default"), load_target("xnpu_lite")
+    clamp = make_instruction("CLAMP", h=1, w=1, c=16, min=0, max=127)
+    default.check_instruction(clamp)
+    with pytest.raises(XnpuError, match="CLAMP is not valid on target xnpu_lite: the target has no clamp unit"):
+        lite.check_instruction(clamp)
+    mul = make_instruction("ELTWISE", op=2, h=2, w=2, c=16, out_multiplier=16384, out_shift=20)
+    default.check_instruction(mul)
+    with pytest.raises(XnpuError, match="element-wise mul is not supported \\(supported: add, sub\\)"):
+        lite.check_instruction(mul)
+    with pytest.raises(XnpuError, match="mul takes no input rescales"):
+        default.check_instruction(make_instruction("ELTWISE", op=2, a_multiplier=16384, h=1, w=1, c=1))
+    conv = make_instruction("CONV", in_h=8, in_w=8, in_c=16, out_c=16, kernel_h=9, kernel_w=9,
+                            stride_h=1, stride_w=1, dilation_h=1, dilation_w=1)
+    default.check_instruction(conv)
+    with pytest.raises(XnpuError, match="kernel 9x9 is outside \\[1, 7\\]"):
+        lite.check_instruction(conv)
+    with pytest.raises(XnpuError, match="stride 0x1 is outside"):
+        default.check_instruction(make_instruction("CONV", in_h=1, in_w=1, in_c=1, out_c=1, kernel_h=1, kernel_w=1,
+                                                   stride_h=0, stride_w=1, dilation_h=1, dilation_w=1))
+    with pytest.raises(XnpuError, match="out_addr 262144 is outside the 262144-byte SRAM"):
+        lite.check_instruction(make_instruction("TABLE", out_addr=262144, h=1, w=1, c=1))
+    with pytest.raises(XnpuError, match="kernel layouts are LOAD-only"):
+        default.check_instruction(make_instruction("STORE", layout=3, d0=1, d1=1, d2=1, d3=1))
+    gap = make_instruction("POOL", kind=2, in_h=64, in_w=64, c=8, out_h=1, out_w=1, out_multiplier=16384, out_shift=20)
+    lite.check_instruction(gap)  # global pooling has no window limits
