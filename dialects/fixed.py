@@ -33,7 +33,6 @@ from xdsl.dialects.builtin import (
     f32,
     f64,
     i8,
-    i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
@@ -314,7 +313,7 @@ class DequantizeOp(FixedOp):
     name = "fixed.dequantize"
     input = operand_def(IntTensor)
     result = result_def(F32Tensor)
-    scale = prop_def(AnyOf((BaseAttr(FloatAttr), BaseAttr(DenseArrayBase))))
+    scale = prop_def(ScaleAttr)
     axis = opt_prop_def(IntegerAttr[I64])
     traits = traits_def(Pure())
     irdl_options = (ParsePropInAttrDict(),)
