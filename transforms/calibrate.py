@@ -1,0 +1,574 @@
+"""Calibration: run the float graph on sample inputs and record a symmetric scale per tensor.
+
+Every float activation -- each `nn` op result except `nn.constant`, and every argument of the
+entry function -- gets a scale `s > 0` with `x ~ q * s`, `q` in [-127, 127] (SEEDS.md, 000):
+
+    minmax      s = max|x| / 127 over all samples (or, with batch_average, the mean of the
+                per-batch max|x| / 127, as the original of 000 averages per-batch scales)
+    percentile  s = T / 127, T the `percentile`-th percentile of |x| (onnxruntime's
+                symmetric PercentileCalibrater rule on a histogram of |x|)
+    entropy     s = max(|T_lo|, |T_hi|) / 127 from onnxruntime's EntropyCalibrater search
+                (TensorRT's KL-divergence threshold search, 128 quantized levels over the
+                window) on a two-sided histogram of x
+
+The scales live in the IR, so a calibrated model can be printed and compiled later:
+`nn.scale = <f32>` on the op producing the tensor, `nn.scale` in the argument's attribute
+dictionary (next to `nn.name`) for function inputs, `nn.weight_scales = array<f32: ...>` (one
+per output channel, or one for the whole tensor) on `nn.conv2d` / `nn.gemm` with a constant
+weight, and `nn.calibration = "<method>"` on the module.
+
+Statistics are streamed: samples run one at a time through the xDSL interpreter and a listener
+folds each op result into a running max or a histogram, so memory does not grow with the
+number of samples. A histogram starts with a fixed number of bins over the range of the first
+sample that is not all zero; when a later sample exceeds the range, runs of k adjacent bins
+(counted outward from zero) merge into one, k the smallest integer for which the range covers
+the new value. Merging is exact -- the new edges are a subset of the old -- and keeps the bin
+count fixed. onnxruntime instead builds one histogram over all the data's exact range; the
+entropy histogram is therefore collected OVERSAMPLE times finer and resampled to `bins` bins over
+the final range [-max|x|, max|x|] before the search. The KL search is sensitive to small
+changes of the histogram (onnxruntime's own thresholds move by up to ~10% between feeding data
+at once and sample by sample), so `exact_range=True` is offered for bit-for-bit agreement:
+a first run finds each tensor's max|x|, a second fills histograms over exactly that range.
+
+A tensor that is zero on every sample gets the scale ZERO_RANGE_SCALE = 1/127 (as if its range
+were [-1, 1]): any positive scale represents zero exactly, and a moderate one keeps the rescale
+factors of its consumers in a normal range.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    FloatAttr,
+    ModuleOp,
+    StringAttr,
+    f32,
+)
+from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from xnpu.dialects import nn
+from xnpu.errors import XnpuError
+from xnpu.runner import bind_inputs, entry_function, interpreter_functions, signature
+
+SCALE_ATTR = "nn.scale"
+WEIGHT_SCALES_ATTR = "nn.weight_scales"
+CALIBRATION_ATTR = "nn.calibration"
+
+METHODS = ("minmax", "percentile", "entropy")
+QMAX = 127
+ZERO_RANGE_SCALE = 1.0 / QMAX
+ENTROPY_LEVELS = 128  # |q| takes the 128 values 0..127
+MIN_HISTOGRAM_BINS = ENTROPY_LEVELS
+OVERSAMPLE = 16  # the entropy histogram is collected this much finer than it is searched
+
+
+def scale_from_threshold(threshold: float) -> float:
+    """The symmetric int8 scale for |x| <= threshold, rounded to f32 as the IR stores it."""
+    threshold = float(threshold)
+    if not threshold > 0 or not math.isfinite(threshold):
+        return float(np.float32(ZERO_RANGE_SCALE))
+    return float(np.float32(threshold / QMAX))
+
+
+# --------------------------------------------------------------------------------------
+# Streaming statistics, one per tensor
+# --------------------------------------------------------------------------------------
+
+
+class RunningMax:
+    """max|x| over everything seen, or (batch_average) the mean over batches of the batch max."""
+
+    def __init__(self, batch_average: bool = False):
+        self.batch_average = batch_average
+        self.max_abs = 0.0
+        self.batch_max = 0.0
+        self.batch_sum = 0.0
+        self.batches = 0
+
+    def update(self, x: np.ndarray) -> None:
+        value = float(np.max(np.abs(x))) if x.size else 0.0
+        if not math.isfinite(value):
+            raise XnpuError("calibration produced a non-finite value (inf or nan) in the float graph")
+        self.max_abs = max(self.max_abs, value)
+        self.batch_max = max(self.batch_max, value)
+
+    def end_batch(self) -> None:
+        self.batch_sum += self.batch_max
+        self.batches += 1
+        self.batch_max = 0.0
+
+    def threshold(self) -> float:
+        if self.batch_average:
+            return self.batch_sum / self.batches if self.batches else 0.0
+        return self.max_abs
+
+
+def _merge_bins(counts: np.ndarray, factor: int) -> np.ndarray:
+    """Sum runs of `factor` adjacent bins, counting from index 0; the count stays the same."""
+    padded = np.zeros(counts.size * factor, dtype=np.int64)
+    padded[: counts.size] = counts
+    return padded.reshape(counts.size, factor).sum(axis=1)
+
+
+class Histogram:
+    """Histogram with a fixed number of uniform bins whose range grows by merging bins.
+
+    `signed=False`: |x| over [0, bins * width] (for percentile). `signed=True`: x over
+    [-bins/2 * width, bins/2 * width], zero on the middle edge (for entropy, whose search
+    works on the two-sided histogram as onnxruntime's does). When a sample exceeds the range,
+    runs of k bins (counted outward from 0) merge into one, k the smallest integer that makes
+    the range cover it; memory stays `bins` counts whatever the number of samples.
+    """
+
+    def __init__(self, bins: int, signed: bool = False, oversample: int = 1, peak: float | None = None):
+        self.result_bins = bins
+        self.signed = signed
+        self.side_bins = (bins // 2 if signed else bins) * oversample
+        self.counts = np.zeros(2 * self.side_bins if signed else self.side_bins, dtype=np.int64)
+        # a known peak (exact_range) fixes the range up front; else the first non-zero sample sets it
+        self.fixed_range = peak is not None and peak > 0 and oversample == 1
+        self.width = peak / self.side_bins if peak else 0.0
+        if self.width and self.width * self.side_bins < peak:
+            self.width = float(np.nextafter(self.width, math.inf))
+        self.min = math.inf
+        self.max = -math.inf
+        self.pending_zeros = 0  # zeros seen before the range was known
+
+    @property
+    def max_abs(self) -> float:
+        return max(abs(self.min), abs(self.max)) if self.max >= self.min else 0.0
+
+    @property
+    def upper(self) -> float:
+        return self.width * self.side_bins
+
+    @property
+    def zero_bin(self) -> int:
+        return self.side_bins if self.signed else 0
+
+    def update(self, x: np.ndarray) -> None:
+        values = np.asarray(x, dtype=np.float32).ravel()
+        if values.size == 0:
+            return
+        low, high = float(values.min()), float(values.max())
+        if not (math.isfinite(low) and math.isfinite(high)):
+            raise XnpuError("calibration produced a non-finite value (inf or nan) in the float graph")
+        self.min, self.max = min(self.min, low), max(self.max, high)
+        peak = max(abs(low), abs(high))
+        if peak == 0.0 and self.width == 0.0:
+            self.pending_zeros += values.size
+            return
+        if self.width == 0.0:
+            self.width = peak / self.side_bins
+            self.counts[self.zero_bin] += self.pending_zeros
+            self.pending_zeros = 0
+        elif peak > self.upper:
+            self._merge_to_cover(peak)
+        if self.signed:
+            counts, _ = np.histogram(values, bins=self.counts.size, range=(-self.upper, self.upper))
+        else:
+            counts, _ = np.histogram(np.abs(values), bins=self.counts.size, range=(0.0, self.upper))
+        self.counts += counts
+
+    def _merge_to_cover(self, peak: float) -> None:
+        factor = math.ceil(peak / self.upper)
+        while self.upper * factor < peak:  # guard against rounding in the division
+            factor += 1
+        if self.signed:
+            half = self.side_bins
+            negative = _merge_bins(self.counts[:half][::-1], factor)[::-1]
+            positive = _merge_bins(self.counts[half:], factor)
+            self.counts = np.concatenate([negative, positive])
+        else:
+            self.counts = _merge_bins(self.counts, factor)
+        self.width *= factor
+
+    def used(self) -> tuple[np.ndarray, np.ndarray]:
+        """Counts and edges over the data's range only, as onnxruntime's one-shot histogram:
+        up to the last non-empty bin (|x|), or symmetric about zero to the outermost one."""
+        nonzero = np.flatnonzero(self.counts)
+        if nonzero.size == 0:
+            return self.counts[:0], np.zeros(1)
+        if not self.signed:
+            used_bins = int(nonzero[-1]) + 1
+            return self.counts[:used_bins], np.arange(used_bins + 1) * self.width
+        half = self.side_bins
+        extent = max(half - int(nonzero[0]), int(nonzero[-1]) + 1 - half)
+        return self.counts[half - extent : half + extent], np.arange(-extent, extent + 1) * self.width
+
+    def resampled(self) -> tuple[np.ndarray, np.ndarray]:
+        """`result_bins` counts over exactly [-max|x|, max|x|] (signed) or [0, max|x|]:
+        onnxruntime's one-shot layout.
+
+        Mass is taken as uniform inside each collected bin; with the collected histogram
+        OVERSAMPLE times finer than the result, that assumption moves at most a small part of
+        one result bin. A histogram collected over the exact range is returned as it is.
+        """
+        peak = self.max_abs
+        total = float(self.counts.sum())
+        bins = self.result_bins if not self.signed else 2 * (self.result_bins // 2)
+        if peak == 0.0 or total == 0.0:
+            return np.zeros(0), np.zeros(1)
+        edges = np.linspace(-peak, peak, bins + 1) if self.signed else np.linspace(0.0, peak, bins + 1)
+        if self.fixed_range:
+            return self.counts.astype(np.float64), edges
+        fine_edges = (np.arange(self.counts.size + 1) - self.zero_bin) * self.width
+        cumulative = np.concatenate([[0.0], np.cumsum(self.counts, dtype=np.float64)])
+        at_edges = np.interp(edges, fine_edges, cumulative)
+        counts = np.diff(at_edges)
+        # data lies within [min, max]; what the uniform assumption put outside belongs inside
+        counts[0] += at_edges[0]
+        counts[-1] += total - at_edges[-1]
+        return counts, edges
+
+
+def percentile_threshold(histogram: Histogram, percentile: float) -> float:
+    """The left edge of the bin where the CDF of |x| reaches `percentile` (onnxruntime's rule,
+    symmetric mode), clipped to max|x|; the bin's right edge when that left edge is 0."""
+    counts, edges = histogram.used()
+    if counts.size == 0:
+        return 0.0
+    cdf = np.cumsum(counts) / counts.sum()
+    index = min(int(np.searchsorted(cdf, percentile / 100.0)), counts.size - 1)
+    threshold = edges[index] if edges[index] > 0 else edges[index + 1]
+    return min(float(threshold), histogram.max_abs)
+
+
+def _smooth(p: np.ndarray, eps: float = 0.0001) -> np.ndarray | None:
+    """onnxruntime's smooth_distribution: zeros become eps, taken off the non-zero bins."""
+    zeros = p == 0
+    n_zeros = int(zeros.sum())
+    n_nonzeros = p.size - n_zeros
+    if n_nonzeros == 0:
+        return None
+    eps1 = eps * n_zeros / n_nonzeros
+    smoothed = p + np.where(zeros, eps, -eps1)
+    if (smoothed <= 0).any():  # a count below eps1: onnxruntime asserts here
+        return None
+    return smoothed
+
+
+def _kl_divergence(p: np.ndarray, q: np.ndarray) -> float:
+    p = p / p.sum()
+    q = q / q.sum()
+    return float(np.sum(p * np.log(p / q)))
+
+
+def entropy_threshold(histogram: Histogram, levels: int = ENTROPY_LEVELS) -> float:
+    """The symmetric threshold whose `levels`-level quantization loses the least information.
+
+    onnxruntime's get_entropy_threshold (TensorRT's KL search) on the two-sided histogram:
+    for every window of 2i + 1 bins around zero (i >= levels / 2), P is the window with the
+    mass outside added to its end bins and Q merges the window into `levels` runs of
+    size // levels bins (the remainder counted into the last run but not spread back), each
+    run's count spread evenly, truncated to an integer, over its non-empty bins; both are
+    smoothed with eps = 1e-4. The window with the least KL(P || Q) gives the thresholds
+    (its edges clipped to the data's min and max); the scale uses the larger magnitude.
+    """
+    counts, edges = histogram.resampled()
+    total_bins = counts.size
+    zero_bin = total_bins // 2
+    half_levels = levels // 2
+    if zero_bin < half_levels:
+        return histogram.max_abs
+    counts = counts.astype(np.float64)
+    before = np.concatenate([[0.0], np.cumsum(counts)])  # before[k] = sum(counts[:k])
+    best_divergence, best_window = math.inf, (0, total_bins)
+    for i in range(half_levels, zero_bin + 1):
+        start, end = zero_bin - i, min(zero_bin + i + 1, total_bins)
+        window = counts[start:end]
+        reference = window.copy()
+        reference[0] += before[start]
+        reference[-1] += before[-1] - before[end]
+        per_level = window.size // levels
+        covered = levels * per_level
+        level_counts = window[:covered].reshape(levels, per_level).sum(axis=1)
+        level_counts[-1] += window[covered:].sum()
+        occupied = (reference[:covered] != 0).reshape(levels, per_level).sum(axis=1)
+        spread = np.zeros(levels)
+        np.floor_divide(level_counts, occupied, out=spread, where=occupied > 0)
+        candidate = np.zeros(window.size)
+        candidate[:covered] = np.repeat(spread, per_level)
+        p, q = _smooth(reference), _smooth(candidate)
+        divergence = math.inf if p is None or q is None else _kl_divergence(p, q)
+        if divergence < best_divergence:
+            best_divergence, best_window = divergence, (start, end)
+    low = max(float(edges[best_window[0]]), histogram.min)
+    high = min(float(edges[best_window[1]]), histogram.max)
+    return max(abs(low), abs(high))
+
+
+# --------------------------------------------------------------------------------------
+# Running the float graph and observing every result
+# --------------------------------------------------------------------------------------
+
+
+@register_impls
+class CachedConstants(InterpreterFunctions):
+    """nn.constant decoded once per calibration, not once per sample (ResNet weights are 47 MB)."""
+
+    def __init__(self) -> None:
+        self._values: dict[nn.ConstantOp, np.ndarray] = {}
+
+    @impl(nn.ConstantOp)
+    def run_constant(self, interpreter: Interpreter, op: nn.ConstantOp, args: tuple[Any, ...]):
+        value = self._values.get(op)
+        if value is None:
+            value = op.to_numpy()
+            value.flags.writeable = False
+            self._values[op] = value
+        return (value,)
+
+
+class StatisticsListener(Interpreter.Listener):
+    """Folds every float op result into the statistic of the value it defines."""
+
+    def __init__(self, make_statistic: Callable[[SSAValue], RunningMax | Histogram]):
+        self.make_statistic = make_statistic
+        self.statistics: dict[SSAValue, RunningMax | Histogram] = {}
+
+    def observe(self, value: SSAValue, array: np.ndarray) -> None:
+        statistic = self.statistics.get(value)
+        if statistic is None:
+            statistic = self.statistics[value] = self.make_statistic(value)
+        statistic.update(np.asarray(array))
+
+    def did_interpret_op(self, op: Operation, results: tuple[Any, ...]) -> None:
+        if op.dialect_name() != "nn" or isinstance(op, nn.ConstantOp):
+            return
+        for value, array in zip(op.results, results):
+            self.observe(value, array)
+
+
+def _show_progress(progress: bool | None) -> bool:
+    if progress is not None:
+        return progress
+    return sys.stderr.isatty()
+
+
+def _progress_bar(total: int, enabled: bool):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="calibrate", unit="sample", file=sys.stderr, disable=not enabled, leave=False)
+
+
+def _check_options(method: str, percentile: float, bins: int, batch_average: bool, batch_size: int) -> None:
+    if method not in METHODS:
+        raise XnpuError(f"unknown calibration method '{method}'; use one of: {', '.join(METHODS)}")
+    if not 0.0 < percentile <= 100.0:
+        raise XnpuError(f"percentile must be in (0, 100], got {percentile}")
+    if method != "minmax" and bins < MIN_HISTOGRAM_BINS:
+        raise XnpuError(f"bins must be at least {MIN_HISTOGRAM_BINS} for method={method}, got {bins}")
+    if batch_average and method != "minmax":
+        raise XnpuError("batch_average applies to method=minmax only")
+    if batch_size < 1:
+        raise XnpuError(f"batch_size must be >= 1, got {batch_size}")
+
+
+def collect_statistics(
+    module: ModuleOp,
+    data: np.ndarray | Mapping[str, np.ndarray],
+    make_statistic: Callable[[SSAValue], RunningMax | Histogram],
+    batch_size: int = 1,
+    progress: bool | None = None,
+) -> dict[SSAValue, RunningMax | Histogram]:
+    """Run the entry function sample by sample; returns a statistic per argument and op result."""
+    input_specs, _ = signature(module)
+    arrays, samples = bind_inputs(input_specs, data)
+    if any(array.shape[0] == 0 for array in arrays if array.ndim):
+        raise XnpuError("the calibration data holds no samples")
+    function = entry_function(module)
+    listener = StatisticsListener(make_statistic)
+    interpreter = Interpreter(module, listeners=(listener,))
+    for functions in interpreter_functions():
+        interpreter.register_implementations(functions)
+    interpreter.register_implementations(CachedConstants(), override=True)
+    arguments = function.body.blocks.first.args
+    with _progress_bar(samples, _show_progress(progress)) as bar:
+        for index in range(samples):
+            sample = tuple(
+                np.ascontiguousarray(array if samples == 1 else array[index : index + 1]) for array in arrays
+            )
+            for argument, array in zip(arguments, sample):
+                listener.observe(argument, array)
+            interpreter.call_op(function, sample)
+            if (index + 1) % batch_size == 0 or index + 1 == samples:
+                for statistic in listener.statistics.values():
+                    if isinstance(statistic, RunningMax):
+                        statistic.end_batch()
+            bar.update(1)
+    return listener.statistics
+
+
+# --------------------------------------------------------------------------------------
+# Weights
+# --------------------------------------------------------------------------------------
+
+
+def weight_scales(op: nn.Conv2dOp | nn.GemmOp, per_channel: bool) -> np.ndarray | None:
+    """Symmetric scales of a constant weight: one per output channel, or one per tensor."""
+    weight_value = op.weight if isinstance(op, nn.Conv2dOp) else op.b
+    owner = weight_value.owner
+    if not isinstance(owner, nn.ConstantOp):
+        return None
+    weight = np.abs(owner.to_numpy())
+    if not per_channel:
+        peaks = np.array([weight.max() if weight.size else 0.0])
+    elif isinstance(op, nn.Conv2dOp):
+        peaks = weight.reshape(weight.shape[0], -1).max(axis=1)  # OIHW: O is the output channel
+    else:
+        # B is K x N, or N x K with trans_b; N is the output channel
+        peaks = weight.max(axis=1 if op.trans_b.value.data else 0)
+    return np.array([scale_from_threshold(p) for p in peaks], dtype=np.float32)
+
+
+# --------------------------------------------------------------------------------------
+# The API and the pass
+# --------------------------------------------------------------------------------------
+
+
+def _scale_attr(scale: float) -> FloatAttr:
+    return FloatAttr(scale, f32)
+
+
+def _annotate_arguments(function: func.FuncOp, scales: list[float]) -> None:
+    existing = function.arg_attrs.data if function.arg_attrs is not None else ()
+    dictionaries = []
+    for index, scale in enumerate(scales):
+        entries = dict(existing[index].data) if index < len(existing) else {}
+        entries[SCALE_ATTR] = _scale_attr(scale)
+        dictionaries.append(DictionaryAttr(entries))
+    function.arg_attrs = ArrayAttr(dictionaries)
+
+
+def calibrate(
+    module: ModuleOp,
+    data: np.ndarray | Mapping[str, np.ndarray],
+    method: str = "minmax",
+    percentile: float = 99.99,
+    bins: int = 2048,
+    per_channel_weights: bool = True,
+    batch_average: bool = False,
+    progress: bool | None = None,
+    batch_size: int = 1,
+    exact_range: bool = False,
+) -> ModuleOp:
+    """Record `nn.scale` on every float activation and `nn.weight_scales` on conv/gemm.
+
+    `data` holds N samples along the batch axis (an array for a single-input model, or a
+    mapping input name -> array, as `xnpu.run`). `batch_average` (minmax only) averages the
+    per-batch max|x| / 127 over batches of `batch_size` samples instead of taking the max
+    over all. `exact_range` (percentile, entropy) runs the data twice: first for each
+    tensor's max|x|, then into histograms over exactly that range, which is onnxruntime's
+    one-shot histogram and reproduces its thresholds; the default single run grows the
+    histograms as data arrives. `progress` shows a bar on stderr (default: when stderr is a
+    terminal). Modifies `module` in place and returns it.
+    """
+    _check_options(method, percentile, bins, batch_average, batch_size)
+    make_statistic: Callable[[SSAValue], RunningMax | Histogram]
+    if method == "minmax":
+        make_statistic = lambda value: RunningMax(batch_average)
+    elif exact_range:
+        ranges = collect_statistics(module, data, lambda value: RunningMax(), 1, progress)
+        make_statistic = lambda value: Histogram(bins, signed=method == "entropy", peak=ranges[value].max_abs)
+    elif method == "entropy":
+        make_statistic = lambda value: Histogram(bins, signed=True, oversample=OVERSAMPLE)
+    else:
+        make_statistic = lambda value: Histogram(bins)
+    statistics = collect_statistics(module, data, make_statistic, batch_size, progress)
+
+    def threshold_of(value: SSAValue) -> float:
+        statistic = statistics.get(value)
+        if statistic is None:
+            return 0.0
+        if isinstance(statistic, RunningMax):
+            return statistic.threshold()
+        if method == "percentile":
+            return percentile_threshold(statistic, percentile)
+        return entropy_threshold(statistic)
+
+    function = entry_function(module)
+    _annotate_arguments(function, [scale_from_threshold(threshold_of(a)) for a in function.body.blocks.first.args])
+    for op in function.walk():
+        if op.dialect_name() != "nn" or isinstance(op, nn.ConstantOp):
+            continue
+        # every nn op has exactly one result
+        op.attributes[SCALE_ATTR] = _scale_attr(scale_from_threshold(threshold_of(op.results[0])))
+        if isinstance(op, (nn.Conv2dOp, nn.GemmOp)):
+            scales = weight_scales(op, per_channel_weights)
+            if scales is not None:
+                op.attributes[WEIGHT_SCALES_ATTR] = DenseArrayBase.from_list(f32, [float(s) for s in scales])
+            else:
+                op.attributes.pop(WEIGHT_SCALES_ATTR, None)
+    module.attributes[CALIBRATION_ATTR] = StringAttr(method)
+    return module
+
+
+def load_calibration_data(path: str | Path) -> np.ndarray | dict[str, np.ndarray]:
+    """An .npy array (memory-mapped, so samples are read as they run) or an .npz of named arrays."""
+    path = Path(path)
+    if not path.is_file():
+        raise XnpuError(f"{path}: calibration data file not found")
+    try:
+        if path.suffix == ".npz":
+            with np.load(path, allow_pickle=False) as archive:
+                return {name: archive[name] for name in archive.files}
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, EOFError) as error:
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise XnpuError(f"{path}: cannot read calibration data: {message}") from None
+
+
+def _bind_archive(module: ModuleOp, data: dict[str, np.ndarray]) -> np.ndarray | dict[str, np.ndarray]:
+    """An .npz with one array feeds a single-input model whatever its key (np.savez names it arr_0)."""
+    input_specs, _ = signature(module)
+    if len(data) == 1 and len(input_specs) == 1 and input_specs[0].name not in data:
+        return next(iter(data.values()))
+    return data
+
+
+@dataclass(frozen=True)
+class CalibratePass(ModulePass):
+    """Calibrate the float graph on the samples in `data` (.npy, or .npz of named inputs)."""
+
+    name = "calibrate"
+
+    data: str
+    method: str = "minmax"
+    percentile: float = 99.99
+    bins: int = 2048
+    per_channel: bool = True
+    batch_average: bool = False
+    batch_size: int = 1
+    exact_range: bool = False
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        _check_options(self.method, self.percentile, self.bins, self.batch_average, self.batch_size)
+        data = load_calibration_data(self.data)
+        if isinstance(data, dict):
+            data = _bind_archive(op, data)
+        calibrate(
+            op,
+            data,
+            method=self.method,
+            percentile=self.percentile,
+            bins=self.bins,
+            per_channel_weights=self.per_channel,
+            batch_average=self.batch_average,
+            batch_size=self.batch_size,
+            exact_range=self.exact_range,
+        )
