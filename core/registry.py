@@ -33,10 +33,24 @@ def _constant_fold():
     return ConstantFoldPass
 
 
+def _lower_nn_to_fixed():
+    from xnpu.lowering.nn_to_fixed import LowerNNToFixedPass
+
+    return LowerNNToFixedPass
+
+
+def _fold_quantize_pairs():
+    from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass
+
+    return FoldQuantizePairsPass
+
+
 def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {
         "calibrate": _calibrate,
         "fold-batch-norm": _fold_batch_norm,
         "remove-noop": _remove_noop,
         "constant-fold": _constant_fold,
+        "lower-nn-to-fixed": _lower_nn_to_fixed,
+        "fold-quantize-pairs": _fold_quantize_pairs,
     }
