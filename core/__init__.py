@@ -11,7 +11,18 @@ The Python API the command line tools are thin shells over:
 
 from xnpu.errors import XnpuError
 from xnpu.ir_io import load_ir, parse_ir, print_ir
-from xnpu.runner import TensorSpec, run, signature
+
+# The runner pulls in xDSL's interpreters (half a second); tools that only parse and
+# print (xnpu-opt, many times per lit run) should not pay for it.
+_RUNNER_NAMES = ("TensorSpec", "run", "signature")
+
+
+def __getattr__(name):
+    if name in _RUNNER_NAMES:
+        import xnpu.runner
+
+        return getattr(xnpu.runner, name)
+    raise AttributeError(f"module 'xnpu' has no attribute '{name}'")
 
 
 def import_onnx(path, **options):
