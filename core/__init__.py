@@ -7,6 +7,7 @@ The Python API the command line tools are thin shells over:
     text = xnpu.print_ir(module)                 # textual IR
     module = xnpu.parse_ir(text)                 # and back
     outputs = xnpu.run(module, {"input": x})     # run any level on numpy inputs
+    int8 = xnpu.quantize(module, calibration_x)  # calibrate and lower to `fixed`
 """
 
 from xnpu.errors import XnpuError
@@ -25,6 +26,13 @@ def __getattr__(name):
     raise AttributeError(f"module 'xnpu' has no attribute '{name}'")
 
 
+def quantize(module, calibration, **options):
+    """Calibrate an nn module on `calibration` samples and lower it to the integer `fixed` level."""
+    from xnpu.pipeline import quantize as _quantize
+
+    return _quantize(module, calibration, **options)
+
+
 def import_onnx(path, **options):
     """Import an ONNX model file (or ModelProto) as a module in the `nn` dialect."""
     from xnpu.frontend.onnx_import import import_onnx as _import
@@ -39,6 +47,7 @@ __all__ = [
     "load_ir",
     "parse_ir",
     "print_ir",
+    "quantize",
     "run",
     "signature",
 ]
