@@ -1,4 +1,4 @@
-// RUN: xnpu-opt %s | xnpu-opt | filecheck %s
+// RUN: %roundtrip
 // Every fixed op prints, parses and prints the same (docs/fixed-point.md names the rule each op runs).
 
 // CHECK-LABEL: func.func @conversions
