@@ -1,0 +1,669 @@
+"""The reference simulator of the xnpu accelerator: docs/isa.md, executed instruction by instruction.
+
+`Machine` holds the two memories of the hardware model (DDR and SRAM, flat little-endian byte
+arrays) and executes decoded instructions one at a time, in program order, exactly as
+docs/isa.md says. It only moves bytes: every arithmetic step is a call into
+`xnpu.semantics.fixed_point` (the one implementation of docs/fixed-point.md), so a program run
+here agrees bit for bit with the `fixed` interpreter by construction. Memory is moved with
+numpy views over the byte arrays (strided views for the DMA layouts), never element by element.
+
+Anything a program must not do (an access outside a memory, an unknown layout, a unit the
+target lacks, a rule's broken precondition) is one XnpuError line naming the instruction's
+index and mnemonic. Each instruction is charged the cycles of `xnpu.target.cost`.
+
+`run_binary(binary, inputs)` is the host side of docs/binary-format.md: quantize the float
+inputs with the io table's scales (R4), place them and the constant image in DDR, run, read
+the outputs back and dequantize them, mirroring `fixed.quantize` / `fixed.dequantize`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from xnpu.errors import XnpuError
+from xnpu.semantics import fixed_point as fp
+from xnpu.target.binary import Binary, IoTensor
+from xnpu.target.cost import conv_output_hw, instruction_cycles
+from xnpu.target.description import TargetDescription, list_targets, load_target
+from xnpu.target.encoding import BROADCASTS, DMA_LAYOUTS, ELTWISE_OPS, POOL_KINDS, Instruction, decode_program
+
+# docs/isa.md section 1: a rescale record is uint16 M, int8 shift, one zero byte.
+RESCALE_RECORD = np.dtype([("multiplier", "<u2"), ("shift", "i1"), ("zero", "u1")])
+# DMA element sizes (elem_log2) and the io table's integer dtypes, little-endian.
+IO_DTYPES = {"int8": np.dtype("<i1"), "int16": np.dtype("<i2"), "int32": np.dtype("<i4"), "uint8": np.dtype("u1")}
+QUANTIZED_BITS = {"int8": 8, "int16": 16, "int32": 32}
+INT8_BITS = 8
+UNATTRIBUTED = "(no provenance)"
+
+
+@dataclass(frozen=True)
+class TraceRecord:
+    """What the `trace` callback receives after each executed instruction."""
+
+    index: int
+    mnemonic: str
+    provenance: tuple[str, ...]
+    cycles: int
+    instruction: Instruction
+
+    def __str__(self) -> str:
+        origin = ", ".join(self.provenance) or "-"
+        return f"{self.index:6d}  {self.mnemonic:<8s} {self.cycles:10d} cycles  {origin}"
+
+
+@dataclass
+class RunStats:
+    """Cycles of a run (docs/isa.md section 5: the sum over executed instructions)."""
+
+    clock_mhz: float
+    cycles: int = 0
+    instructions: int = 0
+    by_class: dict[str, int] = field(default_factory=dict)  # mnemonic -> cycles
+    by_layer: dict[str, int] = field(default_factory=dict)  # ONNX node name(s) -> cycles
+    tokens: list[int] = field(default_factory=list)  # SYNC tokens posted to the host, in order
+
+    @property
+    def time_us(self) -> float:
+        return self.cycles / self.clock_mhz
+
+    def add(self, mnemonic: str, provenance: tuple[str, ...], cycles: int) -> None:
+        self.cycles += cycles
+        self.instructions += 1
+        self.by_class[mnemonic] = self.by_class.get(mnemonic, 0) + cycles
+        layer = " + ".join(provenance) if provenance else UNATTRIBUTED
+        self.by_layer[layer] = self.by_layer.get(layer, 0) + cycles
+
+    def merge(self, other: RunStats) -> None:
+        """Accumulate another run (one more sample of a batch)."""
+        self.cycles += other.cycles
+        self.instructions += other.instructions
+        for mine, theirs in ((self.by_class, other.by_class), (self.by_layer, other.by_layer)):
+            for key, cycles in theirs.items():
+                mine[key] = mine.get(key, 0) + cycles
+        self.tokens.extend(other.tokens)
+
+
+Program = Binary | Iterable[Instruction] | bytes
+Trace = Callable[[TraceRecord], None]
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _strided_extent(shape: tuple[int, ...], strides: tuple[int, ...]) -> int:
+    """Bytes spanned by a view of uint8 elements with non-negative byte strides."""
+    if any(n == 0 for n in shape):
+        return 0
+    return 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+
+
+class Machine:
+    """One xnpu core: DDR and SRAM as bytearray-backed uint8 arrays, instructions run in order."""
+
+    def __init__(self, target: TargetDescription | str, ddr_size: int | None = None):
+        self.target = load_target(target) if isinstance(target, str) else target
+        limit = self.target.memory.ddr_bytes
+        ddr_size = limit if ddr_size is None else ddr_size
+        if not 0 <= ddr_size <= limit:
+            raise XnpuError(f"simulator DDR of {ddr_size} bytes: target {self.target.name} has {limit}")
+        self.ddr = np.frombuffer(bytearray(ddr_size), dtype=np.uint8)
+        self.sram = np.frombuffer(bytearray(self.target.memory.sram_bytes), dtype=np.uint8)
+        self.align = self.target.align
+        self._units = {
+            "SYNC": self._sync,
+            "LOAD": self._load,
+            "STORE": self._store,
+            "CONV": self._conv,
+            "ELTWISE": self._eltwise,
+            "POOL": self._pool,
+            "TABLE": self._table,
+            "CLAMP": self._clamp,
+        }
+        self._halted = False
+        self._tokens: list[int] = []
+
+    # ----------------------------------------------------------------------------------
+    # Host interface
+    # ----------------------------------------------------------------------------------
+
+    def reset_sram(self) -> None:
+        """SRAM keeps nothing between runs; the simulator defines its contents as zeros."""
+        self.sram[:] = 0
+
+    def write_ddr(self, address: int, data) -> None:
+        raw = np.frombuffer(bytes(data), dtype=np.uint8) if not isinstance(data, np.ndarray) else (
+            np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        )
+        self._span(self.ddr, "DDR", address, raw.size)[:] = raw
+
+    def read_ddr(self, address: int, size: int) -> bytes:
+        return self._span(self.ddr, "DDR", address, size).tobytes()
+
+    def load_constants(self, constants: bytes) -> None:
+        """docs/binary-format.md: the constant image is copied to DDR address 0."""
+        if len(constants) > self.ddr.size:
+            raise XnpuError(f"the {len(constants)}-byte constant image does not fit the {self.ddr.size}-byte DDR")
+        self.ddr[: len(constants)] = np.frombuffer(constants, dtype=np.uint8)
+
+    def write_tensor(self, tensor: IoTensor, codes) -> None:
+        """Integer codes of an io tensor (its logical shape) into DDR, in its layout."""
+        dtype = _io_dtype(tensor)
+        codes = np.asarray(codes)
+        if codes.shape != tuple(tensor.shape):
+            raise XnpuError(f"input '{tensor.name}' has shape {list(codes.shape)}, the binary expects {list(tensor.shape)}")
+        info = np.iinfo(dtype)
+        if codes.size and (codes.min() < info.min or codes.max() > info.max):
+            raise XnpuError(f"input '{tensor.name}' has codes outside {tensor.dtype}")
+        ordered = _to_ddr_order(tensor, codes.astype(dtype))
+        self.write_ddr(tensor.ddr_addr, ordered.tobytes())
+
+    def read_tensor(self, tensor: IoTensor) -> np.ndarray:
+        """Integer codes of an io tensor out of DDR, in its logical shape."""
+        dtype = _io_dtype(tensor)
+        count = int(np.prod(tensor.shape, dtype=np.int64))
+        raw = self._span(self.ddr, "DDR", tensor.ddr_addr, count * dtype.itemsize)
+        flat = np.frombuffer(raw.tobytes(), dtype=dtype)
+        return _from_ddr_order(tensor, flat)
+
+    def run(self, program: Program, inputs: Mapping | None = None, trace: Trace | None = None):
+        """Run a program; returns (outputs, stats).
+
+        A `Binary`: its constants go to DDR 0, `inputs` maps io input names to integer codes
+        (logical shapes), and the outputs are the io outputs' integer codes by name. A list of
+        instructions (or a raw instruction stream): `inputs` maps DDR addresses to bytes or
+        arrays written first, and the outputs are empty (read the memories directly).
+        """
+        self.reset_sram()
+        inputs = dict(inputs or {})
+        if isinstance(program, Binary):
+            if program.target_id != self.target.id:
+                raise XnpuError(
+                    f"binary: built for target id {program.target_id}, the machine is {self.target.name} (id {self.target.id})"
+                )
+            self.load_constants(program.constants)
+            for tensor in program.inputs():
+                if tensor.name not in inputs:
+                    raise XnpuError(f"missing input '{tensor.name}'")
+                self.write_tensor(tensor, inputs.pop(tensor.name))
+            if inputs:
+                raise XnpuError(f"unknown input '{sorted(inputs)[0]}'")
+            stats = self.execute(program.instructions, program.provenance, trace)
+            return {tensor.name: self.read_tensor(tensor) for tensor in program.outputs()}, stats
+        instructions = decode_program(program) if isinstance(program, (bytes, bytearray)) else list(program)
+        for address, data in inputs.items():
+            self.write_ddr(int(address), data)
+        return {}, self.execute(instructions, None, trace)
+
+    def execute(
+        self,
+        instructions: Iterable[Instruction],
+        provenance: Mapping[int, tuple[str, ...]] | None = None,
+        trace: Trace | None = None,
+    ) -> RunStats:
+        """Execute in order until the end or the first SYNC halt=1; cycles per docs/isa.md section 5."""
+        provenance = provenance or {}
+        stats = RunStats(self.target.cost.clock_mhz)
+        self._halted = False
+        self._tokens = stats.tokens
+        for index, instruction in enumerate(instructions):
+            mnemonic = getattr(instruction, "op", None)
+            try:
+                if not isinstance(instruction, Instruction) or mnemonic not in self._units:
+                    raise XnpuError(f"{instruction!r} is not a decoded instruction")
+                self.target.check_instruction(instruction)
+                self._units[mnemonic](instruction)
+                cycles = instruction_cycles(instruction, self.target)
+            except XnpuError as error:
+                raise XnpuError(f"instruction {index} ({mnemonic}): {error}") from None
+            origin = tuple(provenance.get(index, ()))
+            stats.add(mnemonic, origin, cycles)
+            if trace is not None:
+                trace(TraceRecord(index, mnemonic, origin, cycles, instruction))
+            if self._halted:
+                break
+        return stats
+
+    # ----------------------------------------------------------------------------------
+    # Memory views (bounds-checked before any view is made)
+    # ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _span(memory: np.ndarray, name: str, address: int, size: int) -> np.ndarray:
+        if address < 0 or size < 0 or address + size > memory.size:
+            raise XnpuError(f"{name} bytes [{address}, {address + size}) are outside the {memory.size}-byte {name}")
+        return memory[address : address + size]
+
+    def _strided(self, memory: np.ndarray, name: str, address: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
+        extent = _strided_extent(shape, strides)
+        base = self._span(memory, name, address, extent)
+        if extent == 0:
+            return np.zeros(shape, dtype=np.uint8)
+        return as_strided(base, shape=shape, strides=strides)
+
+    def _feature_map(self, address: int, h: int, w: int, c: int) -> np.ndarray:
+        """The H x W x C int8 view of a padded NHWC map in SRAM (docs/isa.md section 1)."""
+        cp = self.align(c)
+        return self._span(self.sram, "SRAM", address, h * w * cp).view(np.int8).reshape(h, w, cp)[:, :, :c]
+
+    def _write_feature_map(self, address: int, values: np.ndarray) -> None:
+        """Store an H x W x C result (already saturated to int8); pad lanes are written as 0."""
+        h, w, c = values.shape
+        cp = self.align(c)
+        padded = np.zeros((h, w, cp), dtype=np.int8)
+        padded[:, :, :c] = values
+        self._span(self.sram, "SRAM", address, padded.size)[:] = padded.reshape(-1).view(np.uint8)
+
+    def _map_bytes(self, h: int, w: int, c: int) -> int:
+        return h * w * self.align(c)
+
+    def _rescale_records(self, address: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+        raw = self._span(self.sram, "SRAM", address, count * RESCALE_RECORD.itemsize)
+        records = raw.view(RESCALE_RECORD)
+        if np.any(records["zero"]):
+            raise XnpuError(f"a rescale record at SRAM {address} has a nonzero byte 3")
+        multiplier = records["multiplier"].astype(np.int64)
+        shift = records["shift"].astype(np.int64)
+        fp.check_multiplier(multiplier, shift)
+        return multiplier, shift
+
+    # ----------------------------------------------------------------------------------
+    # SYNC and DMA
+    # ----------------------------------------------------------------------------------
+
+    def _sync(self, i: Instruction) -> None:
+        self._tokens.append(i["token"])
+        self._halted = bool(i["halt"])
+
+    def _dma(self, i: Instruction, loading: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(DDR view, SRAM data view, whole padded SRAM view or None), all as bytes with a trailing element axis.
+
+        The views follow the DMA layout table of docs/isa.md; both sides have the same
+        logical shape, so a transfer is one numpy assignment.
+        """
+        layout, e = i["layout"], 1 << i["elem_log2"]
+        d0, d1, d2, d3 = i["d0"], i["d1"], i["d2"], i["d3"]
+        rs, ps, srs = i["ddr_row_stride"], i["ddr_pixel_stride"], i["sram_row_stride"]
+        ddr_addr, sram_addr = i["ddr_addr"], i["sram_addr"]
+
+        def unused(*names: str) -> None:
+            for name in names:
+                if i[name]:
+                    raise XnpuError(f"{name} must be 0 in layout {_layout_name(layout)}")
+
+        if layout == DMA_LAYOUTS["RAW"]:
+            unused("d2", "d3", "ddr_row_stride", "ddr_pixel_stride", "sram_row_stride")
+            n = d0 * d1
+            ddr = self._strided(self.ddr, "DDR", ddr_addr, (n, e), (e, 1))
+            sram = self._strided(self.sram, "SRAM", sram_addr, (n, e), (e, 1))
+            return ddr, sram, None
+        if layout in (DMA_LAYOUTS["NHWC"], DMA_LAYOUTS["NCHW"]):
+            if layout == DMA_LAYOUTS["NHWC"]:
+                unused("d3")
+                h, w, c = d0, d1, d2
+                rs, ps = rs or w * c * e, ps or c * e
+                if not loading:
+                    _no_overlap("DDR", h, w, c * e, rs, ps)
+                ddr = self._strided(self.ddr, "DDR", ddr_addr, (h, w, c, e), (rs, ps, e, 1))
+            else:
+                unused("d3", "ddr_row_stride", "ddr_pixel_stride")
+                c, h, w = d0, d1, d2
+                ddr = self._strided(self.ddr, "DDR", ddr_addr, (c, h, w, e), (h * w * e, w * e, e, 1)).transpose(1, 2, 0, 3)
+            cp = self.align(c)
+            srs = srs or w * cp * e
+            if loading:
+                _no_overlap("SRAM", h, w, cp * e, srs, cp * e)
+            padded = self._strided(self.sram, "SRAM", sram_addr, (h, w, cp, e), (srs, cp * e, e, 1))
+            return ddr, padded[:, :, :c], padded
+        if layout == DMA_LAYOUTS["OHWI"]:
+            unused("ddr_row_stride", "ddr_pixel_stride", "sram_row_stride")
+            o, kh, kw, ci = d0, d1, d2, d3
+            op, ip = self.align(o), self.align(ci)
+            ddr = self._strided(self.ddr, "DDR", ddr_addr, (o, kh, kw, ci, e), (kh * kw * ci * e, kw * ci * e, ci * e, e, 1))
+            padded = self._strided(self.sram, "SRAM", sram_addr, (op, kh, kw, ip, e), (kh * kw * ip * e, kw * ip * e, ip * e, e, 1))
+            return ddr, padded[:o, :, :, :ci], padded
+        if layout == DMA_LAYOUTS["DW"]:
+            unused("d3", "ddr_row_stride", "ddr_pixel_stride", "sram_row_stride")
+            c, kh, kw = d0, d1, d2
+            strides = (kh * kw * e, kw * e, e, 1)
+            ddr = self._strided(self.ddr, "DDR", ddr_addr, (c, kh, kw, e), strides)
+            padded = self._strided(self.sram, "SRAM", sram_addr, (self.align(c), kh, kw, e), strides)
+            return ddr, padded[:c], padded
+        raise XnpuError(f"unknown DMA layout {layout}")
+
+    def _load(self, i: Instruction) -> None:
+        ddr, sram, padded = self._dma(i, loading=True)
+        if padded is not None:
+            padded[...] = 0  # every padded lane the LOAD covers is defined: zero, then the data
+        sram[...] = ddr
+
+    def _store(self, i: Instruction) -> None:
+        if i["layout"] in (DMA_LAYOUTS["OHWI"], DMA_LAYOUTS["DW"]):
+            raise XnpuError(f"layout {_layout_name(i['layout'])} is LOAD-only")
+        ddr, sram, _ = self._dma(i, loading=False)
+        ddr[...] = sram  # only the unpadded elements reach DDR
+
+    # ----------------------------------------------------------------------------------
+    # Compute units: read int8 maps, call fixed_point, write saturated int8 maps
+    # ----------------------------------------------------------------------------------
+
+    def _conv(self, i: Instruction) -> None:
+        _positive(i, "in_h", "in_w", "in_c", "out_c", "kernel_h", "kernel_w", "stride_h", "stride_w", "dilation_h", "dilation_w")
+        h, w, c, o = i["in_h"], i["in_w"], i["in_c"], i["out_c"]
+        kh, kw = i["kernel_h"], i["kernel_w"]
+        oh, ow = conv_output_hw(i)
+        if oh < 1 or ow < 1:
+            raise XnpuError(f"the {kh}x{kw} kernel leaves no output on the padded {h}x{w} input")
+        depthwise = bool(i["depthwise"])
+        if depthwise and c != o:
+            raise XnpuError(f"depthwise needs in_c == out_c, got {c} and {o}")
+        _disjoint(("input", i["in_addr"], self._map_bytes(h, w, c)), ("output", i["out_addr"], self._map_bytes(oh, ow, o)))
+        x = self._feature_map(i["in_addr"], h, w, c).transpose(2, 0, 1)[None]
+        if depthwise:
+            cp = self.align(c)
+            weights = self._span(self.sram, "SRAM", i["weight_addr"], cp * kh * kw).view(np.int8)
+            weights = weights.reshape(cp, kh, kw)[:c, None]
+        else:
+            op, ip = self.align(o), self.align(c)
+            weights = self._span(self.sram, "SRAM", i["weight_addr"], op * kh * kw * ip).view(np.int8)
+            weights = weights.reshape(op, kh, kw, ip)[:o, :, :, :c].transpose(0, 3, 1, 2)
+        bias = None
+        if i["bias"]:
+            bias = self._span(self.sram, "SRAM", i["bias_addr"], 4 * o).view("<i4")
+        multiplier, shift = self._rescale_records(i["rescale_addr"], o if i["per_channel"] else 1)
+        acc = fp.conv2d_int(
+            x, weights, bias,
+            strides=(i["stride_h"], i["stride_w"]),
+            pads=(i["pad_top"], i["pad_left"], i["pad_bottom"], i["pad_right"]),
+            dilations=(i["dilation_h"], i["dilation_w"]),
+            group=c if depthwise else 1,
+            out_bits=32,
+        )
+        y = fp.rescale(acc, multiplier, shift, INT8_BITS, axis=1)
+        if i["relu"]:
+            y = _relu(y)
+        self._write_feature_map(i["out_addr"], y[0].transpose(1, 2, 0))
+
+    def _eltwise(self, i: Instruction) -> None:
+        _positive(i, "h", "w", "c")
+        h, w, c = i["h"], i["w"], i["c"]
+        broadcast = i["b_broadcast"]
+        if broadcast == BROADCASTS["none"]:
+            b_shape = (h, w, c)
+        elif broadcast == BROADCASTS["channel"]:
+            b_shape = (1, 1, c)
+        else:
+            b_shape = None
+        out_bytes = self._map_bytes(h, w, c)
+        b_bytes = 1 if b_shape is None else self._map_bytes(*b_shape)
+        _disjoint(("a", i["a_addr"], self._map_bytes(h, w, c)), ("output", i["out_addr"], out_bytes), in_place=True)
+        _disjoint(("b", i["b_addr"], b_bytes), ("output", i["out_addr"], out_bytes), in_place=True)
+        a = self._feature_map(i["a_addr"], h, w, c)
+        if b_shape is None:
+            b = self._span(self.sram, "SRAM", i["b_addr"], 1).view(np.int8).reshape(1, 1, 1)
+        else:
+            b = self._feature_map(i["b_addr"], *b_shape)
+        op = i["op"]
+        if op == ELTWISE_OPS["mul"]:
+            for name in ("a_multiplier", "a_shift", "b_multiplier", "b_shift", "stage16", "pre_shift"):
+                if i[name]:
+                    raise XnpuError(f"mul takes no {name} (it must be 0)")
+            fp.check_multiplier(i["out_multiplier"], i["out_shift"])
+            y = fp.rescale(fp.mul_widening(a, b, 16), i["out_multiplier"], i["out_shift"], INT8_BITS)
+        else:
+            for prefix in ("a", "b", "out"):
+                fp.check_multiplier(i[f"{prefix}_multiplier"], i[f"{prefix}_shift"])
+            s = fp.add_widening(
+                a, b, i["a_multiplier"], i["a_shift"], i["b_multiplier"], i["b_shift"], 24,
+                subtract=op == ELTWISE_OPS["sub"],
+            )
+            if i["stage16"]:
+                s = fp.saturate(fp.shift_arithmetic(s, i["pre_shift"], rounding=False), 16)
+            elif i["pre_shift"]:
+                raise XnpuError("pre_shift must be 0 unless stage16 = 1")
+            y = fp.rescale(s, i["out_multiplier"], i["out_shift"], INT8_BITS)
+        if i["relu"]:
+            y = _relu(y)
+        self._write_feature_map(i["out_addr"], y)
+
+    def _pool(self, i: Instruction) -> None:
+        _positive(i, "in_h", "in_w", "c", "out_h", "out_w")
+        kind = i["kind"]
+        h, w, c = i["in_h"], i["in_w"], i["c"]
+        out_hw = (i["out_h"], i["out_w"])
+        x = self._feature_map(i["in_addr"], h, w, c).transpose(2, 0, 1)[None]
+        if i["per_position"] and kind != POOL_KINDS["avg"]:
+            raise XnpuError("per_position is for avg pooling only")
+        if kind == POOL_KINDS["global_avg"]:
+            if out_hw != (1, 1):
+                raise XnpuError(f"global_avg needs out_h = out_w = 1, got {out_hw[0]}x{out_hw[1]}")
+            window = ("kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left", "pad_bottom", "pad_right")
+            for name in window:
+                if i[name]:
+                    raise XnpuError(f"global_avg takes no {name} (it must be 0)")
+            fp.check_multiplier(i["out_multiplier"], i["out_shift"])
+            y = fp.rescale(fp.global_avg_pool_sum_int(x), i["out_multiplier"], i["out_shift"], INT8_BITS)
+        else:
+            _positive(i, "kernel_h", "kernel_w", "stride_h", "stride_w")
+            kernel = (i["kernel_h"], i["kernel_w"])
+            strides = (i["stride_h"], i["stride_w"])
+            pads = (i["pad_top"], i["pad_left"], i["pad_bottom"], i["pad_right"])
+            if kind == POOL_KINDS["max"]:
+                if i["out_multiplier"] or i["out_shift"]:
+                    raise XnpuError("max pooling takes no output rescale (out_multiplier and out_shift must be 0)")
+                y = fp.max_pool_int(x, kernel, strides, pads, (1, 1), out_hw)
+                if y.size and y.min() < np.iinfo(np.int8).min:
+                    raise XnpuError("a max-pool window lies entirely in the padding")
+            else:
+                if i["per_position"]:
+                    multiplier, shift = self._rescale_records(i["rescale_addr"], out_hw[0] * out_hw[1])
+                else:
+                    multiplier, shift = i["out_multiplier"], i["out_shift"]
+                    fp.check_multiplier(multiplier, shift)
+                y = fp.avg_pool_int(x, kernel, strides, pads, out_hw, multiplier, shift, INT8_BITS)
+        self._write_feature_map(i["out_addr"], y[0].transpose(1, 2, 0))
+
+    def _table(self, i: Instruction) -> None:
+        _positive(i, "h", "w", "c")
+        table = self._span(self.sram, "SRAM", i["table_addr"], fp.TABLE_SIZE).view(np.int8)
+        x = self._feature_map(i["in_addr"], i["h"], i["w"], i["c"])
+        self._write_feature_map(i["out_addr"], fp.table_lookup(x, table))
+
+    def _clamp(self, i: Instruction) -> None:
+        _positive(i, "h", "w", "c")
+        low, high = fp.storage_range(INT8_BITS)
+        if not low <= i["min"] <= i["max"] <= high:
+            raise XnpuError(f"clamp bounds [{i['min']}, {i['max']}] are not an ordered range inside int8")
+        x = self._feature_map(i["in_addr"], i["h"], i["w"], i["c"])
+        self._write_feature_map(i["out_addr"], fp.clamp(x, i["min"], i["max"]))
+
+
+def _relu(y: np.ndarray) -> np.ndarray:
+    # max(y, 0) of an int8 result is R8's clamp to [0, 127]: the value is already saturated
+    return fp.clamp(y, 0, fp.qmax(INT8_BITS))
+
+
+def _positive(i: Instruction, *names: str) -> None:
+    for name in names:
+        if i[name] < 1:
+            raise XnpuError(f"{name} must be at least 1, got {i[name]}")
+
+
+def _disjoint(first: tuple[str, int, int], second: tuple[str, int, int], in_place: bool = False) -> None:
+    """The two SRAM regions must not overlap (or, with `in_place`, may be exactly the same)."""
+    (name_a, start_a, size_a), (name_b, start_b, size_b) = first, second
+    if in_place and start_a == start_b and size_a == size_b:
+        return
+    if size_a and size_b and start_a < start_b + size_b and start_b < start_a + size_a:
+        raise XnpuError(
+            f"the {name_a} [{start_a}, {start_a + size_a}) and {name_b} [{start_b}, {start_b + size_b}) regions overlap"
+        )
+
+
+def _no_overlap(memory: str, h: int, w: int, pixel_bytes: int, row_stride: int, pixel_stride: int) -> None:
+    """The written side of a DMA must not write one byte twice (strides at least the dense ones)."""
+    if w > 1 and pixel_stride < pixel_bytes:
+        raise XnpuError(f"{memory} pixel stride {pixel_stride} is smaller than a {pixel_bytes}-byte pixel: pixels would overlap")
+    if h > 1 and row_stride < (w - 1) * pixel_stride + pixel_bytes:
+        raise XnpuError(f"{memory} row stride {row_stride} is smaller than a row: rows would overlap")
+
+
+def _layout_name(layout: int) -> str:
+    return {v: k for k, v in DMA_LAYOUTS.items()}.get(layout, str(layout))
+
+
+# --------------------------------------------------------------------------------------
+# io tensors: logical shape <-> DDR order (docs/binary-format.md, io section)
+# --------------------------------------------------------------------------------------
+
+
+def _io_dtype(tensor: IoTensor) -> np.dtype:
+    if tensor.dtype not in IO_DTYPES:
+        raise XnpuError(f"io tensor '{tensor.name}' has dtype {tensor.dtype}; the accelerator exchanges integers only")
+    return IO_DTYPES[tensor.dtype]
+
+
+def _check_4d(tensor: IoTensor) -> None:
+    if len(tensor.shape) != 4:
+        raise XnpuError(
+            f"io tensor '{tensor.name}' has layout {tensor.layout} but rank {len(tensor.shape)}; "
+            "NHWC/NCHW tensors have the model's 4-D (N, C, H, W) shape"
+        )
+
+
+def _to_ddr_order(tensor: IoTensor, codes: np.ndarray) -> np.ndarray:
+    if tensor.layout == "NHWC":
+        _check_4d(tensor)
+        return np.ascontiguousarray(codes.transpose(0, 2, 3, 1))
+    if tensor.layout == "NCHW":
+        _check_4d(tensor)
+    return np.ascontiguousarray(codes)
+
+
+def _from_ddr_order(tensor: IoTensor, flat: np.ndarray) -> np.ndarray:
+    if tensor.layout == "NHWC":
+        _check_4d(tensor)
+        n, c, h, w = tensor.shape
+        return np.ascontiguousarray(flat.reshape(n, h, w, c).transpose(0, 3, 1, 2))
+    if tensor.layout == "NCHW":
+        _check_4d(tensor)
+    return flat.reshape(tensor.shape)
+
+
+# --------------------------------------------------------------------------------------
+# Running a Binary on float inputs
+# --------------------------------------------------------------------------------------
+
+
+def target_for_binary(binary: Binary) -> TargetDescription:
+    """The shipped target whose id the binary names."""
+    known = []
+    for name in list_targets():
+        target = load_target(name)
+        if target.id == binary.target_id:
+            return target
+        known.append(f"{name} (id {target.id})")
+    raise XnpuError(f"binary: built for target id {binary.target_id}, which no shipped target has (known: {', '.join(known)})")
+
+
+def dma_ddr_span(i: Instruction) -> tuple[int, int]:
+    """[start, end) of the DDR bytes a LOAD/STORE touches (end == start when it moves nothing)."""
+    e = 1 << i["elem_log2"]
+    d0, d1, d2, d3 = i["d0"], i["d1"], i["d2"], i["d3"]
+    layout = i["layout"]
+    if layout == DMA_LAYOUTS["NHWC"]:
+        rs, ps = i["ddr_row_stride"] or d1 * d2 * e, i["ddr_pixel_stride"] or d2 * e
+        extent = _strided_extent((d0, d1, d2 * e), (rs, ps, 1))
+    elif layout == DMA_LAYOUTS["OHWI"]:
+        extent = d0 * d1 * d2 * d3 * e
+    elif layout in (DMA_LAYOUTS["RAW"],):
+        extent = d0 * d1 * e
+    else:  # NCHW and DW: three dense dimensions
+        extent = d0 * d1 * d2 * e
+    return i["ddr_addr"], i["ddr_addr"] + extent
+
+
+def ddr_bytes_needed(binary: Binary) -> int:
+    """The DDR a program touches: its constant image, io tensors and DMA transfers."""
+    end = len(binary.constants)
+    for tensor in binary.io:
+        size = IO_DTYPES.get(tensor.dtype, np.dtype("u1")).itemsize
+        end = max(end, tensor.ddr_addr + size * int(np.prod(tensor.shape, dtype=np.int64)))
+    for instruction in binary.instructions:
+        if instruction.op in ("LOAD", "STORE"):
+            end = max(end, dma_ddr_span(instruction)[1])
+    return end
+
+
+@dataclass
+class BinaryRun:
+    outputs: dict[str, np.ndarray]  # dequantized float32, by io name
+    codes: dict[str, np.ndarray]  # the integer codes the program wrote
+    stats: RunStats  # summed over samples
+
+
+def simulate(
+    binary: Binary,
+    inputs: np.ndarray | Mapping[str, np.ndarray],
+    target: TargetDescription | str | None = None,
+    trace: Trace | None = None,
+) -> BinaryRun:
+    """Quantize float inputs (R4, io scales), run every sample, dequantize the outputs."""
+    from xnpu.runner import TensorSpec, bind_inputs
+
+    target = target_for_binary(binary) if target is None else target
+    target = load_target(target) if isinstance(target, str) else target
+    for tensor in binary.io:
+        if tensor.zero_point != 0:
+            raise XnpuError(f"io tensor '{tensor.name}' has zero point {tensor.zero_point}; the contract is symmetric (R2)")
+        if tensor.dtype not in QUANTIZED_BITS:
+            raise XnpuError(f"io tensor '{tensor.name}' has dtype {tensor.dtype}; the host exchanges int8/int16/int32 codes")
+    specs = [TensorSpec(t.name, tuple(t.shape), np.dtype(np.float32)) for t in binary.inputs()]
+    arrays, samples = bind_inputs(specs, inputs)
+    machine = Machine(target, ddr_size=min(target.memory.ddr_bytes, ddr_bytes_needed(binary)))
+    stats = RunStats(target.cost.clock_mhz)
+    per_sample: list[dict[str, np.ndarray]] = []
+    for index in range(samples):
+        codes = {
+            tensor.name: fp.quantize(array if samples == 1 else array[index : index + 1], tensor.scale, QUANTIZED_BITS[tensor.dtype])
+            for tensor, array in zip(binary.inputs(), arrays)
+        }
+        outputs, sample_stats = machine.run(binary, codes, trace)
+        per_sample.append(outputs)
+        stats.merge(sample_stats)
+    codes = {}
+    for tensor in binary.outputs():
+        values = [outputs[tensor.name].astype(np.int64) for outputs in per_sample]
+        codes[tensor.name] = values[0] if samples == 1 else np.concatenate(values, axis=0)
+    floats = {tensor.name: fp.dequantize(codes[tensor.name], tensor.scale) for tensor in binary.outputs()}
+    return BinaryRun(floats, codes, stats)
+
+
+def run_binary(
+    binary: Binary, inputs: np.ndarray | Mapping[str, np.ndarray], target: TargetDescription | str | None = None
+) -> dict[str, np.ndarray]:
+    """Float inputs in, dequantized float outputs out, by io name (N samples stack on axis 0)."""
+    return simulate(binary, inputs, target).outputs
+
+
+def format_profile(stats: RunStats) -> str:
+    """Cycles per layer (provenance) and per instruction class, as two tables."""
+    def table(title: str, rows: dict[str, int]) -> list[str]:
+        width = max([len(title)] + [len(name) for name in rows])
+        lines = [f"{title:<{width}s}  {'cycles':>12s}  {'share':>6s}"]
+        for name, cycles in sorted(rows.items(), key=lambda item: (-item[1], item[0])):
+            share = 100.0 * cycles / stats.cycles if stats.cycles else 0.0
+            lines.append(f"{name:<{width}s}  {cycles:12d}  {share:5.1f}%")
+        return lines
+
+    lines = table("layer", stats.by_layer) + [""] + table("instruction", stats.by_class)
+    lines.append("")
+    lines.append(
+        f"total: {stats.cycles} cycles in {stats.instructions} instructions, "
+        f"{stats.time_us:.1f} us at {stats.clock_mhz:g} MHz"
+    )
+    return "\n".join(lines)
