@@ -144,7 +144,7 @@ class Island:
 
     def finish(self, rewriter: PatternRewriter, value: SSAValue, scale: float) -> None:
         self.add(fixed.DequantizeOp(value, scale))
-        rewriter.replace_op(self.source, self.ops, [self.ops[-1].results[0]])
+        rewriter.replace(self.source, self.ops, [self.ops[-1].results[0]])
 
 
 def quantize_weights(weights: np.ndarray, scales: np.ndarray, axis: int) -> np.ndarray:
@@ -221,7 +221,7 @@ class LowerBatchNorm(RewritePattern):
         conv = nn.Conv2dOp(op.input, weight.results[0], bias.results[0], group=channels)
         conv.location = op.location
         conv.attributes[SCALE_ATTR] = FloatAttr(scale_of(op.result), nn.f32)
-        rewriter.replace_op(op, [weight, bias, conv])
+        rewriter.replace(op, [weight, bias, conv])
 
 
 def rewriter_constant(array: np.ndarray) -> nn.ConstantOp:
@@ -323,7 +323,7 @@ class LowerDivByConstant(RewritePattern):
         mul = nn.MulOp(op.lhs, reciprocal.results[0], op.result.type)
         mul.location = op.location
         mul.attributes[SCALE_ATTR] = FloatAttr(scale_of(op.result), nn.f32)
-        rewriter.replace_op(op, [reciprocal, mul])
+        rewriter.replace(op, [reciprocal, mul])
 
 
 def _clamp_codes(low: float, high: float, scale: float) -> tuple[int, int]:
@@ -507,12 +507,12 @@ class FoldDequantizeQuantize(RewritePattern):
         s_out = op.scale.value.data
         bits = fixed.width_of(op.result)
         if s_in == s_out and source.input.type == op.result.type:
-            rewriter.replace_op(op, [], [source.input])
+            rewriter.replace(op, [], [source.input])
             return
         multiplier, shift = fixed_point.multiplier_from_scale(s_in / s_out)
         rescale = fixed.RescaleOp(source.input, multiplier, shift, bits, scale=s_out)
         rescale.location = op.location
-        rewriter.replace_op(op, [rescale])
+        rewriter.replace(op, [rescale])
 
 
 class EraseUnusedDequantize(RewritePattern):
