@@ -1,0 +1,110 @@
+"""xnpu-quantize: calibrate a float model and lower it to the integer `fixed` level.
+
+    xnpu-quantize model.onnx --calibration calib.npy -o model.fixed.mlir
+    xnpu-quantize model.mlir --calibration calib.npz --method entropy --per-tensor -o m.fixed.mlir
+    xnpu-quantize model.onnx --calibration calib.npy -o m.fixed.mlir --report report/
+
+The model is an ONNX file or nn-level IR (.mlir); the calibration data an .npy holding N
+samples along the batch axis (one-input model) or an .npz of arrays by input name.
+`--report DIR` compares every layer of the int8 model with the float one on the calibration
+data (or its first `--report-samples N`) and writes report.{txt,csv,json,dot,svg} there
+(transforms/quant_report.py). Errors are one line `xnpu-quantize: error: ...` with exit
+status 1; the output is written atomically, so a failed run leaves no output file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from xnpu.errors import XnpuError
+
+PROG = "xnpu-quantize"
+METHODS = ("minmax", "percentile", "entropy")
+VARIANTS = ("two_stage", "direct")
+
+
+def load_model(path: Path):
+    if path.suffix == ".onnx":
+        from xnpu.frontend.onnx_import import import_onnx
+
+        return import_onnx(path)
+    if path.suffix == ".mlir":
+        from xnpu.ir_io import load_ir
+
+        return load_ir(path)
+    raise XnpuError(f"{path}: unknown model file type '{path.suffix}' (known: .onnx, .mlir)")
+
+
+def load_calibration(path: Path, module):
+    from xnpu.transforms.calibrate import _bind_archive, load_calibration_data
+
+    data = load_calibration_data(path)
+    return _bind_archive(module, data) if isinstance(data, dict) else data
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="Calibrate a float model and lower it to int8 (fixed).")
+    parser.add_argument("model", help="the float model: .onnx or nn-level .mlir")
+    parser.add_argument("--calibration", required=True, metavar="FILE",
+                        help="calibration samples: .npy (one-input model) or .npz keyed by input name")
+    parser.add_argument("--method", choices=METHODS, default="minmax", help="calibration method (default: minmax)")
+    parser.add_argument("--per-tensor", action="store_true", help="one weight scale per tensor (default: per channel)")
+    parser.add_argument("--variant", choices=VARIANTS, default="two_stage",
+                        help="requantization of adds: two_stage (int24 -> int16 -> int8) or direct")
+    parser.add_argument("-o", "--output", required=True, help="the fixed-level IR to write")
+    parser.add_argument("--report", metavar="DIR", help="write a per-layer error report into DIR")
+    parser.add_argument("--report-samples", type=int, metavar="N",
+                        help="compute the report on the first N calibration samples (default: all)")
+    return parser
+
+
+def quantize_file(args: argparse.Namespace) -> list[Path]:
+    import xnpu
+    from xnpu.ir_io import print_ir, write_atomically
+
+    if args.report_samples is not None and args.report is None:
+        raise XnpuError("--report-samples needs --report DIR")
+    if args.report_samples is not None and args.report_samples < 1:
+        raise XnpuError(f"--report-samples must be >= 1, got {args.report_samples}")
+    module = load_model(Path(args.model))
+    calibration = load_calibration(Path(args.calibration), module)
+    float_module = module.clone() if args.report is not None else None
+    fixed_module = xnpu.quantize(module, calibration, method=args.method, per_channel=not args.per_tensor,
+                                 variant=args.variant)
+    write_atomically(args.output, print_ir(fixed_module))
+    if float_module is None:
+        return []
+    from xnpu.transforms.quant_report import layer_report, match_layers, write_report
+
+    stats = layer_report(float_module, fixed_module, calibration, samples=args.report_samples)
+    from xnpu.pipeline import float_cleanup
+
+    _, unmatched = match_layers(float_cleanup(float_module), fixed_module)
+    notes = [f"layers without an integer output in the fixed model: {', '.join(unmatched)}"] if unmatched else []
+    title = (f"{Path(args.model).name}: {args.method}, {'per-tensor' if args.per_tensor else 'per-channel'} "
+             f"weights, {args.variant}")
+    return write_report(stats, args.report, title, notes)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        written = quantize_file(args)
+    except XnpuError as error:
+        # IR errors read `file:line:col: error: ...`; after the tool's own prefix, once is enough
+        print(f"{PROG}: error: {str(error).replace(': error: ', ': ', 1)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: error: interrupted", file=sys.stderr)
+        return 1
+    if written:
+        report_text = Path(args.report) / "report.txt"
+        print(report_text.read_text(), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
