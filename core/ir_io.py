@@ -27,9 +27,22 @@ def parse_error_line(error: ParseError) -> str:
     return f"{error.span.get_location()}: error: {error.msg.strip()}"
 
 
+class IRParser(Parser):
+    """xDSL's parser, except that a constraint an op's builder checks while parsing (an i32
+    tensor handed to an f32-only op) is reported as a ParseError at that op, with its
+    file:line:col, instead of escaping as a VerifyException that says nowhere."""
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span
+        try:
+            return super().parse_operation()
+        except VerifyException as error:
+            raise ParseError(start, joined_lines(error)) from None
+
+
 def parse_ir(text: str | bytes, filename: str = "<stdin>", verify: bool = True) -> ModuleOp:
     try:
-        module = Parser(make_context(), text, filename).parse_module()
+        module = IRParser(make_context(), text, filename).parse_module()
     except ParseError as error:
         raise XnpuError(parse_error_line(error)) from None
     if verify:
@@ -70,13 +83,13 @@ def verify_error_text(module: Operation, error: Exception) -> str:
     xDSL's exception does not carry the op, so the op whose own verifier raises the same
     message is looked up again (cheap: only on failure, and without printing the module).
     """
-    message = first_line(error)
+    message = joined_lines(error)
     failing = None
     for op in module.walk():
         try:
             op.verify_()
         except VerifyException as op_error:
-            if first_line(op_error) == message:
+            if joined_lines(op_error) == message:
                 failing = op
                 break
             failing = failing or op
@@ -84,6 +97,11 @@ def verify_error_text(module: Operation, error: Exception) -> str:
         return message
     prefix = f"{failing.name}: "
     return f"{describe_op(failing)}: {message.removeprefix(prefix)}"
+
+
+def joined_lines(error: Exception) -> str:
+    """The whole message on one line (IRDL's constraint errors span two: what, then why)."""
+    return " ".join(line.strip() for line in str(error).splitlines() if line.strip()) or type(error).__name__
 
 
 def first_line(error: Exception) -> str:

@@ -118,7 +118,7 @@ def matmul_output_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
     a2 = (1,) + tuple(a) if len(a) == 1 else tuple(a)
     b2 = tuple(b) + (1,) if len(b) == 1 else tuple(b)
     if a2[-1] != b2[-2]:
-        raise ValueError(f"inner dimensions differ: {a2[-1]} vs {b2[-2]}")
+        raise ValueError(f"inner dimensions differ: lhs gives K={a2[-1]}, rhs gives K={b2[-2]}")
     batch = broadcast_shapes(a2[:-2], b2[:-2])
     out = batch + (a2[-2], b2[-1])
     if len(a) == 1:
@@ -165,6 +165,13 @@ def _expect_shape(op: Operation, expected: Sequence[int], what: str = "result") 
         raise VerifyException(
             f"{op.name}: {what} shape is {list(actual)} but the operands give {list(expected)}"
         )
+
+
+def _broadcasts_to(shape: Sequence[int], target: Sequence[int]) -> bool:
+    try:
+        return broadcast_shapes(shape, target) == tuple(target)
+    except ValueError:
+        return False
 
 
 def _expect_rank(op: Operation, value: SSAValue, rank: int, role: str) -> tuple[int, ...]:
@@ -555,13 +562,12 @@ class GemmOp(IRDLOperation):
         b = _expect_rank(self, self.b, 2, "B")
         try:
             expected = gemm_output_shape(a, b, bool(self.trans_a.value.data), bool(self.trans_b.value.data))
-            if self.c is not None:
-                if broadcast_shapes(shape_of(self.c), expected) != expected:
-                    raise ValueError(
-                        f"C of shape {list(shape_of(self.c))} does not broadcast to {list(expected)}"
-                    )
         except ValueError as error:
             raise VerifyException(f"nn.gemm: {error}") from None
+        if self.c is not None and not _broadcasts_to(shape_of(self.c), expected):
+            raise VerifyException(
+                f"nn.gemm: C of shape {list(shape_of(self.c))} does not broadcast to {list(expected)}"
+            )
         _expect_shape(self, expected)
 
 

@@ -27,7 +27,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from xnpu.context import make_context
 from xnpu.errors import XnpuError
-from xnpu.ir_io import first_line, parse_error_line, print_ir, verify_error_text, write_atomically
+from xnpu.ir_io import IRParser, first_line, parse_error_line, print_ir, verify_error_text, write_atomically
 from xnpu.registry import all_passes
 
 PROG = "xnpu-opt"
@@ -129,6 +129,13 @@ class XnpuOptMain(xDSLOptMain):
             # xDSL's message spans several lines with a caret; its last line is the reason
             reason = [line.strip() for line in str(error).splitlines() if line.strip()][-1]
             raise ToolError(f"{PROG}: error: invalid pass pipeline '{spec}': {reason}") from None
+
+    def register_all_frontends(self) -> None:
+        def parse_mlir(stream: IO[bytes]) -> ModuleOp:
+            parser = IRParser(self.ctx, stream.read(), self.get_input_name())
+            return parser.parse_module(not self.args.no_implicit_module)
+
+        self.available_frontends["mlir"] = parse_mlir
 
     def get_input_name(self) -> str:
         return self.args.input_file or "<stdin>"

@@ -52,8 +52,7 @@ class FoldBatchNormIntoConv(RewritePattern):
         new_bias = nn.ConstantOp((bias - mean) * factor + beta)
         # the folded tensors replace the conv's weight and bias; keep their names
         new_weight.result.name_hint = conv.weight.name_hint
-        if conv.bias is not None:
-            new_bias.result.name_hint = conv.bias.name_hint
+        new_bias.result.name_hint = "bias" if conv.bias is None else conv.bias.name_hint
         folded = nn.Conv2dOp(
             conv.input,
             new_weight.result,

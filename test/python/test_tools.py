@@ -71,6 +71,7 @@ def files(tmp_path: Path) -> Path:
     (tmp_path / "model.mlir").write_text(CONV_BN)
     (tmp_path / "wrong_shape.mlir").write_text(WRONG_SHAPE)
     (tmp_path / "malformed.mlir").write_text(MALFORMED)
+    (tmp_path / "int_relu.mlir").write_text(MALFORMED.replace("nn.rectify", "nn.relu").replace("f32", "i32"))
     return tmp_path
 
 
@@ -246,6 +247,7 @@ def test_run_writes_outputs_for_a_batch(arrays):
         (["model.mlir"], r".*missing input 'image'.*"),
         (["absent.mlir", "-i", "x.npy"], r".*absent\.mlir: cannot read.*"),
         (["malformed.mlir", "-i", "x.npy"], r".*malformed\.mlir:2:\d+: .*nn\.rectify.*"),
+        (["int_relu.mlir", "-i", "ints.npy"], r"int_relu\.mlir:2:3: i32 should be of base attribute f32"),
         (["wrong_shape.mlir", "-i", "x.npy"], r".*'nn\.conv2d' at loc\(\"conv0\"\): result shape .*"),
         (["model.onnx", "-i", "x.npy"], r".*unknown model file type '\.onnx'.*"),
     ],
