@@ -1,0 +1,224 @@
+"""The per-layer quantization error report (transforms/quant_report.py) and xnpu-quantize."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, f32, i64
+
+import xnpu
+from xnpu.context import make_context
+from xnpu.dialects import fixed
+from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass, LowerNNToFixedPass
+from xnpu.pipeline import float_cleanup
+from xnpu.transforms.calibrate import calibrate
+from xnpu.transforms.quant_report import (
+    LayerStats,
+    layer_report,
+    location_name,
+    report_dot,
+    sqnr_colour,
+    worst_layer,
+    write_report,
+)
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+MODEL = EXAMPLES / "tiny_cnn.onnx"
+CALIBRATION = EXAMPLES / "tiny_calib.npy"
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="module")
+def calib() -> np.ndarray:
+    return np.load(CALIBRATION)
+
+
+@pytest.fixture(scope="module")
+def float_module():
+    return xnpu.import_onnx(MODEL)
+
+
+@pytest.fixture(scope="module")
+def fixed_module(float_module, calib):
+    return xnpu.quantize(float_module.clone(), calib, progress=False)
+
+
+@pytest.fixture(scope="module")
+def stats(float_module, fixed_module, calib) -> list[LayerStats]:
+    return layer_report(float_module, fixed_module, calib, progress=False)
+
+
+def by_name(stats: list[LayerStats]) -> dict[str, LayerStats]:
+    return {s.name: s for s in stats}
+
+
+def test_every_onnx_node_is_a_layer_in_program_order(stats):
+    nodes = [node.name for node in onnx.load(MODEL).graph.node]
+    assert [s.name for s in stats] == nodes
+    assert [s.op for s in stats][:3] == ["conv2d", "relu", "max_pool"]
+
+
+def test_layer_statistics_are_close_but_not_exact(stats, calib):
+    for s in stats:
+        assert s.samples == len(calib)
+        assert 0.9 < s.cosine <= 1.0, s
+        assert math.isfinite(s.sqnr_db) and s.sqnr_db > 0, s
+        assert s.max_error_lsb > 0, s  # float activations are never all exactly on the int8 grid
+        assert 0.0 <= s.saturated < 0.01
+        assert isinstance(s.scale, float) and s.scale > 0
+
+
+def test_output_layer_matches_the_model_outputs(stats, float_module, fixed_module, calib):
+    """The last layer is the model output: its pooled cosine and SQNR follow from xnpu.run."""
+    reference = xnpu.run(float_module, calib)["logits"].astype(np.float64)
+    quantized = xnpu.run(fixed_module, calib)["logits"].astype(np.float64)
+    cosine = np.sum(reference * quantized) / math.sqrt(np.sum(reference**2) * np.sum(quantized**2))
+    sqnr = 10 * math.log10(np.sum(reference**2) / np.sum((reference - quantized) ** 2))
+    fc = by_name(stats)["fc"]
+    assert fc.cosine == pytest.approx(cosine, abs=1e-9)
+    assert fc.sqnr_db == pytest.approx(sqnr, abs=1e-6)
+    assert fc.elements == 10
+
+
+def test_edges_follow_the_float_graph(stats):
+    inputs = {s.name: s.inputs for s in stats}
+    assert inputs["conv1"] == ["input:input"]
+    assert sorted(inputs["residual"]) == ["pool1", "relu6"]
+    assert inputs["fc"] == ["flatten"]
+
+
+def test_report_files_exist_and_parse(stats, tmp_path):
+    written = write_report(stats, tmp_path / "report", title="tiny")
+    directory = tmp_path / "report"
+    for name in ("report.txt", "report.csv", "report.json", "report.dot"):
+        assert (directory / name) in written and (directory / name).stat().st_size > 0
+    assert (directory / "report.svg").exists() == (shutil.which("dot") is not None)
+    worst = worst_layer(stats)
+
+    with open(directory / "report.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [r["name"] for r in rows] == [s.name for s in stats]
+    assert [r["name"] for r in rows if r["worst"] == "1"] == [worst.name]
+    assert float(rows[0]["sqnr_db"]) == pytest.approx(stats[0].sqnr_db)
+
+    document = json.loads((directory / "report.json").read_text())
+    assert document["worst"] == worst.name
+    assert document["samples"] == stats[0].samples
+    assert [layer["name"] for layer in document["layers"]] == [s.name for s in stats]
+    assert document["layers"][-1]["cosine"] == pytest.approx(stats[-1].cosine)
+
+    text = (directory / "report.txt").read_text()
+    marked = [line for line in text.splitlines() if line.endswith("<- worst")]
+    assert len(marked) == 1 and marked[0].startswith(worst.name + " ")
+    assert all(s.name in text for s in stats)
+    if shutil.which("dot") is None:
+        assert "report.svg not written" in text
+
+
+def test_dot_graph_colours_and_edges(stats):
+    dot = report_dot(stats)
+    assert dot.startswith("digraph") and dot.rstrip().endswith("}")
+    for s in stats:
+        assert f'"{s.name}" [label="{s.name}\\n{s.op}' in dot
+    assert '"pool1" -> "residual";' in dot and '"relu6" -> "residual";' in dot
+    assert sqnr_colour(45.0) == sqnr_colour(40.0) != sqnr_colour(25.0) != sqnr_colour(10.0) == sqnr_colour(3.0)
+    red, green = (int(sqnr_colour(5.0)[i : i + 2], 16) for i in (1, 3))
+    assert red > green  # low SQNR is red
+    red, green = (int(sqnr_colour(50.0)[i : i + 2], 16) for i in (1, 3))
+    assert green > red
+
+
+def last_rescale(module, name: str) -> fixed.RescaleOp:
+    found = [op for op in module.walk() if isinstance(op, fixed.RescaleOp) and location_name(op.location) == name]
+    return found[-1]
+
+
+def test_damaged_output_rescale_is_the_worst_layer(float_module, calib, stats):
+    damaged = xnpu.quantize(float_module.clone(), calib, progress=False)
+    rescale = last_rescale(damaged, "fc")
+    rescale.multiplier = DenseArrayBase.from_list(i64, [m // 2 for m in rescale.multiplier.get_values()])
+    report = layer_report(float_module, damaged, calib, progress=False)
+    assert worst_layer(report).name == "fc"
+    assert by_name(report)["fc"].sqnr_db < 10 < min(s.sqnr_db for s in report if s.name != "fc")
+    for before, after in zip(stats[:-1], report[:-1]):  # the layers before are untouched
+        assert after.sqnr_db == before.sqnr_db and after.cosine == before.cosine
+
+
+def lower_with_scale_factor(float_module, calib, layer: str, factor: float):
+    module = float_cleanup(float_module.clone())
+    calibrate(module, calib, progress=False)
+    (op,) = [op for op in module.walk() if op.dialect_name() == "nn" and location_name(op.location) == layer]
+    op.attributes["nn.scale"] = FloatAttr(op.attributes["nn.scale"].value.data * factor, f32)
+    ctx = make_context()
+    LowerNNToFixedPass().apply(ctx, module)
+    FoldQuantizePairsPass().apply(ctx, module)
+    return module
+
+
+@pytest.mark.parametrize("layer", ["residual", "pool2"])
+def test_saturated_layer_is_where_the_error_starts(float_module, calib, stats, layer):
+    """A too-small scale saturates one layer: it drops far below every layer before it, and the
+    layers before it read the same numbers as without the damage."""
+    damaged = lower_with_scale_factor(float_module, calib, layer, 0.1)
+    report = layer_report(float_module, damaged, calib, progress=False)
+    position = [s.name for s in report].index(layer)
+    hit = report[position]
+    assert hit.saturated > 0.2 and hit.sqnr_db < 10
+    assert worst_layer(report[: position + 1]).name == layer
+    for before, after in zip(stats[:position], report[:position]):
+        assert after.sqnr_db == before.sqnr_db
+    first_bad = next(s for s in report if s.sqnr_db < 20)
+    assert first_bad.name == layer
+
+
+def test_report_sample_limit_and_errors(float_module, fixed_module, calib):
+    assert layer_report(float_module, fixed_module, calib, samples=3)[0].samples == 3
+    with pytest.raises(xnpu.XnpuError, match="must be >= 1"):
+        layer_report(float_module, fixed_module, calib, samples=0)
+    with pytest.raises(xnpu.XnpuError, match="shape"):
+        layer_report(float_module, fixed_module, calib[:, :, :8])
+
+
+def quantize_tool(*args, cwd: Path) -> subprocess.CompletedProcess:
+    script = BIN / "xnpu-quantize"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "xnpu.tools.xnpu_quantize"]
+    return subprocess.run([*command, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def test_cli_quantizes_and_writes_the_report(tmp_path):
+    result = quantize_tool(MODEL, "--calibration", CALIBRATION, "--per-tensor", "-o", "tiny.fixed.mlir",
+                           "--report", "rep", "--report-samples", "4", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    module = xnpu.load_ir(tmp_path / "tiny.fixed.mlir")
+    assert any(op.name == "fixed.conv2d" for op in module.walk())
+    assert not any(op.dialect_name() == "nn" for op in module.walk())
+    document = json.loads((tmp_path / "rep" / "report.json").read_text())
+    assert document["samples"] == 4 and len(document["layers"]) == 11
+    assert "worst layer:" in result.stdout and "per-tensor" in result.stdout
+
+
+def test_cli_errors_are_one_line_and_leave_no_output(tmp_path):
+    result = quantize_tool(MODEL, "--calibration", tmp_path / "missing.npy", "-o", "out.mlir", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.strip().count("\n") == 0
+    assert result.stderr.startswith("xnpu-quantize: error: ") and "not found" in result.stderr
+    assert not (tmp_path / "out.mlir").exists()
+
+    result = quantize_tool(MODEL, "--calibration", CALIBRATION, "-o", "out.mlir", "--report-samples", "2",
+                           cwd=tmp_path)
+    assert result.returncode == 1 and "needs --report" in result.stderr
+    assert not (tmp_path / "out.mlir").exists()
+
+    (tmp_path / "model.txt").write_text("x")
+    result = quantize_tool(tmp_path / "model.txt", "--calibration", CALIBRATION, "-o", "out.mlir", cwd=tmp_path)
+    assert result.returncode == 1 and "unknown model file type" in result.stderr
+    assert "Traceback" not in result.stderr
