@@ -667,3 +667,34 @@ def format_profile(stats: RunStats) -> str:
         f"{stats.time_us:.1f} us at {stats.clock_mhz:g} MHz"
     )
     return "\n".join(lines)
+
+
+class BinaryModel:
+    """A compiled .xnb file as a model runner for xnpu-run: float inputs in, float outputs out."""
+
+    def __init__(self, binary: Binary, target: TargetDescription | None = None):
+        self.binary = binary
+        self.target = target_for_binary(binary) if target is None else target
+        self.trace: Trace | None = None
+        self.stats: RunStats | None = None
+
+    @staticmethod
+    def from_file(path) -> BinaryModel:
+        try:
+            data = open(path, "rb").read()
+        except OSError as error:
+            raise XnpuError(f"{path}: cannot read: {error.strerror or error}") from None
+        try:
+            return BinaryModel(Binary.from_bytes(data))
+        except XnpuError as error:
+            raise XnpuError(f"{path}: {error}") from None
+
+    def __call__(self, inputs: np.ndarray | Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        result = simulate(self.binary, inputs, self.target, self.trace)
+        self.stats = result.stats
+        return result.outputs
+
+    def profile(self) -> str:
+        if self.stats is None:
+            raise XnpuError("the binary has not run yet: no profile")
+        return format_profile(self.stats)

@@ -3,6 +3,7 @@
     xnpu-run model.mlir --input x.npy                   # a model with one input
     xnpu-run model.mlir --input a=a.npy --input b=b.npy # inputs by name
     xnpu-run model.mlir --input inputs.npz -o out.npz   # .npz keyed by input name
+    xnpu-run model.xnb --input x.npy --profile          # a compiled binary on the simulator
 
 An input with N samples along the leading dimension of a batch-1 model runs sample by
 sample (xnpu.run). Every failure is one line `xnpu-run: error: ...` and exit status 1;
@@ -35,9 +36,17 @@ def load_ir_model(path: Path) -> ModelRunner:
     return lambda inputs: run(module, inputs)
 
 
+def load_binary_model(path: Path) -> ModelRunner:
+    # imported here so that running IR does not pay for the target package
+    from xnpu.target.simulator import BinaryModel
+
+    return BinaryModel.from_file(path)
+
+
 # How each kind of model file is run, by suffix; compiled binaries add their loader here.
 MODEL_LOADERS: dict[str, Callable[[Path], ModelRunner]] = {
     ".mlir": load_ir_model,
+    ".xnb": load_binary_model,
 }
 
 
@@ -133,12 +142,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="an input: FILE.npy (one-input model), NAME=FILE.npy, or FILE.npz keyed by input name; repeatable",
     )
     parser.add_argument("-o", "--output", help="write the outputs to this .npz, keyed by output name")
+    parser.add_argument("--profile", action="store_true", help=".xnb only: cycles per layer and per instruction class")
+    parser.add_argument("--trace", action="store_true", help=".xnb only: one line per executed instruction")
     args = parser.parse_args(argv)
     try:
         output = None if args.output is None else Path(args.output)
         if output is not None and output.suffix != ".npz":
             raise XnpuError(f"{output}: outputs are written as .npz; name the file *.npz")
         model = load_model(Path(args.model))
+        if (args.profile or args.trace) and not hasattr(model, "profile"):
+            raise XnpuError("--profile and --trace need a compiled .xnb binary (they report simulator cycles)")
+        if args.trace:
+            model.trace = lambda record: print(record)
         outputs = model(collect_inputs(args.input))
         if output is not None:
             save_outputs(output, outputs)
@@ -147,6 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     for name, array in outputs.items():
         print(summarize(name, array))
+    if args.profile:
+        print(model.profile())
     return 0
 
 
