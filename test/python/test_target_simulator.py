@@ -713,3 +713,49 @@ def test_xnpu_run_profile_needs_a_binary(tmp_path, capsys):
     np.save(tmp_path / "x.npy", np.zeros(2, np.float32))
     assert main([str(tmp_path / "m.mlir"), "--input", str(tmp_path / "x.npy"), "--profile"]) == 1
     assert "need a compiled .xnb binary" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------
+# The same network as fixed IR: the simulator and the fixed interpreter agree bit for bit
+# --------------------------------------------------------------------------------------
+
+
+def small_network_ir(binary: Binary) -> str:
+    """small_network's program written as the fixed-level module a compiler would lower from."""
+    constants = binary.constants
+    o, c = 8, 3
+    weight_oihw = np.frombuffer(constants[: o * 9 * c], np.int8).reshape(o, 3, 3, c).transpose(0, 3, 1, 2)
+    bias = np.frombuffer(constants[256 : 256 + 4 * o], "<i4")
+    rec = np.frombuffer(constants[320 : 320 + 4 * o], RECORD)
+    pool = binary.instructions[5]
+    ints = lambda values: ", ".join(str(int(v)) for v in values)  # noqa: E731
+    return f"""\
+func.func @main(%x: tensor<1x3x10x10xf32> {{nn.name = "image"}}) -> (tensor<1x8xf32> {{nn.name = "features"}}) {{
+  %q = fixed.quantize %x {{scale = 0.02 : f64}} : tensor<1x3x10x10xf32> -> tensor<1x3x10x10xi8>
+  %w = fixed.constant dense<"0x{np.ascontiguousarray(weight_oihw).tobytes().hex().upper()}"> : tensor<8x3x3x3xi8>
+  %b = fixed.constant dense<[{ints(bias)}]> : tensor<8xi32>
+  %acc = fixed.conv2d %q, %w, %b {{strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64}} : (tensor<1x3x10x10xi8>, tensor<8x3x3x3xi8>, tensor<8xi32>) -> tensor<1x8x10x10xi32>
+  %y = fixed.rescale %acc {{multiplier = array<i64: {ints(rec["multiplier"])}>, shift = array<i64: {ints(rec["shift"])}>, axis = 1 : i64}} : tensor<1x8x10x10xi32> -> tensor<1x8x10x10xi8>
+  %r = fixed.clamp %y {{min = 0 : i64, max = 127 : i64}} : tensor<1x8x10x10xi8> -> tensor<1x8x10x10xi8>
+  %s = fixed.global_avg_pool %r : tensor<1x8x10x10xi8> -> tensor<1x8x1x1xi32>
+  %g = fixed.rescale %s {{multiplier = array<i64: {pool["out_multiplier"]}>, shift = array<i64: {pool["out_shift"]}>}} : tensor<1x8x1x1xi32> -> tensor<1x8x1x1xi8>
+  %f = fixed.flatten %g {{axis = 1 : i64}} : tensor<1x8x1x1xi8> -> tensor<1x8xi8>
+  %d = fixed.dequantize %f {{scale = 0.05 : f64}} : tensor<1x8xi8> -> tensor<1x8xf32>
+  func.return %d : tensor<1x8xf32>
+}}
+"""
+
+
+def test_binary_agrees_with_the_fixed_interpreter():
+    import xnpu
+    from xnpu.ir_io import parse_ir
+
+    rng = np.random.default_rng(23)
+    binary, _ = small_network(rng)
+    module = parse_ir(small_network_ir(binary))
+    x = rng.normal(0, 1.5, (3, 3, 10, 10)).astype(np.float32)
+    expected = xnpu.run(module, {"image": x})["features"]
+    got = run_binary(binary, {"image": x})["features"]
+    assert got.dtype == expected.dtype == np.float32
+    assert np.array_equal(got, expected)
+    assert np.count_nonzero(got) > 3
