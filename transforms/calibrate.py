@@ -27,8 +27,9 @@ count fixed. onnxruntime instead builds one histogram over all the data's exact 
 entropy histogram is therefore collected OVERSAMPLE times finer and resampled to `bins` bins over
 the final range [-max|x|, max|x|] before the search. The KL search is sensitive to small
 changes of the histogram (onnxruntime's own thresholds move by up to ~10% between feeding data
-at once and sample by sample), so `exact_range=True` is offered for bit-for-bit agreement:
-a first run finds each tensor's max|x|, a second fills histograms over exactly that range.
+at once and sample by sample), so entropy by default takes two runs (`exact_range`): the first
+finds each tensor's max|x|, the second fills histograms over exactly that range, which gives
+onnxruntime's thresholds to float rounding. `exact_range=False` makes it a single run.
 
 A tensor that is zero on every sample gets the scale ZERO_RANGE_SCALE = 1/127 (as if its range
 were [-1, 1]): any positive scale represents zero exactly, and a moderate one keeps the rescale
@@ -465,7 +466,7 @@ def calibrate(
     batch_average: bool = False,
     progress: bool | None = None,
     batch_size: int = 1,
-    exact_range: bool = False,
+    exact_range: bool | None = None,
 ) -> ModuleOp:
     """Record `nn.scale` on every float activation and `nn.weight_scales` on conv/gemm.
 
@@ -474,15 +475,16 @@ def calibrate(
     per-batch max|x| / 127 over batches of `batch_size` samples instead of taking the max
     over all. `exact_range` (percentile, entropy) runs the data twice: first for each
     tensor's max|x|, then into histograms over exactly that range, which is onnxruntime's
-    one-shot histogram and reproduces its thresholds; the default single run grows the
-    histograms as data arrives. `progress` shows a bar on stderr (default: when stderr is a
+    one-shot histogram and reproduces its thresholds; without it one run grows the
+    histograms as data arrives. By default it is on for entropy, whose KL search reacts to
+    small changes of the histogram, and off for percentile. `progress` shows a bar on stderr (default: when stderr is a
     terminal). Modifies `module` in place and returns it.
     """
     _check_options(method, percentile, bins, batch_average, batch_size)
     make_statistic: Callable[[SSAValue], RunningMax | Histogram]
     if method == "minmax":
         make_statistic = lambda value: RunningMax(batch_average)
-    elif exact_range:
+    elif exact_range or (exact_range is None and method == "entropy"):
         ranges = collect_statistics(module, data, lambda value: RunningMax(), 1, progress)
         make_statistic = lambda value: Histogram(bins, signed=method == "entropy", peak=ranges[value].max_abs)
     elif method == "entropy":
@@ -521,16 +523,23 @@ def calibrate(
 def load_calibration_data(path: str | Path) -> np.ndarray | dict[str, np.ndarray]:
     """An .npy array (memory-mapped, so samples are read as they run) or an .npz of named arrays."""
     path = Path(path)
-    if not path.is_file():
-        raise XnpuError(f"{path}: calibration data file not found")
     try:
-        if path.suffix == ".npz":
+        with open(path, "rb") as handle:
+            magic = handle.read(6)
+    except FileNotFoundError:
+        raise XnpuError(f"{path}: calibration data file not found") from None
+    except OSError as error:
+        raise XnpuError(f"{path}: cannot read calibration data: {error.strerror}") from None
+    try:
+        if magic.startswith(b"PK"):
             with np.load(path, allow_pickle=False) as archive:
                 return {name: archive[name] for name in archive.files}
-        return np.load(path, mmap_mode="r", allow_pickle=False)
+        if magic == b"\x93NUMPY":
+            return np.load(path, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError, EOFError) as error:
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise XnpuError(f"{path}: cannot read calibration data: {message}") from None
+    raise XnpuError(f"{path}: cannot read calibration data: not a NumPy .npy or .npz file")
 
 
 def _bind_archive(module: ModuleOp, data: dict[str, np.ndarray]) -> np.ndarray | dict[str, np.ndarray]:
@@ -554,7 +563,7 @@ class CalibratePass(ModulePass):
     per_channel: bool = True
     batch_average: bool = False
     batch_size: int = 1
-    exact_range: bool = False
+    exact_range: bool | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         _check_options(self.method, self.percentile, self.bins, self.batch_average, self.batch_size)
