@@ -8,6 +8,7 @@ The Python API the command line tools are thin shells over:
     module = xnpu.parse_ir(text)                 # and back
     outputs = xnpu.run(module, {"input": x})     # run any level on numpy inputs
     int8 = xnpu.quantize(module, calibration_x)  # calibrate and lower to `fixed`
+    binary = xnpu.compile("model.onnx", calibration_x)  # ... down to an accelerator Binary
 """
 
 from xnpu.errors import XnpuError
@@ -33,6 +34,13 @@ def quantize(module, calibration, **options):
     return _quantize(module, calibration, **options)
 
 
+def compile(model, calibration, target="xnpu_default", **options):
+    """ONNX model (or nn module) -> quantized, lowered, emitted Binary for `target`."""
+    from xnpu.pipeline import compile as _compile
+
+    return _compile(model, calibration, target, **options)
+
+
 def import_onnx(path, **options):
     """Import an ONNX model file (or ModelProto) as a module in the `nn` dialect."""
     from xnpu.frontend.onnx_import import import_onnx as _import
@@ -42,6 +50,7 @@ def import_onnx(path, **options):
 
 __all__ = [
     "XnpuError",
+    "compile",
     "TensorSpec",
     "import_onnx",
     "load_ir",

@@ -5,12 +5,13 @@ from xdsl.dialects.builtin import Builtin
 from xdsl.dialects.func import Func
 
 from xnpu.dialects.fixed import FIXED
+from xnpu.dialects.isa import ISA
 from xnpu.dialects.nn import NN
 
 
 def xnpu_dialects():
     """Every dialect xnpu defines, in pipeline order (float graph first)."""
-    return [NN, FIXED]
+    return [NN, FIXED, ISA]
 
 
 def make_context() -> Context:

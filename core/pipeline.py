@@ -12,6 +12,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from xnpu.context import make_context
+from xnpu.errors import XnpuError
 from xnpu.ir_io import verify_module
 
 
@@ -47,3 +48,78 @@ def quantize(
     FoldQuantizePairsPass().apply(ctx, module)
     verify_module(module)
     return module
+
+
+def lower_to_isa(module: ModuleOp, target: str = "xnpu_default") -> ModuleOp:
+    """Lower a fixed module (changed in place) to an `isa` program for `target` (a name or a TOML path)."""
+    from xnpu.lowering.fixed_to_isa import LowerFixedToIsaPass
+
+    LowerFixedToIsaPass(target=str(target)).apply(make_context(), module)
+    verify_module(module)
+    return module
+
+
+LEVELS = ("nn", "fixed", "isa", "bin")
+
+
+def compile(
+    model,
+    calibration: np.ndarray | Mapping[str, np.ndarray] | None,
+    target: str = "xnpu_default",
+    method: str = "minmax",
+    per_channel: bool = True,
+    variant: str = "two_stage",
+    progress: bool | None = None,
+    stop_at: str = "bin",
+    after_pass=None,
+    **calibration_options,
+):
+    """ONNX model (path, ModelProto or nn module) -> Binary for `target`, in one process.
+
+    import -> the steps of `quantize` (fold-batch-norm, remove-noop, calibrate,
+    lower-nn-to-fixed, fold-quantize-pairs) -> lower-fixed-to-isa -> emit, with no text in
+    between. `stop_at` ("nn", "fixed", "isa") returns the module at that level instead of the
+    Binary; `after_pass(name, module)` is called after every step (--print-ir-after-all).
+    """
+    from xnpu.lowering.fixed_to_isa import LowerFixedToIsaPass
+    from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass, LowerNNToFixedPass
+    from xnpu.target.description import load_target
+    from xnpu.target.emit import emit_binary
+    from xnpu.transforms.calibrate import calibrate
+    from xnpu.transforms.fold_batch_norm import FoldBatchNormPass
+    from xnpu.transforms.remove_noop import RemoveNoOpPass
+
+    if stop_at not in LEVELS:
+        raise XnpuError(f"unknown level '{stop_at}' (levels: {', '.join(LEVELS)})")
+    load_target(target)  # a bad target fails before the slow steps
+    notify = after_pass or (lambda name, module: None)
+    if isinstance(model, ModuleOp):
+        module = model
+    else:
+        from xnpu.frontend.onnx_import import import_onnx
+
+        module = import_onnx(model)
+    notify("import-onnx", module)
+    if stop_at == "nn":
+        return module
+    if calibration is None:
+        raise XnpuError("compiling below the nn level needs calibration data")
+    ctx = make_context()
+    for step in (FoldBatchNormPass(), RemoveNoOpPass()):
+        step.apply(ctx, module)
+        notify(step.name, module)
+    calibrate(module, calibration, method=method, per_channel_weights=per_channel, progress=progress,
+              **calibration_options)
+    notify("calibrate", module)
+    for step in (LowerNNToFixedPass(variant=variant), FoldQuantizePairsPass()):
+        step.apply(ctx, module)
+        notify(step.name, module)
+    verify_module(module)
+    if stop_at == "fixed":
+        return module
+    LowerFixedToIsaPass(target=str(target)).apply(ctx, module)
+    verify_module(module)
+    notify(LowerFixedToIsaPass.name, module)
+    if stop_at == "isa":
+        return module
+    return emit_binary(module)

@@ -45,6 +45,12 @@ def _fold_quantize_pairs():
     return FoldQuantizePairsPass
 
 
+def _lower_fixed_to_isa():
+    from xnpu.lowering.fixed_to_isa import LowerFixedToIsaPass
+
+    return LowerFixedToIsaPass
+
+
 def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {
         "calibrate": _calibrate,
@@ -53,4 +59,5 @@ def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "constant-fold": _constant_fold,
         "lower-nn-to-fixed": _lower_nn_to_fixed,
         "fold-quantize-pairs": _fold_quantize_pairs,
+        "lower-fixed-to-isa": _lower_fixed_to_isa,
     }

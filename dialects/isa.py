@@ -1,0 +1,432 @@
+"""The `isa` dialect: one op per instruction of the xnpu accelerator (docs/isa.md).
+
+An `isa` module is a program, not a dataflow graph: instruction ops have no operands or
+results, only properties, and run in the order they appear (isa.md section 3). Every
+property is one field of the instruction's format, under the field's name in
+`xnpu.target.encoding.FORMATS`, so `instruction_of` / `op_from_instruction` convert an op
+to the encoder's `Instruction` and back with no per-op code. The op classes themselves are
+generated from the same tables: adding a field to a format adds it here.
+
+    builtin.module attributes {isa.target = "xnpu_default"} {
+      isa.constants dense<"0x..."> : tensor<1234xi8>
+      isa.io {name = "input", direction = "input", ...}
+      isa.load {layout = NCHW, elem_log2 = 0, sram_addr = 0, ddr_addr = 1280, ...} loc("conv1")
+      isa.conv {depthwise = 0, relu = 1, ...} loc(fused["conv1", "relu1"])
+      isa.sync {halt = 1, token = 0}
+    }
+
+Enumerated fields print by name (`layout = NHWC`, `kind = max`) and parse by name or
+number. The location of an instruction is its provenance: the ONNX node(s) it came from.
+
+Verifiers check each field against its width and enumeration (the encoder's checks) and,
+when the enclosing module names a target (`isa.target`, a shipped name or a TOML path),
+the target's own rules (`TargetDescription.check_instruction`) plus the whole SRAM and DDR
+extent every operand region covers (`sram_regions`).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    I64,
+    BytesAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    f64,
+    i64,
+)
+from xdsl.ir import Dialect, Operation
+from xdsl.irdl import IRDLOperation, ParsePropInAttrDict, irdl_op_definition, prop_def
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+from xnpu.errors import XnpuError
+from xnpu.target.encoding import ENUMS, FORMATS, OPCODES, Instruction, make_instruction
+
+TARGET_ATTRIBUTE = "isa.target"
+
+# --------------------------------------------------------------------------------------
+# Regions an instruction touches
+# --------------------------------------------------------------------------------------
+
+
+def _padded(channels: int, alignment: int) -> int:
+    return -(-channels // alignment) * alignment
+
+
+def _dma_sram_bytes(i: Instruction, alignment: int) -> int:
+    element = 1 << i["elem_log2"]
+    layout = ENUMS[("DMA", "layout")][i["layout"]]
+    if layout == "RAW":
+        return i["d0"] * i["d1"] * element
+    if layout in ("NHWC", "NCHW"):
+        h, w, c = (i["d0"], i["d1"], i["d2"]) if layout == "NHWC" else (i["d1"], i["d2"], i["d0"])
+        if h == 0 or w == 0 or c == 0:
+            return 0
+        row = w * _padded(c, alignment) * element
+        return (h - 1) * (i["sram_row_stride"] or row) + row
+    if layout == "OHWI":
+        return _padded(i["d0"], alignment) * i["d1"] * i["d2"] * _padded(i["d3"], alignment) * element
+    return _padded(i["d0"], alignment) * i["d1"] * i["d2"] * element  # DW
+
+
+def _dma_ddr_bytes(i: Instruction) -> int:
+    """The DDR extent from `ddr_addr` to one past the last byte the DMA touches."""
+    element = 1 << i["elem_log2"]
+    layout = ENUMS[("DMA", "layout")][i["layout"]]
+    dims = [i["d0"], i["d1"], i["d2"], i["d3"]]
+    if layout == "NHWC":
+        h, w, c = dims[:3]
+        if h == 0 or w == 0 or c == 0:
+            return 0
+        row_stride = i["ddr_row_stride"] or w * c * element
+        pixel_stride = i["ddr_pixel_stride"] or c * element
+        return (h - 1) * row_stride + (w - 1) * pixel_stride + c * element
+    count = 1
+    for d in dims[: {"RAW": 2, "NCHW": 3, "OHWI": 4, "DW": 3}[layout]]:
+        count *= d
+    return count * element
+
+
+def conv_output_hw(i: Instruction) -> tuple[int, int]:
+    def extent(size, kernel, stride, dilation, before, after):
+        return (size + before + after - (dilation * (kernel - 1) + 1)) // stride + 1
+
+    return (
+        extent(i["in_h"], i["kernel_h"], i["stride_h"], i["dilation_h"], i["pad_top"], i["pad_bottom"]),
+        extent(i["in_w"], i["kernel_w"], i["stride_w"], i["dilation_w"], i["pad_left"], i["pad_right"]),
+    )
+
+
+def sram_regions(i: Instruction, alignment: int) -> list[tuple[str, int, int]]:
+    """(field, first byte, size) of every SRAM region the instruction reads or writes."""
+    a = alignment
+    if i.op in ("LOAD", "STORE"):
+        return [("sram_addr", i["sram_addr"], _dma_sram_bytes(i, a))]
+    if i.op == "CONV":
+        oh, ow = conv_output_hw(i)
+        ip, op_ = _padded(i["in_c"], a), _padded(i["out_c"], a)
+        kernel = i["kernel_h"] * i["kernel_w"]
+        weights = op_ * kernel if i["depthwise"] else op_ * kernel * ip
+        regions = [
+            ("in_addr", i["in_addr"], i["in_h"] * i["in_w"] * ip),
+            ("weight_addr", i["weight_addr"], weights),
+            ("rescale_addr", i["rescale_addr"], 4 * (i["out_c"] if i["per_channel"] else 1)),
+            ("out_addr", i["out_addr"], max(oh, 0) * max(ow, 0) * op_),
+        ]
+        if i["bias"]:
+            regions.append(("bias_addr", i["bias_addr"], 4 * i["out_c"]))
+        return regions
+    if i.op == "ELTWISE":
+        size = i["h"] * i["w"] * _padded(i["c"], a)
+        b_size = (size, _padded(i["c"], a), 1)[i["b_broadcast"]]
+        return [("a_addr", i["a_addr"], size), ("b_addr", i["b_addr"], b_size), ("out_addr", i["out_addr"], size)]
+    if i.op == "POOL":
+        cp = _padded(i["c"], a)
+        regions = [
+            ("in_addr", i["in_addr"], i["in_h"] * i["in_w"] * cp),
+            ("out_addr", i["out_addr"], i["out_h"] * i["out_w"] * cp),
+        ]
+        if i["per_position"]:
+            regions.append(("rescale_addr", i["rescale_addr"], 4 * i["out_h"] * i["out_w"]))
+        return regions
+    if i.op in ("TABLE", "CLAMP"):
+        size = i["h"] * i["w"] * _padded(i["c"], a)
+        regions = [("in_addr", i["in_addr"], size), ("out_addr", i["out_addr"], size)]
+        if i.op == "TABLE":
+            regions.append(("table_addr", i["table_addr"], 256))
+        return regions
+    return []
+
+
+def check_extents(i: Instruction, target) -> None:
+    """XnpuError if a region the instruction touches leaves the target's SRAM or DDR."""
+    for name, start, size in sram_regions(i, target.memory.channel_alignment):
+        if start + size > target.memory.sram_bytes:
+            raise XnpuError(
+                f"{i.op}.{name}: bytes [{start}, {start + size}) leave the {target.memory.sram_bytes}-byte SRAM of {target.name}"
+            )
+    if i.op in ("LOAD", "STORE"):
+        end = i["ddr_addr"] + _dma_ddr_bytes(i)
+        if end > target.memory.ddr_bytes:
+            raise XnpuError(f"{i.op}: DDR bytes [{i['ddr_addr']}, {end}) leave the {target.memory.ddr_bytes}-byte DDR of {target.name}")
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_target(name: str):
+    from xnpu.target.description import load_target
+
+    return load_target(name)
+
+
+def module_target(op: Operation):
+    """The target the enclosing module names in `isa.target`, or None."""
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, ModuleOp):
+        parent = parent.parent_op()
+    if parent is None:
+        return None
+    name = parent.attributes.get(TARGET_ATTRIBUTE)
+    if name is None:
+        return None
+    if not isinstance(name, StringAttr):
+        raise VerifyException(f"{TARGET_ATTRIBUTE} must be a string (a target name or TOML path), got {name}")
+    try:
+        return _cached_target(name.data)
+    except XnpuError as error:
+        raise VerifyException(str(error)) from None
+
+
+# --------------------------------------------------------------------------------------
+# Instruction ops, generated from the field tables
+# --------------------------------------------------------------------------------------
+
+
+class InstructionOp(IRDLOperation):
+    """Shared by every instruction op: fields as i64 properties, a compact custom syntax."""
+
+    MNEMONIC: ClassVar[str] = ""
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in FORMATS[OPCODES[cls.MNEMONIC][1]].fields if f.name != "opcode"]
+
+    @classmethod
+    def enum(cls, field: str) -> dict[int, str] | None:
+        return ENUMS.get((OPCODES[cls.MNEMONIC][1], field))
+
+    def field(self, name: str) -> int:
+        return self.properties[name].value.data  # type: ignore[attr-defined]
+
+    def fields(self) -> dict[str, int]:
+        return {name: self.field(name) for name in self.field_names()}
+
+    def instruction(self) -> Instruction:
+        return Instruction(self.MNEMONIC, self.fields())
+
+    def verify_(self) -> None:
+        try:
+            instruction = make_instruction(self.MNEMONIC, **self.fields())
+        except XnpuError as error:
+            raise VerifyException(f"{self.name}: {error}") from None
+        target = module_target(self)
+        if target is None:
+            return
+        try:
+            target.check_instruction(instruction)
+            check_extents(instruction, target)
+        except XnpuError as error:
+            raise VerifyException(f"{self.name}: {error}") from None
+
+    @classmethod
+    def parse(cls, parser: Parser) -> InstructionOp:
+        names = cls.field_names()
+        values: dict[str, int] = {}
+        parser.parse_punctuation("{")
+        if parser.parse_optional_punctuation("}") is None:
+            while True:
+                name = parser.parse_identifier()
+                if name not in names:
+                    parser.raise_error(f"{cls.name} has no field '{name}' (fields: {', '.join(names)})")
+                if name in values:
+                    parser.raise_error(f"{cls.name}: field '{name}' given twice")
+                parser.parse_punctuation("=")
+                values[name] = cls._parse_value(parser, name)
+                if parser.parse_optional_punctuation("}") is not None:
+                    break
+                parser.parse_punctuation(",")
+        missing = [n for n in names if n not in values]
+        if missing:
+            parser.raise_error(f"{cls.name}: missing field '{missing[0]}'")
+        op = cls.build(properties={n: IntegerAttr(values[n], i64) for n in names})
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
+
+    @classmethod
+    def _parse_value(cls, parser: Parser, field: str) -> int:
+        enum = cls.enum(field)
+        if enum is not None:
+            word = parser.parse_optional_identifier()
+            if word is not None:
+                codes = {meaning: code for code, meaning in enum.items()}
+                if word not in codes:
+                    parser.raise_error(f"{cls.name}.{field}: '{word}' is not one of {', '.join(codes)}")
+                return codes[word]
+        return parser.parse_integer(allow_boolean=False)
+
+    def print(self, printer: Printer) -> None:
+        parts = []
+        for name in self.field_names():
+            value = self.field(name)
+            enum = self.enum(name)
+            text = enum[value] if enum is not None and value in enum and enum[value].isidentifier() else str(value)
+            parts.append(f"{name} = {text}")
+        printer.print_string(" {" + ", ".join(parts) + "}")
+        if self.attributes:
+            printer.print_op_attributes(self.attributes)
+
+
+def _instruction_op(mnemonic: str, doc: str) -> type[InstructionOp]:
+    fields = [f.name for f in FORMATS[OPCODES[mnemonic][1]].fields if f.name != "opcode"]
+    body: dict[str, object] = {
+        "__doc__": doc,
+        "__module__": __name__,
+        "name": f"isa.{mnemonic.lower()}",
+        "MNEMONIC": mnemonic,
+        "__annotations__": {"MNEMONIC": ClassVar[str]},
+    }
+    body.update({name: prop_def(IntegerAttr[I64]) for name in fields})
+    return irdl_op_definition(type(f"{mnemonic.title()}Op", (InstructionOp,), body))
+
+
+SyncOp = _instruction_op("SYNC", "SYNC: post `token` to the host; `halt` = 1 ends the program.")
+LoadOp = _instruction_op("LOAD", "LOAD: DMA from DDR to SRAM in one of the DMA layouts.")
+StoreOp = _instruction_op("STORE", "STORE: DMA from SRAM to DDR (pad lanes dropped).")
+ConvOp = _instruction_op("CONV", "CONV: dense/depthwise convolution or gemm, bias, rescale (R9, R13), relu.")
+EltwiseOp = _instruction_op("ELTWISE", "ELTWISE: add/sub (R10, R11) or mul (R12) with output rescale and relu.")
+PoolOp = _instruction_op("POOL", "POOL: max, average or global average pool (R14).")
+TableOp = _instruction_op("TABLE", "TABLE: 256-entry lookup (R15).")
+ClampOp = _instruction_op("CLAMP", "CLAMP: clamp to [min, max] (R8).")
+
+INSTRUCTION_OPS: dict[str, type[InstructionOp]] = {
+    op.MNEMONIC: op for op in (SyncOp, LoadOp, StoreOp, ConvOp, EltwiseOp, PoolOp, TableOp, ClampOp)
+}
+
+
+def instruction_of(op: InstructionOp) -> Instruction:
+    """The encoder's view of an instruction op (every field, checked)."""
+    return make_instruction(op.MNEMONIC, **op.fields())
+
+
+def op_from_instruction(instruction: Instruction) -> InstructionOp:
+    cls = INSTRUCTION_OPS[instruction.op]
+    checked = make_instruction(instruction.op, **instruction.fields)
+    return cls.build(properties={name: IntegerAttr(value, i64) for name, value in checked.fields.items()})
+
+
+def make_op(mnemonic: str, /, **fields: int) -> InstructionOp:
+    """An instruction op; fields left out are zero (as `make_instruction`)."""
+    return op_from_instruction(make_instruction(mnemonic, **fields))
+
+
+# --------------------------------------------------------------------------------------
+# Program-level data: the constant image and the io table
+# --------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ConstantsOp(IRDLOperation):
+    """The DDR constant image (loaded at DDR address 0): `isa.constants dense<"0x..."> : tensor<Nxi8>`."""
+
+    name = "isa.constants"
+    value = prop_def(DenseIntOrFPElementsAttr)
+
+    def __init__(self, data: bytes):
+        attr = DenseIntOrFPElementsAttr(TensorType(IntegerType(8), [len(data)]), BytesAttr(bytes(data)))
+        super().__init__(properties={"value": attr})
+
+    def data(self) -> bytes:
+        return bytes(self.value.data.data)
+
+    def verify_(self) -> None:
+        element = self.value.get_element_type()
+        if not (isinstance(element, IntegerType) and element.width.data == 8) or len(self.value.get_shape()) != 1:
+            raise VerifyException(f"isa.constants: the image must be a tensor<Nxi8>, got {self.value.type}")
+        size = len(self.value.data.data)
+        if size != self.value.get_shape()[0]:
+            raise VerifyException(f"isa.constants: {size} bytes of data for {self.value.type}")
+        target = module_target(self)
+        if target is not None and size > target.memory.ddr_bytes:
+            raise VerifyException(f"isa.constants: {size} bytes do not fit the {target.memory.ddr_bytes}-byte DDR of {target.name}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConstantsOp:
+        attr = parser.parse_attribute()
+        if not isinstance(attr, DenseIntOrFPElementsAttr):
+            parser.raise_error("isa.constants expects dense<\"0x...\"> : tensor<Nxi8>")
+        op = cls.build(properties={"value": attr})
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
+
+    def print(self, printer: Printer) -> None:
+        # Always hex: the builtin printer would unpack millions of weights one by one.
+        raw = self.data()
+        printer.print_string(f' dense<"0x{raw.hex().upper()}"> : ' if raw else " dense<> : ")
+        printer.print_attribute(self.value.type)
+
+
+IO_DIRECTIONS = ("input", "output")
+IO_DTYPES = ("int8", "int16", "int32", "float32", "uint8")
+IO_LAYOUTS = ("RAW", "NHWC", "NCHW")
+
+
+@irdl_op_definition
+class IoOp(IRDLOperation):
+    """One program input or output as the host sees it in DDR (an entry of the binary's io table)."""
+
+    name = "isa.io"
+    tensor_name = prop_def(StringAttr, prop_name="name")
+    direction = prop_def(StringAttr)
+    dtype = prop_def(StringAttr)
+    layout = prop_def(StringAttr)
+    shape = prop_def(DenseArrayBase[I64])
+    scale = prop_def(FloatAttr)
+    zero_point = prop_def(IntegerAttr[I64])
+    ddr_addr = prop_def(IntegerAttr[I64])
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "attr-dict"
+
+    def __init__(self, name: str, direction: str, shape, dtype: str, scale: float, zero_point: int, ddr_addr: int, layout: str):
+        super().__init__(
+            properties={
+                "name": StringAttr(name),
+                "direction": StringAttr(direction),
+                "dtype": StringAttr(dtype),
+                "layout": StringAttr(layout),
+                "shape": DenseArrayBase.from_list(i64, [int(d) for d in shape]),
+                "scale": FloatAttr(float(scale), f64),
+                "zero_point": IntegerAttr(int(zero_point), i64),
+                "ddr_addr": IntegerAttr(int(ddr_addr), i64),
+            }
+        )
+
+    def shape_tuple(self) -> tuple[int, ...]:
+        return tuple(int(d) for d in self.shape.get_values())
+
+    def verify_(self) -> None:
+        for prop, allowed in (("direction", IO_DIRECTIONS), ("dtype", IO_DTYPES), ("layout", IO_LAYOUTS)):
+            value = self.properties[prop].data  # type: ignore[attr-defined]
+            if value not in allowed:
+                raise VerifyException(f"isa.io: {prop} '{value}' is not one of {', '.join(allowed)}")
+        scale = self.scale.value.data
+        if not (np.isfinite(scale) and scale > 0):
+            raise VerifyException(f"isa.io: scale {scale} is not positive and finite")
+        if any(d < 0 for d in self.shape_tuple()) or len(self.shape_tuple()) > 8:
+            raise VerifyException(f"isa.io: shape {list(self.shape_tuple())} must have at most 8 non-negative dimensions")
+        address = self.ddr_addr.value.data
+        if not 0 <= address < (1 << 32):
+            raise VerifyException(f"isa.io: DDR address {address} does not fit 32 bits")
+        target = module_target(self)
+        if target is not None:
+            size = int(np.prod(self.shape_tuple(), dtype=np.int64)) * (1, 2, 4, 4, 1)[IO_DTYPES.index(self.dtype.data)]
+            if address + size > target.memory.ddr_bytes:
+                raise VerifyException(
+                    f"isa.io '{self.tensor_name.data}': bytes [{address}, {address + size}) leave the DDR of {target.name}"
+                )
+
+
+ISA = Dialect("isa", [ConstantsOp, IoOp, *INSTRUCTION_OPS.values()], [])
+
+
+def program_ops(module: ModuleOp) -> list[InstructionOp]:
+    return [op for op in module.ops if isinstance(op, InstructionOp)]

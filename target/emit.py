@@ -1,0 +1,137 @@
+"""`isa` module <-> Binary: the assembler and the disassembler.
+
+`emit_binary(module)` turns a program of the `isa` dialect (lowering/fixed_to_isa.py) into a
+`Binary` (target/binary.py): every instruction op becomes its word through the field tables
+(`isa.instruction_of`), `isa.constants` becomes the constant image, each `isa.io` an io
+table entry, and each instruction's location its provenance (the ONNX node names).
+
+`module_from_binary(binary)` is the inverse, and `disassemble(binary)` prints it with a
+comment above every instruction giving its index and origin; assembling the printed text
+again gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+from xdsl.dialects.builtin import ArrayAttr, FusedLoc, ModuleOp, NameLoc, NoneAttr, StringAttr, UnknownLoc
+from xdsl.ir import Attribute
+
+from xnpu.dialects import isa
+from xnpu.errors import XnpuError
+from xnpu.target.binary import Binary, IoTensor
+from xnpu.target.description import TargetDescription, list_targets, load_target
+
+
+def location_names(location: Attribute) -> tuple[str, ...]:
+    """The ONNX node names a location records: loc("a"), fused["a", "b"]; unknown gives ()."""
+    if isinstance(location, NameLoc):
+        return (location.desc.data,)
+    if isinstance(location, FusedLoc):
+        names: list[str] = []
+        for part in location.locations.data:
+            names.extend(n for n in location_names(part) if n not in names)
+        return tuple(names)
+    return ()
+
+
+def location_of(names: tuple[str, ...]) -> Attribute:
+    parts = [NameLoc(StringAttr(name), NoneAttr()) for name in names]
+    if not parts:
+        return UnknownLoc()
+    return parts[0] if len(parts) == 1 else FusedLoc(ArrayAttr(parts), NoneAttr())
+
+
+def module_target_of(module: ModuleOp) -> TargetDescription:
+    name = module.attributes.get(isa.TARGET_ATTRIBUTE)
+    if not isinstance(name, StringAttr):
+        raise XnpuError(f"the isa module names no target (module attribute {isa.TARGET_ATTRIBUTE} = \"xnpu_default\" or a TOML path)")
+    return load_target(name.data)
+
+
+def emit_binary(module: ModuleOp) -> Binary:
+    """The Binary of an isa module (verified first, so every word is valid for its target)."""
+    from xnpu.ir_io import verify_module
+
+    verify_module(module)
+    target = module_target_of(module)
+    instructions, provenance = [], {}
+    constants = b""
+    io_table: list[IoTensor] = []
+    for op in module.ops:
+        if isinstance(op, isa.InstructionOp):
+            names = location_names(op.location)
+            if names:
+                provenance[len(instructions)] = names
+            instructions.append(isa.instruction_of(op))
+        elif isinstance(op, isa.ConstantsOp):
+            constants += op.data()
+        elif isinstance(op, isa.IoOp):
+            io_table.append(IoTensor(
+                name=op.tensor_name.data, direction=op.direction.data, shape=op.shape_tuple(), dtype=op.dtype.data,
+                scale=op.scale.value.data, zero_point=op.zero_point.value.data, ddr_addr=op.ddr_addr.value.data,
+                layout=op.layout.data,
+            ))
+        else:
+            raise XnpuError(f"'{op.name}' is not part of an isa program; lower the module to isa first")
+    if not instructions:
+        raise XnpuError("the isa module has no instructions")
+    return Binary(target.id, instructions, constants, io_table, provenance)
+
+
+def target_name_for(binary: Binary) -> str:
+    for name in list_targets():
+        if load_target(name).id == binary.target_id:
+            return name
+    raise XnpuError(f"binary: built for target id {binary.target_id}, which no shipped target has; pass the target file")
+
+
+def module_from_binary(binary: Binary, target: str | None = None) -> ModuleOp:
+    """An isa module holding exactly the binary's program (the disassembly)."""
+    target = target or target_name_for(binary)
+    module = ModuleOp([])
+    module.attributes[isa.TARGET_ATTRIBUTE] = StringAttr(target)
+    body = module.body.block
+    if binary.constants:
+        body.add_op(isa.ConstantsOp(binary.constants))
+    for tensor in binary.io:
+        body.add_op(isa.IoOp(tensor.name, tensor.direction, tensor.shape, tensor.dtype, tensor.scale,
+                             tensor.zero_point, tensor.ddr_addr, tensor.layout))
+    for index, instruction in enumerate(binary.instructions):
+        op = isa.op_from_instruction(instruction)
+        op.location = location_of(binary.provenance.get(index, ()))
+        body.add_op(op)
+    return module
+
+
+_INSTRUCTION_LINE = re.compile(r"^(\s*)isa\.(" + "|".join(m.lower() for m in isa.INSTRUCTION_OPS) + r") ")
+
+
+def disassemble(binary: Binary, target: str | None = None, constants: bool = True) -> str:
+    """isa text of the binary, each instruction preceded by `// [index] node names`.
+
+    With `constants=False` the constant image is summarised in a comment instead of printed
+    (the text then no longer assembles to the same binary).
+    """
+    from xnpu.ir_io import print_ir
+
+    module = module_from_binary(binary, target)
+    if not constants:
+        for op in list(module.ops):
+            if isinstance(op, isa.ConstantsOp):
+                op.detach()
+                op.erase()
+    text = print_ir(module)
+    out = io.StringIO()
+    if not constants and binary.constants:
+        out.write(f"// constants: {len(binary.constants)} bytes (not shown)\n")
+    index = 0
+    for line in text.splitlines():
+        match = _INSTRUCTION_LINE.match(line)
+        if match:
+            names = ", ".join(binary.provenance.get(index, ())) or "-"
+            out.write(f"{match.group(1)}// [{index}] {names}\n")
+            index += 1
+        out.write(line + "\n")
+    return out.getvalue()
