@@ -1,6 +1,8 @@
 """xnpu-translate: convert between xnpu IR and outside formats (like mlir-translate).
 
     xnpu-translate --import-onnx model.onnx -o model.mlir
+    xnpu-translate --emit-binary model.isa.mlir -o model.xnb
+    xnpu-translate --disassemble model.xnb
 
 Exactly one mode flag says which translation to run; each mode reads one input file and
 writes its result to `-o` (atomically) or to stdout. Errors are one line on stderr and exit
@@ -25,9 +27,25 @@ def import_onnx(args: argparse.Namespace) -> str:
     return print_ir(_import(args.input))
 
 
+def emit_binary(args: argparse.Namespace) -> bytes:
+    from xnpu.ir_io import load_ir
+    from xnpu.target.emit import emit_binary as _emit
+
+    return _emit(load_ir(args.input)).to_bytes()
+
+
+def disassemble(args: argparse.Namespace) -> str:
+    from xnpu.target.emit import disassemble as _disassemble
+    from xnpu.tools.xnpu_objdump import read_binary
+
+    return _disassemble(read_binary(args.input))
+
+
 # mode name (its flag is --<name>) -> (help, translation returning the output text or bytes)
 MODES: dict[str, tuple[str, Callable[[argparse.Namespace], str | bytes]]] = {
     "import-onnx": ("ONNX model -> nn dialect IR", import_onnx),
+    "emit-binary": ("isa dialect IR -> binary (.xnb)", emit_binary),
+    "disassemble": ("binary (.xnb) -> isa dialect IR with provenance comments", disassemble),
 }
 
 

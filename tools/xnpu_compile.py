@@ -1,0 +1,109 @@
+"""xnpu-compile: ONNX model -> accelerator binary, in one process.
+
+    xnpu-compile model.onnx --calibration calib.npy -o model.xnb
+    xnpu-compile model.onnx --calibration calib.npy --target xnpu_lite -o model.xnb
+    xnpu-compile model.onnx --calibration calib.npy --emit=isa -o model.isa.mlir
+    xnpu-compile --list-targets
+
+Runs import -> quantize (calibrate, lower-nn-to-fixed) -> lower-fixed-to-isa -> emit on
+the module in memory (`xnpu.pipeline.compile`); `--emit` stops at a level and writes its IR
+text (nn, fixed, isa) or the binary (bin, the default). `--print-ir-after-all` prints the
+module after every step to stderr. Every failure is one line `xnpu-compile: error: ...` and
+exit status 1; the output file is written atomically, so a failed compile leaves none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from xnpu.errors import XnpuError
+
+PROG = "xnpu-compile"
+LEVELS = ("nn", "fixed", "isa", "bin")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="Compile an ONNX model for an xnpu target.")
+    parser.add_argument("model", nargs="?", help="ONNX model file")
+    parser.add_argument("--calibration", "-c", help="calibration samples (.npy, or .npz by input name)")
+    parser.add_argument("--target", "-t", default="xnpu_default", help="shipped target name or target .toml file (default: xnpu_default)")
+    parser.add_argument("-o", "--output", help="output file (default: stdout for text; required for bin)")
+    parser.add_argument("--emit", choices=LEVELS, default="bin", help="stop at this level (default: bin)")
+    parser.add_argument("--print-ir-after-all", action="store_true", help="print the IR after each step to stderr")
+    parser.add_argument("--list-targets", action="store_true", help="print the shipped targets, one per line, and exit")
+    parser.add_argument("--method", default="minmax", choices=("minmax", "percentile", "entropy"), help="calibration method")
+    parser.add_argument("--per-tensor", action="store_true", help="one weight scale per tensor instead of per channel")
+    parser.add_argument("--variant", default="two_stage", choices=("two_stage", "direct"), help="int8 add requantization (R11)")
+    parser.add_argument("--calibration-samples", type=int, default=None, metavar="N", help="use only the first N samples")
+    return parser
+
+
+def _load_calibration(path: str, limit: int | None):
+    from xnpu.tools.xnpu_run import load_arrays
+
+    data = load_arrays(Path(path))
+    if limit is not None:
+        if limit < 1:
+            raise XnpuError(f"--calibration-samples must be at least 1, got {limit}")
+        data = data[:limit] if not isinstance(data, dict) else {k: v[:limit] for k, v in data.items()}
+    return data
+
+
+def compile_main(args: argparse.Namespace) -> None:
+    from xnpu.ir_io import print_ir, write_atomically
+    from xnpu.pipeline import compile as compile_model
+
+    if args.model is None:
+        raise XnpuError("no model given (xnpu-compile model.onnx --calibration calib.npy -o model.xnb)")
+    if not Path(args.model).is_file():
+        raise XnpuError(f"{args.model}: cannot read: No such file")
+    if args.emit == "bin" and (args.output is None or args.output == "-") and sys.stdout.isatty():
+        raise XnpuError("refusing to write a binary to a terminal; give -o model.xnb")
+    calibration = None
+    if args.emit != "nn":
+        if args.calibration is None:
+            raise XnpuError(f"--emit={args.emit} needs --calibration samples")
+        calibration = _load_calibration(args.calibration, args.calibration_samples)
+
+    def after_pass(name, module):
+        if args.print_ir_after_all:
+            sys.stderr.write(f"// -----// IR Dump After {name} //----- //\n")
+            sys.stderr.write(print_ir(module))
+            sys.stderr.flush()
+
+    result = compile_model(
+        args.model, calibration, target=args.target, method=args.method, per_channel=not args.per_tensor,
+        variant=args.variant, progress=False, stop_at=args.emit, after_pass=after_pass,
+    )
+    payload = result.to_bytes() if args.emit == "bin" else print_ir(result)
+    if args.output is not None and args.output != "-":
+        write_atomically(args.output, payload)
+    elif isinstance(payload, bytes):
+        sys.stdout.buffer.write(payload)
+    else:
+        sys.stdout.write(payload)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.list_targets:
+            from xnpu.target.description import list_targets
+
+            sys.stdout.write("".join(f"{name}\n" for name in list_targets()))
+            return 0
+        compile_main(args)
+    except XnpuError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: error: interrupted", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

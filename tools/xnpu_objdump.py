@@ -1,0 +1,61 @@
+"""xnpu-objdump: print a compiled binary as isa IR, with each instruction's index and origin.
+
+    xnpu-objdump model.xnb                 # the whole program, constant image in hex
+    xnpu-objdump model.xnb --no-constants  # the image summarised in a comment
+    xnpu-objdump model.xnb --target my_target.toml
+
+With the constants shown, the text assembles back to the same bytes
+(`xnpu-translate --emit-binary`). Errors are one line on stderr and exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from xnpu.errors import XnpuError
+
+PROG = "xnpu-objdump"
+
+
+def read_binary(path: str):
+    from xnpu.target.binary import Binary
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise XnpuError(f"{path}: cannot read: {error.strerror or error}") from None
+    try:
+        return Binary.from_bytes(data)
+    except XnpuError as error:
+        raise XnpuError(f"{path}: {error}") from None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=PROG, description="Disassemble an xnpu binary.")
+    parser.add_argument("binary", help="compiled program (.xnb)")
+    parser.add_argument("--no-constants", action="store_true", help="do not print the constant image")
+    parser.add_argument("--target", help="target name or .toml file (default: the shipped target with the binary's id)")
+    parser.add_argument("-o", "--output", help="output file (default: stdout)")
+    args = parser.parse_args(argv)
+    try:
+        from xnpu.ir_io import write_atomically
+        from xnpu.target.emit import disassemble
+
+        text = disassemble(read_binary(args.binary), args.target, constants=not args.no_constants)
+        if args.output and args.output != "-":
+            write_atomically(args.output, text)
+        else:
+            sys.stdout.write(text)
+    except XnpuError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
