@@ -39,10 +39,16 @@ def load_model(path: Path):
 
 
 def load_calibration(path: Path, module):
-    from xnpu.transforms.calibrate import _bind_archive, load_calibration_data
+    from xnpu.runner import signature
+    from xnpu.transforms.calibrate import load_calibration_data
 
     data = load_calibration_data(path)
-    return _bind_archive(module, data) if isinstance(data, dict) else data
+    if isinstance(data, dict) and len(data) == 1:
+        # np.savez(file, x) names the array arr_0: a single array feeds a single input
+        inputs, _ = signature(module)
+        if len(inputs) == 1 and inputs[0].name not in data:
+            return next(iter(data.values()))
+    return data
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,18 +76,24 @@ def quantize_file(args: argparse.Namespace) -> list[Path]:
     if args.report_samples is not None and args.report_samples < 1:
         raise XnpuError(f"--report-samples must be >= 1, got {args.report_samples}")
     module = load_model(Path(args.model))
+    if not any(op.dialect_name() == "nn" for op in module.walk()):
+        raise XnpuError(f"{args.model}: the model has no float (nn) ops to quantize")
     calibration = load_calibration(Path(args.calibration), module)
     float_module = module.clone() if args.report is not None else None
     fixed_module = xnpu.quantize(module, calibration, method=args.method, per_channel=not args.per_tensor,
                                  variant=args.variant)
+    written = []
+    if float_module is not None:  # before the output: a failed report leaves no output behind
+        written = write_layer_report(args, float_module, fixed_module, calibration)
     write_atomically(args.output, print_ir(fixed_module))
-    if float_module is None:
-        return []
+    return written
+
+
+def write_layer_report(args: argparse.Namespace, float_module, fixed_module, calibration) -> list[Path]:
+    from xnpu.pipeline import float_cleanup
     from xnpu.transforms.quant_report import layer_report, match_layers, write_report
 
     stats = layer_report(float_module, fixed_module, calibration, samples=args.report_samples)
-    from xnpu.pipeline import float_cleanup
-
     _, unmatched = match_layers(float_cleanup(float_module), fixed_module)
     notes = [f"layers without an integer output in the fixed model: {', '.join(unmatched)}"] if unmatched else []
     title = (f"{Path(args.model).name}: {args.method}, {'per-tensor' if args.per_tensor else 'per-channel'} "

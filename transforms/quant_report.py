@@ -274,7 +274,9 @@ def layer_report(
     the locations of the two modules match. `samples` limits the run to the first N.
     """
     from xnpu.pipeline import float_cleanup
-    from xnpu.transforms.calibrate import CachedConstants, _progress_bar, _show_progress
+    from tqdm import tqdm
+
+    from xnpu.transforms.calibrate import CachedConstants
 
     float_module = float_cleanup(float_module.clone())
     layers, _ = match_layers(float_module, fixed_module)
@@ -303,8 +305,8 @@ def layer_report(
     def sample_of(all_arrays: list[np.ndarray], index: int) -> tuple[np.ndarray, ...]:
         return tuple(np.ascontiguousarray(a[index : index + 1] if batched else a) for a in all_arrays)
 
-    with _progress_bar(count, _show_progress(progress)) as bar:
-        bar.set_description("report")
+    show = sys.stderr.isatty() if progress is None else progress
+    with tqdm(total=count, desc="report", unit="sample", file=sys.stderr, disable=not show, leave=False) as bar:
         for index in range(count):
             float_recorder.values.clear()
             fixed_recorder.values.clear()
