@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -72,7 +73,7 @@ CALIBRATION_ATTR = "nn.calibration"
 METHODS = ("minmax", "percentile", "entropy")
 QMAX = 127
 ZERO_RANGE_SCALE = 1.0 / QMAX
-ENTROPY_LEVELS = 128  # |q| takes the 128 values 0..127
+ENTROPY_LEVELS = 128  # quantized bins over the search window: onnxruntime's num_quantized_bins
 MIN_HISTOGRAM_BINS = ENTROPY_LEVELS
 OVERSAMPLE = 16  # the entropy histogram is collected this much finer than it is searched
 
@@ -101,7 +102,7 @@ class RunningMax:
         self.batches = 0
 
     def update(self, x: np.ndarray) -> None:
-        value = float(np.max(np.abs(x))) if x.size else 0.0
+        value = max(float(x.max()), -float(x.min())) if x.size else 0.0
         if not math.isfinite(value):
             raise XnpuError("calibration produced a non-finite value (inf or nan) in the float graph")
         self.max_abs = max(self.max_abs, value)
@@ -361,10 +362,8 @@ def _show_progress(progress: bool | None) -> bool:
     return sys.stderr.isatty()
 
 
-def _progress_bar(total: int, enabled: bool):
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc="calibrate", unit="sample", file=sys.stderr, disable=not enabled, leave=False)
+def _progress_bar(total: int, enabled: bool, description: str):
+    return tqdm(total=total, desc=description, unit="sample", file=sys.stderr, disable=not enabled, leave=False)
 
 
 def _check_options(method: str, percentile: float, bins: int, batch_average: bool, batch_size: int) -> None:
@@ -386,11 +385,12 @@ def collect_statistics(
     make_statistic: Callable[[SSAValue], RunningMax | Histogram],
     batch_size: int = 1,
     progress: bool | None = None,
+    description: str = "calibrate",
 ) -> dict[SSAValue, RunningMax | Histogram]:
     """Run the entry function sample by sample; returns a statistic per argument and op result."""
     input_specs, _ = signature(module)
     arrays, samples = bind_inputs(input_specs, data)
-    if any(array.shape[0] == 0 for array in arrays if array.ndim):
+    if samples == 0:
         raise XnpuError("the calibration data holds no samples")
     function = entry_function(module)
     listener = StatisticsListener(make_statistic)
@@ -399,7 +399,7 @@ def collect_statistics(
         interpreter.register_implementations(functions)
     interpreter.register_implementations(CachedConstants(), override=True)
     arguments = function.body.blocks.first.args
-    with _progress_bar(samples, _show_progress(progress)) as bar:
+    with _progress_bar(samples, _show_progress(progress), description) as bar:
         for index in range(samples):
             sample = tuple(
                 np.ascontiguousarray(array if samples == 1 else array[index : index + 1]) for array in arrays
@@ -485,7 +485,7 @@ def calibrate(
     if method == "minmax":
         make_statistic = lambda value: RunningMax(batch_average)
     elif exact_range or (exact_range is None and method == "entropy"):
-        ranges = collect_statistics(module, data, lambda value: RunningMax(), 1, progress)
+        ranges = collect_statistics(module, data, lambda value: RunningMax(), 1, progress, "calibrate (ranges)")
         make_statistic = lambda value: Histogram(bins, signed=method == "entropy", peak=ranges[value].max_abs)
     elif method == "entropy":
         make_statistic = lambda value: Histogram(bins, signed=True, oversample=OVERSAMPLE)
