@@ -1117,7 +1117,13 @@ def lower_module(module: ModuleOp, target: TargetDescription, target_name: str) 
     graph = GraphLowering(functions[0], target)
     graph.lower()
     for layer in graph.layers:
-        layer.plan(target)
+        try:
+            layer.plan(target)
+        except LoweringError as error:
+            from xnpu.target.emit import location_names
+
+            names = ", ".join(location_names(layer.location)) or "unnamed layer"
+            raise LoweringError(f"{names}: {error}") from None
     peak = graph.allocate()
     program = Program(target)
     for layer in graph.layers:

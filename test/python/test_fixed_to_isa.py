@@ -1,0 +1,386 @@
+"""fixed -> isa -> binary: lowering, emission, tiling, the tools, and bit-exactness.
+
+The central property: a compiled program run on the reference simulator
+(`xnpu.target.simulator.run_binary`) gives EXACTLY the outputs of the fixed module it was
+compiled from (`xnpu.run`), for every model and every target, tiled or not.
+"""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import xnpu
+from xnpu.dialects import isa
+from xnpu.errors import XnpuError
+from xnpu.ir_io import parse_ir, print_ir
+from xnpu.pipeline import compile as compile_model
+from xnpu.pipeline import lower_to_isa
+from xnpu.target.binary import Binary
+from xnpu.target.description import load_target
+from xnpu.target.emit import disassemble, emit_binary
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+DIGITS = ROOT / ".." / "shared" / "bench" / "digits"
+DATA = Path(__file__).resolve().parent / "data"
+SMALL_TARGET = str(DATA / "xnpu_test_16k.toml")
+DIGITS_MODELS = ("digits_plain", "digits_resnet", "digits_se")
+
+try:
+    from xnpu.target.simulator import run_binary
+except ImportError:  # pragma: no cover - the simulator is written by another engineer
+    run_binary = None
+
+needs_simulator = pytest.mark.skipif(
+    run_binary is None, reason="target/simulator.py (run_binary) is absent: bit-exactness cannot be checked"
+)
+
+
+def model_and_data(name: str) -> tuple[Path, np.ndarray, np.ndarray]:
+    if name == "tiny_cnn":
+        data = np.load(EXAMPLES / "tiny_calib.npy")
+        return EXAMPLES / "tiny_cnn.onnx", data, data[:6]
+    if not DIGITS.is_dir():
+        pytest.skip(f"bench data not found at {DIGITS} (../shared/bench/digits)")
+    return DIGITS / f"{name}.onnx", np.load(DIGITS / "calib_x.npy")[:40], np.load(DIGITS / "test_x.npy")[:6]
+
+
+@functools.lru_cache(maxsize=None)
+def fixed_text(name: str) -> str:
+    path, calibration, _ = model_and_data(name)
+    return print_ir(xnpu.quantize(xnpu.import_onnx(path), calibration, progress=False))
+
+
+@functools.lru_cache(maxsize=None)
+def compiled(name: str, target: str = "xnpu_default") -> tuple[Binary, int]:
+    """(binary, activation bytes) of a model; the fixed module is parsed fresh each time."""
+    module = lower_to_isa(parse_ir(fixed_text(name)), target)
+    return emit_binary(module), module.attributes["isa.activation_bytes"].value.data
+
+
+def fixed_outputs(name: str, x: np.ndarray) -> dict[str, np.ndarray]:
+    return xnpu.run(parse_ir(fixed_text(name)), x)
+
+
+# --------------------------------------------------------------------------------------
+# What the lowering produces
+# --------------------------------------------------------------------------------------
+
+
+def test_tiny_cnn_fuses_what_the_isa_allows():
+    binary, peak = compiled("tiny_cnn")
+    ops = [i.op for i in binary.instructions]
+    # 3 convs + the gemm are CONVs; residual add (+shift +rescale) one ELTWISE; two POOLs
+    assert ops.count("CONV") == 4 and ops.count("ELTWISE") == 1 and ops.count("POOL") == 2
+    assert "CLAMP" not in ops and ops[-1] == "SYNC" and binary.instructions[-1]["halt"] == 1
+    convs = [(index, i) for index, i in enumerate(binary.instructions) if i.op == "CONV"]
+    assert [i["relu"] for _, i in convs] == [1, 1, 1, 0]  # relu1, relu6 (refined to relu), relu3; fc none
+    assert binary.provenance[convs[0][0]] == ("conv1", "relu1")
+    add = next(i for i in binary.instructions if i.op == "ELTWISE")
+    assert (add["stage16"], add["pre_shift"], add["a_multiplier"], add["a_shift"]) == (1, 8, 16384, -1)
+    kinds = [i["kind"] for i in binary.instructions if i.op == "POOL"]
+    assert kinds == [0, 2]  # max, global_avg
+    (inp,), (out,) = binary.inputs(), binary.outputs()
+    assert (inp.name, inp.shape, inp.layout, out.name, out.shape, out.layout) == (
+        "input", (1, 1, 16, 16), "NCHW", "logits", (1, 10), "RAW")
+    assert inp.ddr_addr >= len(binary.constants) and out.ddr_addr >= len(binary.constants)
+    assert 0 < peak < 16 * 16 * 8 * 3
+
+
+def test_every_instruction_is_valid_for_its_target():
+    for target in ("xnpu_default", SMALL_TARGET):
+        binary, _ = compiled("tiny_cnn", target)
+        binary.check_target(load_target(target))
+
+
+def test_ddr_is_reused_between_layers():
+    # digits_resnet's activations add up to far more than what is live at any one time
+    binary, peak = compiled("digits_resnet")
+    module = parse_ir(fixed_text("digits_resnet"))
+    total = sum(
+        int(np.prod(op.results[0].type.get_shape())) for op in module.walk()
+        if op.results and op.name in ("fixed.clamp", "fixed.rescale", "fixed.max_pool", "fixed.table")
+        and op.results[0].type.get_element_type().width.data == 8
+    )
+    assert peak < total / 2, (peak, total)
+
+
+def test_binary_round_trips_byte_identical():
+    binary, _ = compiled("tiny_cnn")
+    data = binary.to_bytes()
+    again = Binary.from_bytes(data)
+    assert again.to_bytes() == data
+    text = disassemble(again)
+    assert "// [0] conv1, relu1" in text
+    assert emit_binary(parse_ir(text)).to_bytes() == data  # the disassembly assembles to the same bytes
+
+
+def test_op_and_instruction_convert_both_ways():
+    binary, _ = compiled("tiny_cnn")
+    for instruction in binary.instructions:
+        op = isa.op_from_instruction(instruction)
+        assert isa.instruction_of(op).fields == instruction.fields
+        assert op.name == "isa." + instruction.op.lower()
+
+
+# --------------------------------------------------------------------------------------
+# Verifier and lowering errors
+# --------------------------------------------------------------------------------------
+
+
+def test_isa_builder_rejects_fields_out_of_range():
+    with pytest.raises(XnpuError, match=r"CONV.stride_h = 8 does not fit its 3-bit unsigned field"):
+        isa.make_op("CONV", stride_h=8)
+    with pytest.raises(XnpuError, match="POOL has no field 'relu'"):
+        isa.make_op("POOL", relu=1)
+
+
+def test_isa_verifier_checks_extents_against_the_module_target():
+    text = (
+        'builtin.module attributes {isa.target = "%s"} {\n'
+        "  isa.load {layout = NHWC, elem_log2 = 0, sram_addr = 0, ddr_addr = 0, d0 = 64, d1 = 64, d2 = 8, d3 = 0, "
+        "ddr_row_stride = 0, ddr_pixel_stride = 0, sram_row_stride = 0}\n}\n"
+    )
+    parse_ir(text % "xnpu_default")  # 64 x 64 x 16 padded bytes fit 1 MiB
+    with pytest.raises(XnpuError, match=r"LOAD.sram_addr: bytes \[0, 65536\) leave the 16384-byte SRAM of xnpu_test_16k"):
+        parse_ir(text % SMALL_TARGET)
+
+
+def conv_model(kernel: int, name: str = "big_kernel") -> onnx.ModelProto:
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((4, 1, kernel, kernel)).astype(np.float32), "w")
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name=name, kernel_shape=[kernel, kernel])
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 12, 12])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 12 - kernel + 1, 12 - kernel + 1])], [w],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_unsupported_op_is_one_line_naming_node_and_target():
+    calibration = np.random.default_rng(1).standard_normal((2, 1, 1, 12, 12)).astype(np.float32).reshape(2, 1, 12, 12)
+    with pytest.raises(XnpuError) as error:
+        compile_model(conv_model(9), calibration, target="xnpu_lite", progress=False)
+    message = str(error.value)
+    assert "\n" not in message
+    assert 'loc("big_kernel")' in message and "xnpu_lite" in message and "kernel 9x9" in message
+    compile_model(conv_model(7), calibration, target="xnpu_lite", progress=False)  # within the limit
+
+
+def test_missing_unit_is_reported():
+    path, calibration, _ = model_and_data("digits_se")
+    with pytest.raises(XnpuError, match=r"/se1/Mul.*element-wise mul is not supported.*xnpu_lite"):
+        compile_model(path, calibration[:4], target="xnpu_lite", progress=False)
+
+
+def test_compile_runs_exactly_the_steps_of_quantize():
+    path, calibration, _ = model_and_data("tiny_cnn")
+    steps = []
+    module = compile_model(path, calibration, stop_at="fixed", progress=False,
+                           after_pass=lambda name, _: steps.append(name))
+    assert print_ir(module) == fixed_text("tiny_cnn")
+    assert steps == ["import-onnx", "fold-batch-norm", "remove-noop", "calibrate", "lower-nn-to-fixed", "fold-quantize-pairs"]
+
+
+# --------------------------------------------------------------------------------------
+# Bit-exactness against the fixed level
+# --------------------------------------------------------------------------------------
+
+
+def assert_exact(binary: Binary, name: str, target: str, x: np.ndarray) -> dict[str, np.ndarray]:
+    expected = fixed_outputs(name, x)
+    actual = run_binary(binary, x, load_target(target))
+    assert expected.keys() == actual.keys()
+    for key in expected:
+        assert np.array_equal(expected[key], actual[key]), (name, target, key, np.abs(expected[key] - actual[key]).max())
+    return actual
+
+
+@needs_simulator
+@pytest.mark.parametrize("name", ("tiny_cnn", *DIGITS_MODELS))
+def test_binary_is_bit_exact_with_fixed_on_default_target(name):
+    _, _, x = model_and_data(name)
+    binary, _ = compiled(name)
+    assert_exact(binary, name, "xnpu_default", x)
+
+
+@needs_simulator
+@pytest.mark.parametrize("name", ("tiny_cnn", *DIGITS_MODELS))
+def test_small_sram_forces_tiling_with_identical_outputs(name):
+    _, _, x = model_and_data(name)
+    untiled, _ = compiled(name)
+    tiled, _ = compiled(name, SMALL_TARGET)
+    if name != "tiny_cnn":  # tiny_cnn fits 16 KiB whole
+        assert len(tiled.instructions) > len(untiled.instructions)
+    small = load_target(SMALL_TARGET)
+    for instruction in tiled.instructions:
+        for field, start, size in isa.sram_regions(instruction, small.memory.channel_alignment):
+            assert start + size <= small.memory.sram_bytes, (instruction, field)
+    a = run_binary(untiled, x, load_target("xnpu_default"))
+    b = assert_exact(tiled, name, SMALL_TARGET, x)
+    for key in a:
+        assert np.array_equal(a[key], b[key])
+
+
+def test_weights_too_big_for_sram_are_split_by_output_channels():
+    # /l3/c2/Conv has 64 x 64 x 3 x 3 = 36 KiB of weights: more than the 16 KiB SRAM
+    binary, _ = compiled("digits_resnet", SMALL_TARGET)
+    weight_loads = [i["d0"] for index, i in enumerate(binary.instructions)
+                    if i.op == "LOAD" and i["layout"] == 3 and binary.provenance.get(index, ())[:1] == ("/l3/c2/Conv",)]
+    assert len(weight_loads) > 1 and sum(weight_loads) == 64  # each chunk's weights loaded once
+
+
+def small_target(tmp_path, sram_bytes: int, alignment: int) -> str:
+    text = (DATA / "xnpu_test_16k.toml").read_text()
+    text = text.replace("sram_bytes = 16384", f"sram_bytes = {sram_bytes}").replace("id = 901", "id = 902")
+    text = text.replace('name = "xnpu_test_16k"', 'name = "xnpu_test_tiny"').replace("max_channels = 4096", "max_channels = 256")
+    text = text.replace("channel_alignment = 16", f"channel_alignment = {alignment}")
+    path = tmp_path / "xnpu_test_tiny.toml"
+    path.write_text(text)
+    return str(path)
+
+
+@needs_simulator
+def test_extreme_tiling_on_an_8k_sram(tmp_path):
+    target = small_target(tmp_path, 8192, 8)
+    _, _, x = model_and_data("digits_resnet")
+    module = lower_to_isa(parse_ir(fixed_text("digits_resnet")), target)
+    assert_exact(emit_binary(module), "digits_resnet", target, x[:2])
+
+
+def test_a_layer_no_tiling_fits_names_its_node(tmp_path):
+    # 16 output channels (the smallest chunk at alignment 16) x 3 x 3 x 32 inputs > 4 KiB
+    target = small_target(tmp_path, 4096, 16)
+    with pytest.raises(XnpuError, match=r"^/l2/c2/Conv: no tiling of this convolution fits the 4096-byte SRAM of xnpu_test_tiny"):
+        lower_to_isa(parse_ir(fixed_text("digits_resnet")), target)
+
+
+# A small model covering what the bench models do not: a 3-channel NCHW input larger than a
+# small SRAM (per-channel DMA reordering), depthwise and grouped convolutions, average pool
+# with per-position divisors, ceil-mode max pool, sigmoid (TABLE), channel concat with a
+# rescale (TABLE), a clip that is not a relu (CLAMP, or a TABLE without a clamp unit), a
+# multi-channel 4-D output (NHWC -> NCHW for the host) and a second output through a gemm.
+
+
+def zoo_model() -> onnx.ModelProto:
+    rng = np.random.default_rng(7)
+
+    def weight(name, *shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
+
+    init = [
+        weight("wa", 8, 3, 3, 3), weight("ba", 8), weight("wd", 8, 1, 3, 3), weight("wg", 16, 4, 1, 1),
+        weight("wf", 5, 16), weight("bf", 5),
+        numpy_helper.from_array(np.array(0.0, np.float32), "lo"), numpy_helper.from_array(np.array(0.4, np.float32), "hi"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "wa", "ba"], ["a"], name="conv_a", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["a"], ["ar"], name="relu_a"),
+        helper.make_node("Conv", ["ar", "wd"], ["d"], name="dw", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=8),
+        helper.make_node("AveragePool", ["d"], ["ap"], name="avg", kernel_shape=[3, 3], strides=[2, 2],
+                         pads=[1, 1, 1, 1], count_include_pad=0),
+        helper.make_node("MaxPool", ["ar"], ["mp"], name="max", kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+        helper.make_node("Sigmoid", ["mp"], ["sg"], name="sigmoid"),
+        helper.make_node("Concat", ["ap", "sg"], ["cat"], name="concat", axis=1),
+        helper.make_node("Clip", ["cat", "lo", "hi"], ["cl"], name="clip"),
+        helper.make_node("Conv", ["cl", "wg"], ["y"], name="grouped", kernel_shape=[1, 1], group=4),
+        helper.make_node("GlobalAveragePool", ["y"], ["gp"], name="gap"),
+        helper.make_node("Flatten", ["gp"], ["fl"], name="flatten"),
+        helper.make_node("Gemm", ["fl", "wf", "bf"], ["z"], name="fc", transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "zoo", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 40, 40])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 20, 20]),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 5])], init,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@needs_simulator
+@pytest.mark.parametrize("target", ("xnpu_default", "xnpu_lite", SMALL_TARGET))
+def test_zoo_model_is_bit_exact_on_every_target(target):
+    rng = np.random.default_rng(3)
+    calibration = rng.standard_normal((4, 3, 40, 40)).astype(np.float32)
+    x = rng.standard_normal((2, 3, 40, 40)).astype(np.float32)
+    fixed_module = xnpu.quantize(xnpu.import_onnx(zoo_model()), calibration, progress=False)
+    text = print_ir(fixed_module)
+    expected = xnpu.run(parse_ir(text), x)
+    module = lower_to_isa(parse_ir(text), target)
+    binary = emit_binary(module)
+    ops = [i.op for i in binary.instructions]
+    assert "TABLE" in ops and any(i.op == "CONV" and i["depthwise"] for i in binary.instructions)
+    assert any(i.op == "POOL" and i["per_position"] for i in binary.instructions)
+    assert ("CLAMP" in ops) == load_target(target).has_clamp
+    actual = run_binary(binary, x, load_target(target))
+    for key in expected:
+        assert np.array_equal(expected[key], actual[key]), (target, key)
+
+
+# --------------------------------------------------------------------------------------
+# Tools
+# --------------------------------------------------------------------------------------
+
+
+def tool(name: str, *args: str) -> subprocess.CompletedProcess:
+    script = Path(sys.executable).parent / name
+    command = [str(script)] if script.exists() else [sys.executable, "-m", f"xnpu.tools.{name.replace('-', '_')}"]
+    return subprocess.run([*command, *args], capture_output=True, text=True, timeout=300)
+
+
+def test_xnpu_compile_writes_a_binary_that_objdump_reads(tmp_path):
+    out = tmp_path / "tiny.xnb"
+    result = tool("xnpu-compile", str(EXAMPLES / "tiny_cnn.onnx"), "--calibration", str(EXAMPLES / "tiny_calib.npy"),
+                  "-o", str(out), "--print-ir-after-all")
+    assert result.returncode == 0, result.stderr
+    assert "IR Dump After lower-fixed-to-isa" in result.stderr and "IR Dump After calibrate" in result.stderr
+    assert out.read_bytes() == compiled("tiny_cnn")[0].to_bytes()
+    dump = tool("xnpu-objdump", str(out), "--no-constants")
+    assert dump.returncode == 0 and "// [0] conv1, relu1" in dump.stdout and "isa.conv {" in dump.stdout
+
+
+def test_xnpu_compile_levels_and_targets(tmp_path):
+    listed = tool("xnpu-compile", "--list-targets")
+    assert listed.returncode == 0 and listed.stdout.split() == ["xnpu_default", "xnpu_lite"]
+    text = tool("xnpu-compile", str(EXAMPLES / "tiny_cnn.onnx"), "-c", str(EXAMPLES / "tiny_calib.npy"), "--emit=isa",
+                "--target", SMALL_TARGET)
+    assert text.returncode == 0, text.stderr
+    module = parse_ir(text.stdout)
+    assert module.attributes[isa.TARGET_ATTRIBUTE].data == SMALL_TARGET
+    nn_text = tool("xnpu-compile", str(EXAMPLES / "tiny_cnn.onnx"), "--emit=nn")
+    assert nn_text.returncode == 0 and "nn.conv2d" in nn_text.stdout
+
+
+def test_xnpu_compile_errors_are_one_line_and_leave_no_file(tmp_path):
+    out = tmp_path / "x.xnb"
+    cases = [
+        (["--calibration", str(EXAMPLES / "tiny_calib.npy"), "--target", "nope"], "unknown target 'nope'"),
+        ([], "needs --calibration"),
+        (["--calibration", str(tmp_path / "missing.npy")], "cannot read"),
+    ]
+    for extra, message in cases:
+        result = tool("xnpu-compile", str(EXAMPLES / "tiny_cnn.onnx"), "-o", str(out), *extra)
+        assert result.returncode == 1
+        assert result.stderr.count("\n") == 1 and result.stderr.startswith("xnpu-compile: error:") and message in result.stderr
+        assert not out.exists()
+
+
+def test_xnpu_translate_assembles_and_disassembles(tmp_path):
+    binary, _ = compiled("tiny_cnn")
+    xnb = tmp_path / "a.xnb"
+    xnb.write_bytes(binary.to_bytes())
+    text = tool("xnpu-translate", "--disassemble", str(xnb), "-o", str(tmp_path / "a.mlir"))
+    assert text.returncode == 0, text.stderr
+    again = tool("xnpu-translate", "--emit-binary", str(tmp_path / "a.mlir"), "-o", str(tmp_path / "b.xnb"))
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "b.xnb").read_bytes() == binary.to_bytes()
+    (tmp_path / "bad.xnb").write_bytes(b"XNPU" + bytes(40))
+    bad = tool("xnpu-objdump", str(tmp_path / "bad.xnb"))
+    assert bad.returncode == 1 and bad.stderr.startswith("xnpu-objdump: error:") and bad.stderr.count("\n") == 1
