@@ -1,0 +1,37 @@
+// RUN: xnpu-opt %s -p 'lower-fixed-to-isa{target="%S/../../../python/data/xnpu_test_16k.toml"}' | filecheck %s
+
+// On a 16 KiB SRAM a 3x3 conv from a 64 x 64 x 8 map (16 lanes per pixel once padded:
+// 64 KiB) is cut into bands of output rows. Each band loads the input rows its windows
+// read (the halo), and only the first and last bands see the zero padding.
+
+builtin.module {
+  func.func @main(%x: tensor<1x1x64x64xf32> {nn.name = "x"}) -> (tensor<1x8x64x64xf32> {nn.name = "y"}) {
+    %0 = fixed.quantize %x {scale = 0.5 : f64} : tensor<1x1x64x64xf32> -> tensor<1x1x64x64xi8>
+    %1 = fixed.constant dense<1> : tensor<8x1x3x3xi8> loc("conv1")
+    %2 = fixed.conv2d %0, %1 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x1x64x64xi8>, tensor<8x1x3x3xi8>) -> tensor<1x8x64x64xi32> loc("conv1")
+    %3 = fixed.rescale %2 {multiplier = array<i64: 16384>, shift = array<i64: 15>} : tensor<1x8x64x64xi32> -> tensor<1x8x64x64xi8> loc("conv1")
+    %4 = fixed.conv2d %3, %1 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 8 : i64} : (tensor<1x8x64x64xi8>, tensor<8x1x3x3xi8>) -> tensor<1x8x64x64xi32> loc("dw")
+    %5 = fixed.rescale %4 {multiplier = array<i64: 16384>, shift = array<i64: 15>} : tensor<1x8x64x64xi32> -> tensor<1x8x64x64xi8> loc("dw")
+    %6 = fixed.dequantize %5 {scale = 0.25 : f64} : tensor<1x8x64x64xi8> -> tensor<1x8x64x64xf32>
+    func.return %6 : tensor<1x8x64x64xf32>
+  }
+}
+
+// conv1 (1 input channel): bands of 5 output rows; the first reads input rows 0..5 with
+// one padding row on top, the next rows 4..10 (a halo row on each side), ...
+// CHECK-LABEL: isa.load {layout = OHWI, {{.*}} loc("conv1")
+// CHECK:       isa.load {layout = NHWC, elem_log2 = 0, sram_addr = {{[0-9]+}}, ddr_addr = [[X:[0-9]+]], d0 = [[R0:[0-9]+]], d1 = 64, d2 = 1,
+// CHECK-NEXT:  isa.conv {{{.*}} in_h = [[R0]], in_w = 64, in_c = 1, out_c = 8, {{.*}} pad_top = 1, pad_left = 1, pad_bottom = 0, pad_right = 1} loc("conv1")
+// CHECK-NEXT:  isa.store {layout = NHWC, {{.*}} d1 = 64, d2 = 8,
+// CHECK-NEXT:  isa.load {layout = NHWC, {{.*}} d1 = 64, d2 = 1,
+// CHECK-NEXT:  isa.conv {{{.*}} pad_top = 0, pad_left = 1, pad_bottom = 0, pad_right = 1} loc("conv1")
+// CHECK:       isa.conv {{{.*}} pad_top = 0, pad_left = 1, pad_bottom = 1, pad_right = 1} loc("conv1")
+// CHECK-NEXT:  isa.store
+// The depthwise conv (the 8 maps are one chunk) is banded the same way.
+// CHECK-NEXT:  isa.load {layout = DW, {{.*}} d0 = 8, d1 = 3, d2 = 3, {{.*}} loc("dw")
+// CHECK:       isa.conv {depthwise = 1, {{.*}} in_c = 8, out_c = 8, {{.*}} pad_top = 1, pad_left = 1, pad_bottom = 0, pad_right = 1} loc("dw")
+// CHECK:       isa.conv {depthwise = 1, {{.*}} pad_top = 0, pad_left = 1, pad_bottom = 1, pad_right = 1} loc("dw")
+// The output for the host: NHWC -> NCHW one channel plane at a time (the map exceeds SRAM).
+// CHECK:       isa.load {layout = NHWC, {{.*}} d1 = 64, d2 = 1, d3 = 0, ddr_row_stride = 512, ddr_pixel_stride = 8,
+// CHECK-NEXT:  isa.store {layout = NHWC, {{.*}} d1 = 64, d2 = 1, d3 = 0, ddr_row_stride = 0, ddr_pixel_stride = 0,
+// CHECK:       isa.sync {halt = 1, token = 0}
