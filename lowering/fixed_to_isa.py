@@ -162,14 +162,20 @@ class Program:
 
     # DMA helpers -------------------------------------------------------------------
 
-    def map_dma(self, mnemonic: str, tensor: Tensor, sram: int, row0: int, rows: int, c0: int = 0, cn: int | None = None) -> None:
-        """Rows [row0, row0 + rows) and channels [c0, c0 + cn) of an NHWC map <-> a padded SRAM map."""
+    def map_dma(
+        self, mnemonic: str, tensor: Tensor, sram: int, row0: int, rows: int, c0: int = 0, cn: int | None = None,
+        col0: int = 0, cols: int | None = None,
+    ) -> None:
+        """Rows [row0, +rows), columns [col0, +cols), channels [c0, +cn) of an NHWC map <-> a padded SRAM map."""
         cn = tensor.c if cn is None else cn
-        whole = c0 == 0 and cn == tensor.c
+        cols = tensor.w if cols is None else cols
+        all_channels = c0 == 0 and cn == tensor.c
+        all_columns = col0 == 0 and cols == tensor.w
         self.emit(
             mnemonic, layout=DMA_LAYOUTS["NHWC"], sram_addr=sram,
-            ddr_addr=tensor.address + (row0 * tensor.w * tensor.c + c0), d0=rows, d1=tensor.w, d2=cn,
-            ddr_row_stride=0 if whole else tensor.w * tensor.c, ddr_pixel_stride=0 if whole else tensor.c,
+            ddr_addr=tensor.address + ((row0 * tensor.w + col0) * tensor.c + c0), d0=rows, d1=cols, d2=cn,
+            ddr_row_stride=0 if all_channels and all_columns else tensor.w * tensor.c,
+            ddr_pixel_stride=0 if all_channels else tensor.c,
         )
 
     def load_raw(self, sram: int, ddr: int, size: int, elem_log2: int = 0) -> None:
@@ -221,27 +227,41 @@ def chunk_candidates(total: int, alignment: int, limit: int) -> list[int]:
 class Tiling:
     rows: int  # output rows per band
     chunk: int  # output channels per chunk
+    cols: int  # output columns per band
+
+
+def width_candidates(width: int) -> list[int]:
+    """Column band widths to try: the whole row, then every distinct ceil(width / k)."""
+    return sorted({-(-width // parts) for parts in range(1, width + 1)}, reverse=True)
 
 
 def choose_tiling(
-    out_rows: int, channels: int, candidates: Sequence[int], sram_bytes: int,
-    need: Callable[[int, int], int], cost: Callable[[int, int], float],
+    out_rows: int, out_cols: int, candidates: Sequence[int], sram_bytes: int,
+    need: Callable[[int, int, int], int], cost: Callable[[int, int, int], float], split_columns: bool = False,
 ) -> Tiling | None:
+    """The cheapest (rows, channel chunk, columns) whose working set fits; column bands only for window ops."""
     best: tuple[float, Tiling] | None = None
     for chunk in candidates:
-        if need(1, chunk) > sram_bytes:
-            continue
-        low, high = 1, out_rows
-        while low < high:  # the most rows that fit
-            middle = (low + high + 1) // 2
-            if need(middle, chunk) <= sram_bytes:
-                low = middle
-            else:
-                high = middle - 1
-        total = cost(low, chunk)
-        if best is None or total < best[0]:
-            best = (total, Tiling(low, chunk))
+        for cols in width_candidates(out_cols) if split_columns else [out_cols]:
+            if need(1, chunk, cols) > sram_bytes:
+                continue
+            low, high = 1, out_rows
+            while low < high:  # the most rows that fit
+                middle = (low + high + 1) // 2
+                if need(middle, chunk, cols) <= sram_bytes:
+                    low = middle
+                else:
+                    high = middle - 1
+            total = cost(low, chunk, cols)
+            if best is None or total < best[0]:
+                best = (total, Tiling(low, chunk, cols))
+            if cols == out_cols and low == out_rows:
+                break  # whole rows fit: narrower bands only cost more
     return None if best is None else best[1]
+
+
+def bands(total: int, size: int) -> list[tuple[int, int]]:
+    return [(start, min(size, total - start)) for start in range(0, total, size)]
 
 
 def dma_cost(size: int) -> float:
@@ -323,25 +343,31 @@ class ConvLayer(Layer):
         unit = group_out if not self.depthwise else y.c
         limit = target.conv.max_channels
 
+        extent_w = self.dilations[1] * (kw - 1) + 1
+
         def in_c(chunk):
             return chunk if self.depthwise else self.group_in()
 
-        def need(rows, chunk):
+        def need(rows, chunk, cols):
             in_rows = min(x.h, (rows - 1) * self.strides[0] + extent_h)
+            in_cols = min(x.w, (cols - 1) * self.strides[1] + extent_w)
             return (
                 _align(self.weight_bytes(chunk, a, in_c(chunk)), SRAM_ALIGNMENT) + _align(4 * chunk, SRAM_ALIGNMENT) * 2
                 + epilogue_need(self.epilogue) + 3 * SRAM_ALIGNMENT
-                + in_rows * x.w * _align(in_c(chunk), a) + rows * ow * _align(chunk, a)
+                + in_rows * in_cols * _align(in_c(chunk), a) + rows * cols * _align(chunk, a)
             )
 
-        def cost(rows, chunk):
+        def cost(rows, chunk, cols):
             chunks = -(-unit // chunk) * (1 if self.depthwise else self.groups)
-            bands = -(-oh // rows)
+            tiles = -(-oh // rows) * -(-ow // cols)
             in_rows = min(x.h, (rows - 1) * self.strides[0] + extent_h)
-            per_tile = dma_cost(in_rows * x.w * _align(in_c(chunk), a)) + dma_cost(rows * ow * _align(chunk, a)) + INSTRUCTION_COST
-            return chunks * (dma_cost(self.weight_bytes(chunk, a, in_c(chunk))) + bands * per_tile)
+            in_cols = min(x.w, (cols - 1) * self.strides[1] + extent_w)
+            per_tile = (dma_cost(in_rows * in_cols * _align(in_c(chunk), a)) + dma_cost(rows * cols * _align(chunk, a))
+                        + INSTRUCTION_COST)
+            return chunks * (dma_cost(self.weight_bytes(chunk, a, in_c(chunk))) + tiles * per_tile)
 
-        self.tiling = choose_tiling(oh, unit, chunk_candidates(unit, a, limit), target.memory.sram_bytes, need, cost)
+        self.tiling = choose_tiling(oh, ow, chunk_candidates(unit, a, limit), target.memory.sram_bytes, need, cost,
+                                    split_columns=True)
         if self.tiling is None:
             raise LoweringError(
                 f"no tiling of this convolution fits the {target.memory.sram_bytes}-byte SRAM of {target.name} "
@@ -368,7 +394,8 @@ class ConvLayer(Layer):
         kh, kw = self.kernel
         oh, ow = self.out_hw
         extent_h = self.dilations[0] * (kh - 1) + 1
-        rows = self.tiling.rows
+        extent_w = self.dilations[1] * (kw - 1) + 1
+        rows, cols = self.tiling.rows, self.tiling.cols
         for ic0, icn, oc0, ocn in self.chunks():
             arena = SramArena()
             w_sram = arena.take(self.weight_bytes(ocn, a, icn))
@@ -376,8 +403,9 @@ class ConvLayer(Layer):
             r_sram = arena.take(4 * ocn)
             t_sram = arena.take(epilogue_need(self.epilogue))
             in_rows_max = min(x.h, (rows - 1) * self.strides[0] + extent_h)
-            in_sram = arena.take(in_rows_max * x.w * _align(icn, a))
-            out_sram = arena.take(rows * ow * _align(ocn, a))
+            in_cols_max = min(x.w, (cols - 1) * self.strides[1] + extent_w)
+            in_sram = arena.take(in_rows_max * in_cols_max * _align(icn, a))
+            out_sram = arena.take(rows * cols * _align(ocn, a))
             kernel_elems = kh * kw * (1 if self.depthwise else icn)
             if self.depthwise:
                 program.emit("LOAD", layout=DMA_LAYOUTS["DW"], sram_addr=w_sram,
@@ -392,21 +420,21 @@ class ConvLayer(Layer):
             else:
                 program.load_raw(r_sram, self.record_offset, 4)
             load_epilogue(program, self.epilogue, t_sram)
-            for row0 in range(0, oh, rows):
-                band = min(rows, oh - row0)
+            for (row0, band), (col0, width) in ((r, c) for r in bands(oh, rows) for c in bands(ow, cols)):
                 first, count, pad_top, pad_bottom = window_rows(row0, band, self.strides[0], extent_h, self.pads[0], x.h)
-                program.map_dma("LOAD", x, in_sram, first, count, ic0, icn)
+                left, span, pad_left, pad_right = window_rows(col0, width, self.strides[1], extent_w, self.pads[1], x.w)
+                program.map_dma("LOAD", x, in_sram, first, count, ic0, icn, left, span)
                 program.emit(
                     "CONV", depthwise=int(self.depthwise), relu=int(self.relu), per_channel=int(self.per_channel),
                     bias=int(self.bias_offset is not None), in_addr=in_sram, weight_addr=w_sram,
                     bias_addr=b_sram if self.bias_offset is not None else 0, rescale_addr=r_sram, out_addr=out_sram,
-                    in_h=count, in_w=x.w, in_c=icn, out_c=ocn, kernel_h=kh, kernel_w=kw,
+                    in_h=count, in_w=span, in_c=icn, out_c=ocn, kernel_h=kh, kernel_w=kw,
                     stride_h=self.strides[0], stride_w=self.strides[1],
                     dilation_h=self.dilations[0], dilation_w=self.dilations[1],
-                    pad_top=pad_top, pad_left=self.pads[1], pad_bottom=pad_bottom, pad_right=self.pads[3],
+                    pad_top=pad_top, pad_left=pad_left, pad_bottom=pad_bottom, pad_right=pad_right,
                 )
-                emit_epilogue(program, self.epilogue, out_sram, band, ow, ocn, t_sram)
-                program.map_dma("STORE", y, out_sram, row0, band, oc0, ocn)
+                emit_epilogue(program, self.epilogue, out_sram, band, width, ocn, t_sram)
+                program.map_dma("STORE", y, out_sram, row0, band, oc0, ocn, col0, width)
 
 
 @dataclass(eq=False)
@@ -424,14 +452,14 @@ class EltwiseLayer(Layer):
         y = self.output
         a = target.memory.channel_alignment
 
-        def need(rows, chunk):
+        def need(rows, chunk, cols):
             return 2 * rows * y.w * _align(chunk, a) + self.b_bytes(rows, chunk, a) + epilogue_need(self.epilogue) + 4 * SRAM_ALIGNMENT
 
-        def cost(rows, chunk):
+        def cost(rows, chunk, cols):
             tiles = -(-y.c // chunk) * -(-y.h // rows)
             return tiles * (3 * dma_cost(rows * y.w * _align(chunk, a)) + INSTRUCTION_COST)
 
-        self.tiling = choose_tiling(y.h, y.c, chunk_candidates(y.c, a, target.eltwise.max_channels),
+        self.tiling = choose_tiling(y.h, y.w, chunk_candidates(y.c, a, target.eltwise.max_channels),
                                     target.memory.sram_bytes, need, cost)
         if self.tiling is None:
             raise LoweringError(f"no tiling of this element-wise {self.op} fits the SRAM of {target.name}")
@@ -477,61 +505,67 @@ class PoolLayer(Layer):
         x, y = self.inputs[0], self.output
         a = target.memory.channel_alignment
         glob = self.kind == "global_avg"
-        extent = x.h if glob else self.kernel[0]
-        stride = 1 if glob else self.strides[0]
 
         def in_rows(rows):
-            return x.h if glob else min(x.h, (rows - 1) * stride + extent)
+            return x.h if glob else min(x.h, (rows - 1) * self.strides[0] + self.kernel[0])
 
-        def need(rows, chunk):
-            recs = 4 * rows * y.w if self.record_offset is not None else 0
-            return (in_rows(rows) * x.w + rows * y.w) * _align(chunk, a) + recs + epilogue_need(self.epilogue) + 4 * SRAM_ALIGNMENT
+        def in_cols(cols):
+            return x.w if glob else min(x.w, (cols - 1) * self.strides[1] + self.kernel[1])
 
-        def cost(rows, chunk):
-            tiles = -(-y.c // chunk) * -(-y.h // rows)
-            return tiles * (dma_cost(in_rows(rows) * x.w * _align(chunk, a)) + dma_cost(rows * y.w * _align(chunk, a)) + INSTRUCTION_COST)
+        def need(rows, chunk, cols):
+            recs = 4 * rows * cols if self.record_offset is not None else 0
+            return ((in_rows(rows) * in_cols(cols) + rows * cols) * _align(chunk, a) + recs + epilogue_need(self.epilogue)
+                    + 4 * SRAM_ALIGNMENT)
 
-        self.tiling = choose_tiling(y.h, y.c, chunk_candidates(y.c, a, 1 << 16), target.memory.sram_bytes, need, cost)
+        def cost(rows, chunk, cols):
+            tiles = -(-y.c // chunk) * -(-y.h // rows) * -(-y.w // cols)
+            return tiles * (dma_cost(in_rows(rows) * in_cols(cols) * _align(chunk, a)) + dma_cost(rows * cols * _align(chunk, a))
+                            + INSTRUCTION_COST)
+
+        self.tiling = choose_tiling(y.h, y.w, chunk_candidates(y.c, a, 1 << 16), target.memory.sram_bytes, need, cost,
+                                    split_columns=not glob)
         if self.tiling is None:
             raise LoweringError(f"no tiling of this {self.kind} pool fits the SRAM of {target.name}")
 
     def emit(self, program: Program) -> None:
         x, y = self.inputs[0], self.output
         a = program.target.memory.channel_alignment
-        rows = self.tiling.rows
+        rows, cols = self.tiling.rows, self.tiling.cols
         glob = self.kind == "global_avg"
         for c0, cn in channel_chunks(y.c, self.tiling.chunk):
             arena = SramArena()
             t_sram = arena.take(epilogue_need(self.epilogue))
-            r_sram = arena.take(4 * rows * y.w if self.record_offset is not None else 0)
+            r_sram = arena.take(4 * rows * cols if self.record_offset is not None else 0)
             in_rows_max = x.h if glob else min(x.h, (rows - 1) * self.strides[0] + self.kernel[0])
-            in_sram = arena.take(in_rows_max * x.w * _align(cn, a))
-            out_sram = arena.take(rows * y.w * _align(cn, a))
+            in_cols_max = x.w if glob else min(x.w, (cols - 1) * self.strides[1] + self.kernel[1])
+            in_sram = arena.take(in_rows_max * in_cols_max * _align(cn, a))
+            out_sram = arena.take(rows * cols * _align(cn, a))
             load_epilogue(program, self.epilogue, t_sram)
-            for row0 in range(0, y.h, rows):
-                band = min(rows, y.h - row0)
+            for (row0, band), (col0, width) in ((r, c) for r in bands(y.h, rows) for c in bands(y.w, cols)):
                 if glob:
                     first, count, pad_top, pad_bottom = 0, x.h, 0, 0
+                    left, span, pad_left, pad_right = 0, x.w, 0, 0
                 else:
                     first, count, pad_top, pad_bottom = window_rows(row0, band, self.strides[0], self.kernel[0], self.pads[0], x.h)
-                program.map_dma("LOAD", x, in_sram, first, count, c0, cn)
+                    left, span, pad_left, pad_right = window_rows(col0, width, self.strides[1], self.kernel[1], self.pads[1], x.w)
+                program.map_dma("LOAD", x, in_sram, first, count, c0, cn, left, span)
                 if self.record_offset is not None:
-                    program.load_raw(r_sram, self.record_offset + 4 * row0 * y.w, 4 * band * y.w)
-                fields = dict(kind=POOL_KINDS[self.kind], in_addr=in_sram, out_addr=out_sram, in_h=count, in_w=x.w,
-                              c=cn, out_h=band, out_w=y.w)
+                    for r in range(band):  # the records of this tile, row by row of the OH x OW grid
+                        program.load_raw(r_sram + 4 * r * width, self.record_offset + 4 * ((row0 + r) * y.w + col0), 4 * width)
+                fields = dict(kind=POOL_KINDS[self.kind], in_addr=in_sram, out_addr=out_sram, in_h=count, in_w=span,
+                              c=cn, out_h=band, out_w=width)
                 if not glob:
-                    right = max(0, (y.w - 1) * self.strides[1] - self.pads[1] + self.kernel[1] - x.w)
                     fields.update(kernel_h=self.kernel[0], kernel_w=self.kernel[1], stride_h=self.strides[0],
-                                  stride_w=self.strides[1], pad_top=pad_top, pad_left=self.pads[1],
-                                  pad_bottom=pad_bottom, pad_right=right)
+                                  stride_w=self.strides[1], pad_top=pad_top, pad_left=pad_left,
+                                  pad_bottom=pad_bottom, pad_right=pad_right)
                 if self.kind != "max":
                     if self.record_offset is not None:
                         fields.update(per_position=1, rescale_addr=r_sram)
                     else:
                         fields.update(out_multiplier=self.multiplier, out_shift=self.shift)
                 program.emit("POOL", **fields)
-                emit_epilogue(program, self.epilogue, out_sram, band, y.w, cn, t_sram)
-                program.map_dma("STORE", y, out_sram, row0, band, c0, cn)
+                emit_epilogue(program, self.epilogue, out_sram, band, width, cn, t_sram)
+                program.map_dma("STORE", y, out_sram, row0, band, c0, cn, col0, width)
 
 
 @dataclass(eq=False)
@@ -545,13 +579,13 @@ class ElementLayer(Layer):
         y = self.output
         a = target.memory.channel_alignment
 
-        def need(rows, chunk):
+        def need(rows, chunk, cols):
             return rows * y.w * _align(chunk, a) + epilogue_need(self.epilogue) + 2 * SRAM_ALIGNMENT
 
-        def cost(rows, chunk):
+        def cost(rows, chunk, cols):
             return -(-y.c // chunk) * -(-y.h // rows) * (2 * dma_cost(rows * y.w * _align(chunk, a)) + INSTRUCTION_COST)
 
-        self.tiling = choose_tiling(y.h, y.c, chunk_candidates(y.c, a, 1 << 16), target.memory.sram_bytes, need, cost)
+        self.tiling = choose_tiling(y.h, y.w, chunk_candidates(y.c, a, 1 << 16), target.memory.sram_bytes, need, cost)
         if self.tiling is None:
             raise LoweringError(f"no tiling of this {self.epilogue[0]} fits the SRAM of {target.name}")
 

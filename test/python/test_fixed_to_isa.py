@@ -384,3 +384,31 @@ def test_xnpu_translate_assembles_and_disassembles(tmp_path):
     (tmp_path / "bad.xnb").write_bytes(b"XNPU" + bytes(40))
     bad = tool("xnpu-objdump", str(tmp_path / "bad.xnb"))
     assert bad.returncode == 1 and bad.stderr.startswith("xnpu-objdump: error:") and bad.stderr.count("\n") == 1
+
+
+# --------------------------------------------------------------------------------------
+# The lit cases' programs compute what their fixed modules compute
+# --------------------------------------------------------------------------------------
+
+LIT_CASES = ROOT / "test" / "filecheck" / "lowering" / "fixed_to_isa"
+
+
+def lit_modules():
+    for path in sorted(LIT_CASES.glob("*.mlir")):
+        for index, chunk in enumerate(path.read_text().split("// -----")):
+            yield pytest.param(chunk, id=f"{path.stem}-{index}")
+
+
+@needs_simulator
+@pytest.mark.parametrize("text", list(lit_modules()))
+@pytest.mark.parametrize("target", ("xnpu_default", SMALL_TARGET))
+def test_lit_case_programs_are_bit_exact(text, target):
+    module = parse_ir(text)
+    specs, _ = xnpu.signature(module)
+    rng = np.random.default_rng(5)
+    inputs = {s.name: (rng.standard_normal((3, *s.shape[1:])) * 2).astype(np.float32) for s in specs}
+    expected = xnpu.run(module, inputs)
+    binary = emit_binary(lower_to_isa(parse_ir(text), target))
+    actual = run_binary(binary, inputs, load_target(target))
+    for key in expected:
+        assert np.array_equal(expected[key], actual[key]), key
