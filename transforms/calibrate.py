@@ -133,7 +133,9 @@ class Histogram:
     [-bins/2 * width, bins/2 * width], zero on the middle edge (for entropy, whose search
     works on the two-sided histogram as onnxruntime's does). When a sample exceeds the range,
     runs of k bins (counted outward from 0) merge into one, k the smallest integer that makes
-    the range cover it; memory stays `bins` counts whatever the number of samples.
+    the range cover it; memory stays `bins * oversample` counts whatever the number of samples.
+    `oversample` collects finer than `bins` for `resampled()`; a known `peak` fixes the range
+    [-peak, peak] (or [0, peak]) from the start, so it never grows.
     """
 
     def __init__(self, bins: int, signed: bool = False, oversample: int = 1, peak: float | None = None):
