@@ -1,0 +1,168 @@
+"""Int8 quality of xnpu's quantizer beside onnxruntime's quantize_static, on the bench models.
+
+    .venv/bin/python bench/quantization.py                  # every model, full evaluation sets
+    .venv/bin/python bench/quantization.py --quick          # 100 digits / 8 images
+    .venv/bin/python bench/quantization.py --models digits_plain digits_se
+
+For every model, on the same calibration data (digits: calib_x, 200 samples; imagenet_like:
+images 0-31) and evaluated on the same inputs (digits: test_x, 500; imagenet_like: images
+32-63):
+
+    float       xnpu.run on the nn module (it matches onnxruntime's float run to ~1e-6)
+    xnpu        xnpu.quantize, minmax, weights per channel / per tensor, adds two_stage / direct
+    onnxruntime quantize_static, QDQ, MinMax, symmetric int8 activations and weights
+                (ActivationSymmetric, WeightSymmetric), per_channel False / True; each model
+                run twice: "QDQ in float" (graph optimizations off, the quantized model's exact
+                arithmetic) and "int8 kernels" (the default session, onnxruntime's fused int8
+                kernels, which on x86 without VNNI saturate 16-bit pair sums and lose accuracy)
+
+Columns: top-1 accuracy (digits only: the imagenet_like weights are random), top-1
+agreement and logits cosine (mean, min over samples) against the float logits, and the
+time of the quantize call (xnpu: calibration + lowering; onnxruntime: quantize_static,
+which calibrates too). The table is printed and written to bench/results/quantization.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import ArrayReader, accuracy, agreement, bench_models, ort_run_each, ort_session, table  # noqa: E402
+
+import xnpu  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results" / "quantization.md"
+QUICK_DIGITS = 100
+QUICK_IMAGES = 8
+XNPU_CONFIGS = (  # (label, per_channel, variant)
+    ("per-channel, two_stage", True, "two_stage"),
+    ("per-tensor, two_stage", False, "two_stage"),
+    ("per-channel, direct", True, "direct"),
+)
+ORT_CONFIGS = (("per-tensor", False), ("per-channel", True))
+COLUMNS = ["model", "engine", "config", "accuracy", "top1_agree", "cos_mean", "cos_min", "quantize_s"]
+
+
+def only_output(outputs: dict[str, np.ndarray]) -> np.ndarray:
+    (logits,) = outputs.values()
+    return logits
+
+
+def xnpu_rows(model, reference: np.ndarray, evaluation: np.ndarray) -> list[dict]:
+    rows = []
+    for label, per_channel, variant in XNPU_CONFIGS:
+        module = xnpu.import_onnx(model.path)
+        start = time.perf_counter()
+        fixed = xnpu.quantize(module, model.calibration, method="minmax", per_channel=per_channel, variant=variant,
+                              progress=False)
+        elapsed = time.perf_counter() - start
+        logits = only_output(xnpu.run(fixed, evaluation))
+        rows.append(row(model, "xnpu", f"minmax, {label}", reference, logits, elapsed))
+        print(f"  xnpu {label}: {rows[-1]['cos_mean']:.5f} ({elapsed:.1f} s)", file=sys.stderr)
+    return rows
+
+
+def ort_rows(model, reference: np.ndarray, evaluation: np.ndarray, workdir: Path) -> list[dict]:
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
+    input_name = ort_session(model.path).get_inputs()[0].name
+    rows = []
+    for label, per_channel in ORT_CONFIGS:
+        output = workdir / f"{model.name}.{label}.int8.onnx"
+        start = time.perf_counter()
+        quantize_static(
+            str(model.path),
+            str(output),
+            ArrayReader(input_name, model.calibration),
+            quant_format=QuantFormat.QDQ,
+            activation_type=QuantType.QInt8,
+            weight_type=QuantType.QInt8,
+            per_channel=per_channel,
+            calibrate_method=CalibrationMethod.MinMax,
+            extra_options={"ActivationSymmetric": True, "WeightSymmetric": True},
+        )
+        elapsed = time.perf_counter() - start
+        for session, kind in ((reference_session(output), "QDQ in float"), (ort_session(output), "int8 kernels")):
+            logits = ort_run_each(session, evaluation)
+            rows.append(row(model, "onnxruntime", f"minmax, {label}, {kind}", reference, logits, elapsed))
+            print(f"  onnxruntime {label}, {kind}: {rows[-1]['cos_mean']:.5f} ({elapsed:.1f} s)", file=sys.stderr)
+    return rows
+
+
+def reference_session(path: Path):
+    """The QDQ model with graph optimizations off: quantize/dequantize pairs run in float, so
+    every product and sum is exact, as in xnpu's integer interpreter. The default session fuses
+    them into int8 kernels that, on x86 CPUs without VNNI (AVX2's VPMADDUBSW sums pairs of
+    u8 x s8 products into int16 with saturation), can lose accuracy of their own."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 2
+    options.log_severity_level = 3
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def row(model, engine: str, config: str, reference: np.ndarray, logits: np.ndarray, seconds: float | None) -> dict:
+    labels = None if model.labels is None else model.labels[: len(logits)]
+    return {
+        "model": model.name,
+        "engine": engine,
+        "config": config,
+        "accuracy": accuracy(logits, labels),
+        **agreement(reference, logits),
+        "quantize_s": seconds,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", help="model names (default: all)")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"evaluate on {QUICK_DIGITS} digits / {QUICK_IMAGES} images instead of 500 / 32")
+    parser.add_argument("--output", type=Path, default=RESULTS, help="markdown file for the table")
+    args = parser.parse_args(argv)
+    models = bench_models(args.models, digits_eval=QUICK_DIGITS if args.quick else None)
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="xnpu-bench-") as workdir:
+        for model in models:
+            evaluation = model.evaluation
+            if args.quick and model.labels is None:
+                evaluation = evaluation[:QUICK_IMAGES]
+            print(f"{model.name}: {len(model.calibration)} calibration, {len(evaluation)} evaluation samples",
+                  file=sys.stderr)
+            start = time.perf_counter()
+            reference = only_output(xnpu.run(xnpu.import_onnx(model.path), evaluation))
+            print(f"  float: {time.perf_counter() - start:.1f} s", file=sys.stderr)
+            float_row = row(model, "float", "xnpu.run", reference, reference, None)
+            rows.append(float_row)
+            rows += ort_rows(model, reference, evaluation, Path(workdir))
+            rows += xnpu_rows(model, reference, evaluation)
+    text = table(rows, COLUMNS)
+    evaluated = ", ".join(
+        f"{m.name} {len(m.evaluation) if not (args.quick and m.labels is None) else QUICK_IMAGES}" for m in models
+    )
+    document = (
+        "# Int8 quantization: xnpu beside onnxruntime quantize_static\n\n"
+        "Produced by `bench/quantization.py" + (" --quick" if args.quick else "") + "`. Agreement and cosine are "
+        "against the float logits (xnpu.run on the nn module); accuracy only where the model has real labels.\n"
+        "onnxruntime 'QDQ in float': graph optimizations off (exact QDQ arithmetic); 'int8 kernels': the default "
+        "session (fused int8 kernels; on x86 without VNNI they saturate 16-bit pair sums).\n"
+        f"Evaluation samples: {evaluated}. Calibration: digits calib_x (200), imagenet_like images 0-31.\n\n"
+        + text + "\n"
+    )
+    print(text)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(document)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
