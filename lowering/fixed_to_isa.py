@@ -18,9 +18,12 @@ image, the io table and the instruction sequence, in three phases.
    of buffers that died before it was written.
 3. **Tiles.** Each layer is cut into tiles whose working set (input rows with the halo a
    window needs, weights, bias, records, output rows) fits the target's SRAM: output row
-   bands and, where the weights alone are too big or one row does not fit, output-channel
-   chunks. Among the tilings that fit, the one moving the fewest DMA bytes (plus a fixed
-   cost per instruction) wins. Every tile is LOAD ... compute ... STORE.
+   bands, for convolutions and pools also column bands (with halo columns), and
+   output-channel chunks where the weights alone are too big. Among the tilings that fit,
+   the one moving the fewest DMA bytes (plus a fixed cost per instruction) wins. Every
+   tile is LOAD ... compute ... STORE. Input channels are never split: CONV rescales its
+   int32 sums at the end of one instruction, so one output channel's whole reduction
+   (KH x KW x C weights) must fit beside its input and output tiles.
 
 Anything the target cannot run (a missing unit, a kernel beyond its limit, an op without
 an instruction) is one XnpuError line naming the op, its ONNX node and the target.
@@ -31,12 +34,12 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, UnknownLoc, i64
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, UnknownLoc, i64
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
@@ -286,6 +289,9 @@ class Layer:
     location: Attribute
     inputs: list[Tensor]
     output: Tensor | None
+
+    def plan(self, target: TargetDescription) -> None:
+        """Choose the tiling (layers that copy through SRAM one band at a time need none)."""
 
     def emit(self, program: Program) -> None:
         raise NotImplementedError
@@ -614,9 +620,6 @@ class RelayoutLayer(Layer):
     time, with the pixel stride picking one channel out of the NHWC side.
     """
 
-    def plan(self, target: TargetDescription) -> None:
-        pass
-
     def emit(self, program: Program) -> None:
         x, y = self.inputs[0], self.output
         target = program.target
@@ -646,9 +649,6 @@ class RelayoutLayer(Layer):
 @dataclass(eq=False)
 class ConcatLayer(Layer):
     """Channel concat of NHWC maps: each part is stored at its channel offset (pixel stride = all channels)."""
-
-    def plan(self, target: TargetDescription) -> None:
-        pass
 
     def emit(self, program: Program) -> None:
         y = self.output
