@@ -149,8 +149,28 @@ def sram_regions(i: Instruction, alignment: int) -> list[tuple[str, int, int]]:
     return []
 
 
+IN_PLACE = {"ELTWISE": ("a_addr", "b_addr"), "TABLE": ("in_addr",), "CLAMP": ("in_addr",)}
+
+
+def check_overlaps(i: Instruction, alignment: int) -> None:
+    """XnpuError if the output region overlaps an input region, other than the in-place cases isa.md allows."""
+    regions = sram_regions(i, alignment)
+    outputs = [r for r in regions if r[0] == "out_addr"]
+    for out_name, out_start, out_size in outputs:
+        for name, start, size in regions:
+            if name == out_name or size == 0 or out_size == 0:
+                continue
+            if name in IN_PLACE.get(i.op, ()) and start == out_start and size == out_size:
+                continue  # exactly in place
+            if start < out_start + out_size and out_start < start + size:
+                raise XnpuError(
+                    f"{i.op}: output [{out_start}, {out_start + out_size}) overlaps {name} [{start}, {start + size})"
+                )
+
+
 def check_extents(i: Instruction, target) -> None:
     """XnpuError if a region the instruction touches leaves the target's SRAM or DDR."""
+    check_overlaps(i, target.memory.channel_alignment)
     for name, start, size in sram_regions(i, target.memory.channel_alignment):
         if start + size > target.memory.sram_bytes:
             raise XnpuError(

@@ -24,7 +24,7 @@ from xnpu.ir_io import parse_ir, print_ir
 from xnpu.pipeline import compile as compile_model
 from xnpu.pipeline import lower_to_isa
 from xnpu.target.binary import Binary
-from xnpu.target.description import load_target
+from xnpu.target.description import list_targets, load_target
 from xnpu.target.emit import disassemble, emit_binary
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -348,7 +348,7 @@ def test_xnpu_compile_writes_a_binary_that_objdump_reads(tmp_path):
 
 def test_xnpu_compile_levels_and_targets(tmp_path):
     listed = tool("xnpu-compile", "--list-targets")
-    assert listed.returncode == 0 and listed.stdout.split() == ["xnpu_default", "xnpu_lite"]
+    assert listed.returncode == 0 and listed.stdout.split() == list_targets() and "xnpu_default" in listed.stdout
     text = tool("xnpu-compile", str(EXAMPLES / "tiny_cnn.onnx"), "-c", str(EXAMPLES / "tiny_calib.npy"), "--emit=isa",
                 "--target", SMALL_TARGET)
     assert text.returncode == 0, text.stderr

@@ -41,3 +41,17 @@ builtin.module attributes {isa.target = "no_such_target"} {
   isa.sync {halt = 1, token = 0}
 }
 // CHECK: unknown target 'no_such_target' (known: xnpu_default, xnpu_lite)
+
+// -----
+
+builtin.module attributes {isa.target = "xnpu_default"} {
+  isa.conv {depthwise = 0, relu = 0, per_channel = 0, bias = 0, in_addr = 0, weight_addr = 4096, bias_addr = 0, rescale_addr = 8192, out_addr = 100, in_h = 4, in_w = 4, in_c = 16, out_c = 16, kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1, pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0}
+}
+// CHECK: isa.conv: CONV: output [100, 356) overlaps in_addr [0, 256)
+
+// -----
+
+builtin.module attributes {isa.target = "xnpu_default"} {
+  isa.table {in_addr = 0, out_addr = 0, table_addr = 8, h = 1, w = 1, c = 16}
+}
+// CHECK: isa.table: TABLE: output [0, 16) overlaps table_addr [8, 264)
