@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -412,3 +413,32 @@ def test_lit_case_programs_are_bit_exact(text, target):
     actual = run_binary(binary, inputs, load_target(target))
     for key in expected:
         assert np.array_equal(expected[key], actual[key]), key
+
+
+# --------------------------------------------------------------------------------------
+# A full-size network: resnet18_like on xnpu_default (tiled where the 1 MiB SRAM is short)
+# --------------------------------------------------------------------------------------
+
+IMAGENET = ROOT / ".." / "shared" / "bench" / "imagenet_like"
+LOWER_BOUND_S = 30.0  # lower + emit of resnet18_like; it takes about 1 s on a 2-core machine
+
+
+@needs_simulator
+def test_resnet18_compiles_tiled_and_bit_exact_for_the_default_target():
+    if not (IMAGENET / "resnet18_like.onnx").exists():
+        pytest.skip(f"benchmark model not found at {IMAGENET} (expected ../shared/bench/imagenet_like)")
+    images = np.load(IMAGENET / "images_u8.npy", mmap_mode="r")[[0, 40]]
+    mean = np.array([0.485, 0.456, 0.406]).reshape(1, 3, 1, 1)
+    std = np.array([0.229, 0.224, 0.225]).reshape(1, 3, 1, 1)
+    x = ((images / 255.0 - mean) / std).astype(np.float32)
+    module = xnpu.quantize(xnpu.import_onnx(IMAGENET / "resnet18_like.onnx"), x[:1], progress=False)
+    expected = xnpu.run(module, x[1:])
+    start = time.perf_counter()
+    binary = emit_binary(lower_to_isa(module, "xnpu_default"))
+    assert time.perf_counter() - start < LOWER_BOUND_S
+    # the 512-channel 3x3 convs carry 2.25 MiB of weights each: split by output channels
+    weight_loads = [i["d0"] for index, i in enumerate(binary.instructions)
+                    if i.op == "LOAD" and i["layout"] == 3 and binary.provenance.get(index, ())[:1] == ("/layers/layers.7/conv2/Conv",)]
+    assert len(weight_loads) > 1 and sum(weight_loads) == 512
+    actual = run_binary(binary, x[1:], load_target("xnpu_default"))
+    assert np.array_equal(expected["logits"], actual["logits"])
