@@ -442,3 +442,53 @@ def test_resnet18_compiles_tiled_and_bit_exact_for_the_default_target():
     assert len(weight_loads) > 1 and sum(weight_loads) == 512
     actual = run_binary(binary, x[1:], load_target("xnpu_default"))
     assert np.array_equal(expected["logits"], actual["logits"])
+
+
+# --------------------------------------------------------------------------------------
+# Random conv (+ relu + pool) layers, tiled on small SRAMs
+# --------------------------------------------------------------------------------------
+
+
+def random_layer_model(seed: int) -> tuple[onnx.ModelProto, tuple[int, int, int]]:
+    """A conv with random kernel/stride/dilation/padding/groups, a relu and maybe a pool."""
+    rng = np.random.default_rng(seed)
+    c = int(rng.choice([1, 3, 8, 20]))
+    h, w = (int(v) for v in rng.integers(5, 40, 2))
+    k, s, d = int(rng.integers(1, 6)), int(rng.integers(1, 4)), int(rng.integers(1, 3))
+    pads = [int(v) for v in rng.integers(0, 3, 4)]
+    group = int(rng.choice([1, c])) if c > 1 else 1
+    out_c = c if group == c > 1 else int(rng.choice([4, 16, 24]))
+    extent = d * (k - 1) + 1
+    if h + pads[0] + pads[2] < extent or w + pads[1] + pads[3] < extent:
+        k = extent = 1
+    oh = (h + pads[0] + pads[2] - extent) // s + 1
+    ow = (w + pads[1] + pads[3] - extent) // s + 1
+    init = [numpy_helper.from_array((rng.standard_normal((out_c, c // group, k, k)) * 0.4).astype(np.float32), "w"),
+            numpy_helper.from_array((rng.standard_normal(out_c) * 0.1).astype(np.float32), "b")]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["y"], name="conv", kernel_shape=[k, k], strides=[s, s],
+                              dilations=[d, d], pads=pads, group=group),
+             helper.make_node("Relu", ["y"], ["out"], name="relu")]
+    pool_k, pool_s = int(rng.integers(1, 4)), int(rng.integers(1, 3))
+    if oh >= pool_k and ow >= pool_k:
+        nodes[-1].output[0] = "r"
+        if rng.random() < 0.5:
+            nodes.append(helper.make_node("MaxPool", ["r"], ["out"], name="pool", kernel_shape=[pool_k] * 2, strides=[pool_s] * 2))
+        else:
+            nodes.append(helper.make_node("AveragePool", ["r"], ["out"], name="pool", kernel_shape=[pool_k] * 2,
+                                          strides=[pool_s] * 2, pads=[pool_k // 2] * 4, count_include_pad=int(rng.integers(0, 2))))
+    graph = helper.make_graph(nodes, "layer", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h, w])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)], init)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), (c, h, w)
+
+
+@needs_simulator
+@pytest.mark.parametrize("seed", range(8))
+def test_random_layers_are_bit_exact_when_tiled(seed, tmp_path):
+    model, (c, h, w) = random_layer_model(seed)
+    x = np.random.default_rng(seed + 1000).standard_normal((2, c, h, w)).astype(np.float32)
+    text = print_ir(xnpu.quantize(xnpu.import_onnx(model), x, progress=False))
+    expected = xnpu.run(parse_ir(text), x)
+    for target in (SMALL_TARGET, small_target(tmp_path, 8192, 8)):
+        binary = emit_binary(lower_to_isa(parse_ir(text), target))
+        actual = run_binary(binary, x, load_target(target))
+        assert np.array_equal(expected["out"], actual["out"]), target
