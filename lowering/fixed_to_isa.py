@@ -872,6 +872,13 @@ class GraphLowering:
         c = self.target.conv
         if depthwise and not c.depthwise:
             raise self.fail(op, "the target has no depthwise convolution")
+        extent = [d * (k - 1) + 1 for d, k in zip(dilations, (kh, kw))]
+        if max(dilations) > c.max_dilation and max(extent) <= c.max_kernel:
+            # A dilated kernel is a larger dense one with zeros between the taps: the zeros
+            # add nothing to the exact int32 sum (R13), so the result is the same.
+            dense = np.zeros((*weights.shape[:2], *extent), dtype=weights.dtype)
+            dense[:, :, :: dilations[0], :: dilations[1]] = weights
+            weights, (kh, kw), dilations = dense, extent, [1, 1]
         self.check_limits(op, "CONV", (
             ("kernel", (kh, kw), 1, c.max_kernel),
             ("stride", strides, 1, c.max_stride),

@@ -155,13 +155,14 @@ def test_isa_verifier_checks_extents_against_the_module_target():
         parse_ir(text % SMALL_TARGET)
 
 
-def conv_model(kernel: int, name: str = "big_kernel") -> onnx.ModelProto:
+def conv_model(kernel: int, name: str = "big_kernel", dilation: int = 1) -> onnx.ModelProto:
     rng = np.random.default_rng(0)
     w = numpy_helper.from_array(rng.standard_normal((4, 1, kernel, kernel)).astype(np.float32), "w")
-    node = helper.make_node("Conv", ["x", "w"], ["y"], name=name, kernel_shape=[kernel, kernel])
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name=name, kernel_shape=[kernel, kernel], dilations=[dilation] * 2)
+    out = 12 - dilation * (kernel - 1)
     graph = helper.make_graph(
         [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 12, 12])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 12 - kernel + 1, 12 - kernel + 1])], [w],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, out, out])], [w],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
@@ -174,6 +175,17 @@ def test_unsupported_op_is_one_line_naming_node_and_target():
     assert "\n" not in message
     assert 'loc("big_kernel")' in message and "xnpu_lite" in message and "kernel 9x9" in message
     compile_model(conv_model(7), calibration, target="xnpu_lite", progress=False)  # within the limit
+
+
+@needs_simulator
+def test_dilation_beyond_the_target_becomes_a_zero_filled_kernel():
+    x = np.random.default_rng(2).standard_normal((3, 1, 12, 12)).astype(np.float32)
+    text = print_ir(xnpu.quantize(xnpu.import_onnx(conv_model(3, "dilated", dilation=2)), x, progress=False))
+    binary = emit_binary(lower_to_isa(parse_ir(text), "xnpu_lite"))  # xnpu_lite: max_dilation 1
+    (conv,) = [i for i in binary.instructions if i.op == "CONV"]
+    assert (conv["kernel_h"], conv["kernel_w"], conv["dilation_h"], conv["dilation_w"]) == (5, 5, 1, 1)
+    expected = xnpu.run(parse_ir(text), x)
+    assert np.array_equal(expected["y"], run_binary(binary, x, load_target("xnpu_lite"))["y"])
 
 
 def test_missing_unit_is_reported():
