@@ -691,6 +691,20 @@ class GraphLowering:
         self.storages: list[Storage] = []
         self.io: list[dict] = []
         self.consumed: set[Operation] = set()
+        self.compressed: dict[int, tuple[int, int, np.ndarray]] = {}  # image offset -> (bytes, bits, dictionary)
+
+    def note_codebook(self, weight_op: Operation, blob: bytes) -> None:
+        """Record where a compress-weights layer's int8 weights lie in the image (section kind 6).
+
+        A blob holding a value outside the dictionary (a dilated kernel padded with zeros
+        the dictionary lacks) stays uncompressed.
+        """
+        from xnpu.transforms.compress_weights import codebook_of
+
+        book = codebook_of(weight_op)
+        if book is None or not np.isin(np.frombuffer(blob, dtype=np.int8), book[1]).all():
+            return
+        self.compressed[self.constants.add(blob)] = (len(blob), *book)
 
     # errors ---------------------------------------------------------------------------
 
@@ -893,6 +907,7 @@ class GraphLowering:
             weight_blob = weights.reshape(out_c, kh, kw).astype(np.int8).tobytes()
         else:
             weight_blob = np.ascontiguousarray(weights.transpose(0, 2, 3, 1)).astype(np.int8).tobytes()
+        self.note_codebook(weight_op, weight_blob)
         self.conv_layer(op, x, weight_blob, bias, out_c, (kh, kw), strides, dilations, pads4, groups, depthwise)
 
     def lower_fixed_gemm(self, op: fixed.GemmOp) -> None:
@@ -915,6 +930,7 @@ class GraphLowering:
             raise self.fail(op, f"reduction length {k} exceeds {fixed_point.MAX_REDUCTION} (R13)")
         self.check_limits(op, "CONV", (("input channels", (k,), 1, self.target.conv.max_channels),))
         blob = np.ascontiguousarray(b_t).astype(np.int8).tobytes()
+        self.note_codebook(b_op, blob)
         self.conv_layer(op, x, blob, bias, out_c, (1, 1), (1, 1), (1, 1), (0, 0, 0, 0), 1, False)
 
     def conv_layer(self, op, x, weight_blob, bias, out_c, kernel, strides, dilations, pads, groups, depthwise) -> None:
@@ -1113,12 +1129,35 @@ class GraphLowering:
         self.add_layer(ConcatLayer(op.location, parts, y))
 
     def lower_fixed_transpose(self, op: fixed.TransposeOp) -> None:
+        """A transpose is free when the bytes already lie in the result's order.
+
+        An NHWC-stored map transposed to N x H x W x C is that map read row-major, and a
+        row-major map transposed (0, 3, 1, 2) is NHWC-stored; otherwise the source is first
+        copied to its other layout by DMA, and any other permutation is an error.
+        """
         perm = ints(op.perm)
-        shape = shape_of(op.input)
-        moved = [d for d in perm if shape[d] != 1]
-        if moved != sorted(moved):
-            raise self.fail(op, f"transpose {perm} moves data; only transposes of unit dimensions are supported")
-        self.reshape_to(op, op.input)
+        in_shape, out_shape = shape_of(op.input), shape_of(op.result)
+        out_h, out_w, out_c = canonical_hwc(out_shape, describe_op(op))
+
+        def storage_order(tensor: Tensor) -> list[int]:
+            axes = [0, 2, 3, 1] if len(in_shape) == 4 and tensor.layout == "NHWC" else list(range(len(in_shape)))
+            return [a for a in axes if in_shape[a] != 1]
+
+        row_major_order = [perm[i] for i in range(len(out_shape)) if out_shape[i] != 1]
+        nhwc_order = [perm[i] for i in (0, 2, 3, 1) if out_shape[i] != 1] if len(out_shape) == 4 else None
+        source = self.tensor_of(op.input, op)
+        candidates = [lambda: source, lambda: self.row_major(source, op.location), lambda: self.nhwc(op.input, op)]
+        for candidate in candidates:
+            order = storage_order(candidate_tensor := candidate())
+            if order == row_major_order:
+                layout = "NCHW" if len(out_shape) == 4 else "NHWC"
+            elif order == nhwc_order:
+                layout = "NHWC"
+            else:
+                continue
+            self.tensors[op.result] = self.use(Tensor(candidate_tensor.storage, out_h, out_w, out_c, layout, len(out_shape)))
+            return
+        raise self.fail(op, f"transpose {perm} of {list(in_shape)} is neither the NHWC nor the NCHW order of its input")
 
     # memory ---------------------------------------------------------------------------
 
@@ -1188,6 +1227,12 @@ def lower_module(module: ModuleOp, target: TargetDescription, target_name: str) 
     module.attributes[isa.TARGET_ATTRIBUTE] = StringAttr(target_name)
     module.attributes["isa.activation_bytes"] = IntegerAttr(peak, i64)
     module.attributes["isa.layers"] = IntegerAttr(len(graph.layers), i64)
+    if graph.compressed:
+        from xnpu.transforms.compress_weights import COMPRESSED_REGIONS_ATTR, regions_attr
+
+        module.attributes[COMPRESSED_REGIONS_ATTR] = regions_attr(sorted(
+            (offset, size, bits, dictionary) for offset, (size, bits, dictionary) in graph.compressed.items()
+        ))
     return module
 
 

@@ -337,6 +337,39 @@ def test_zoo_model_is_bit_exact_on_every_target(target):
         assert np.array_equal(expected[key], actual[key]), (target, key)
 
 
+def transpose_model() -> onnx.ModelProto:
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["t"], name="to_nhwc", perm=[0, 2, 3, 1]),
+        helper.make_node("Transpose", ["t"], ["u"], name="to_nchw", perm=[0, 3, 1, 2]),
+        helper.make_node("Conv", ["u", "w"], ["y"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Transpose", ["y"], ["z"], name="out_nhwc", perm=[0, 2, 3, 1]),
+    ]
+    graph = helper.make_graph(
+        nodes, "transposes", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 7])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 6, 7, 4]),
+         helper.make_tensor_value_info("t", TensorProto.FLOAT, [1, 6, 7, 3])], [w],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@needs_simulator
+def test_transposes_between_nchw_and_nhwc_are_dma_views():
+    x = np.random.default_rng(4).standard_normal((2, 3, 6, 7)).astype(np.float32)
+    text = print_ir(xnpu.quantize(xnpu.import_onnx(transpose_model()), x, progress=False))
+    assert text.count("fixed.transpose") == 3 and "fixed.clamp" not in text
+    binary = emit_binary(lower_to_isa(parse_ir(text), "xnpu_default"))
+    # one NCHW -> NHWC copy of the input; `t` (the input in NHWC order) is a view of that
+    # copy, its transpose back a view again (read by the conv), and `z` a view of the conv's map
+    copies = [i for i in binary.instructions if i.op == "LOAD" and i["layout"] == 2]
+    assert len(copies) == 1 and not any(i["layout"] == 2 for i in binary.instructions if i.op == "STORE")
+    expected = xnpu.run(parse_ir(text), x)
+    actual = run_binary(binary, x, load_target("xnpu_default"))
+    for key in expected:
+        assert np.array_equal(expected[key], actual[key]), key
+
+
 # --------------------------------------------------------------------------------------
 # Tools
 # --------------------------------------------------------------------------------------
