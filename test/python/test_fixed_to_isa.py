@@ -370,6 +370,41 @@ def test_transposes_between_nchw_and_nhwc_are_dma_views():
         assert np.array_equal(expected[key], actual[key]), key
 
 
+def reshape_model() -> onnx.ModelProto:
+    rng = np.random.default_rng(0)
+    init = [
+        numpy_helper.from_array(rng.standard_normal((4, 2, 3, 3)).astype(np.float32), "w"),
+        numpy_helper.from_array(rng.standard_normal((5, 256)).astype(np.float32), "w2"),
+        numpy_helper.from_array(np.array([1, 2, 8, 8], np.int64), "to_map"),
+        numpy_helper.from_array(np.array([1, 256], np.int64), "to_vector"),
+    ]
+    nodes = [
+        helper.make_node("Reshape", ["x", "to_map"], ["r"], name="reshape"),
+        helper.make_node("Conv", ["r", "w"], ["y"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Reshape", ["y", "to_vector"], ["f"], name="flatten"),
+        helper.make_node("Gemm", ["f", "w2"], ["z"], name="fc", transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "reshapes", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 4, 4])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 5]),
+         helper.make_tensor_value_info("r", TensorProto.FLOAT, [1, 2, 8, 8])], init,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@needs_simulator
+@pytest.mark.parametrize("target", ("xnpu_default", SMALL_TARGET))
+def test_reshapes_keep_row_major_order_through_dma(target):
+    # 8x4x4 -> 2x8x8 (NCHW order to NHWC by DMA), 4x8x8 -> 256 (NHWC to NCHW order by DMA)
+    x = np.random.default_rng(6).standard_normal((2, 8, 4, 4)).astype(np.float32)
+    text = print_ir(xnpu.quantize(xnpu.import_onnx(reshape_model()), x, progress=False))
+    assert text.count("fixed.reshape") == 2
+    expected = xnpu.run(parse_ir(text), x)
+    actual = run_binary(emit_binary(lower_to_isa(parse_ir(text), target)), x, load_target(target))
+    for key in expected:
+        assert np.array_equal(expected[key], actual[key]), key
+
+
 # --------------------------------------------------------------------------------------
 # Tools
 # --------------------------------------------------------------------------------------
