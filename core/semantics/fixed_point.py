@@ -245,6 +245,36 @@ def _exact_int(values: np.ndarray) -> np.ndarray:
     return np.rint(values).astype(np.int64)
 
 
+# R13: a float32 sum of int8 x int8 products is exact while it stays below 2^24: with
+# |x|, |w| <= 128 that is any 1024 terms. BLAS float32 GEMMs are about twice as fast as float64.
+FLOAT32_EXACT_TERMS = (1 << 24) // (128 * 128)
+
+
+def conv2d_accumulate_exact(x, weight, strides, pads, dilations, group: int, dtype=np.float32) -> np.ndarray:
+    """R13: the exact int64 sums of a convolution (no bias), by float GEMMs that cannot round.
+
+    float64 is exact for any contract-sized reduction; float32 is exact per chunk of at most
+    FLOAT32_EXACT_TERMS products, so longer reductions are split along input channels and the
+    chunk sums added as integers. Grouped (non-depthwise) convolutions with longer
+    reductions use float64.
+    """
+    x, weight = _ints(x), _ints(weight)
+    kernel = weight.shape[2] * weight.shape[3]
+    reduction = weight.shape[1] * kernel
+    if dtype == np.float64 or reduction <= FLOAT32_EXACT_TERMS or (group > 1 and weight.shape[1] > 1):
+        if reduction > FLOAT32_EXACT_TERMS:
+            dtype = np.float64
+        return _exact_int(float_ops.conv2d_accumulate(x, weight, strides, pads, dilations, group, dtype))
+    chunk = max(1, FLOAT32_EXACT_TERMS // kernel)
+    total = None
+    for start in range(0, weight.shape[1], chunk):
+        part = _exact_int(float_ops.conv2d_accumulate(
+            x[:, start : start + chunk], weight[:, start : start + chunk], strides, pads, dilations, 1, np.float32
+        ))
+        total = part if total is None else total + part
+    return total
+
+
 def conv2d_int(
     x, weight, bias, strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int], group: int,
     out_bits: int = 32,
@@ -259,7 +289,7 @@ def conv2d_int(
     reduction = weight.shape[1] * weight.shape[2] * weight.shape[3]
     if reduction > MAX_REDUCTION:
         raise XnpuError(f"conv2d reduction length {reduction} exceeds {MAX_REDUCTION}; the int32 accumulator could overflow")
-    acc = _exact_int(float_ops.conv2d_accumulate(x, weight, strides, pads, dilations, group, np.float64))
+    acc = conv2d_accumulate_exact(x, weight, strides, pads, dilations, group)
     if bias is not None:
         acc = acc + _ints(bias).reshape(1, -1, 1, 1)
     return saturate(acc, out_bits)
