@@ -72,6 +72,11 @@ def compile(
     progress: bool | None = None,
     stop_at: str = "bin",
     after_pass=None,
+    compress_bits: int | None = None,
+    compress_step: float = 0.125,
+    compress_method: str = "seed003",
+    compress_min_elements: int = 0,
+    compress_exclude: str = "",
     **calibration_options,
 ):
     """ONNX model (path, ModelProto or nn module) -> Binary for `target`, in one process.
@@ -80,6 +85,8 @@ def compile(
     lower-nn-to-fixed, fold-quantize-pairs) -> lower-fixed-to-isa -> emit, with no text in
     between. `stop_at` ("nn", "fixed", "isa") returns the module at that level instead of the
     Binary; `after_pass(name, module)` is called after every step (--print-ir-after-all).
+    `compress_bits` runs compress-weights (seed 003's codebook, docs/compression.md) after
+    calibration: conv/gemm weights become b-bit ids stored as binary section kind 6.
     """
     from xnpu.lowering.fixed_to_isa import LowerFixedToIsaPass
     from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass, LowerNNToFixedPass
@@ -111,6 +118,13 @@ def compile(
     calibrate(module, calibration, method=method, per_channel_weights=per_channel, progress=progress,
               **calibration_options)
     notify("calibrate", module)
+    if compress_bits is not None:
+        from xnpu.transforms.compress_weights import CompressWeightsPass
+
+        step = CompressWeightsPass(bits=compress_bits, step=compress_step, method=compress_method,
+                                   min_elements=compress_min_elements, exclude=compress_exclude)
+        step.apply(ctx, module)
+        notify(step.name, module)
     for step in (LowerNNToFixedPass(variant=variant), FoldQuantizePairsPass()):
         step.apply(ctx, module)
         notify(step.name, module)

@@ -33,6 +33,12 @@ def _constant_fold():
     return ConstantFoldPass
 
 
+def _compress_weights():
+    from xnpu.transforms.compress_weights import CompressWeightsPass
+
+    return CompressWeightsPass
+
+
 def _lower_nn_to_fixed():
     from xnpu.lowering.nn_to_fixed import LowerNNToFixedPass
 
@@ -57,6 +63,7 @@ def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "fold-batch-norm": _fold_batch_norm,
         "remove-noop": _remove_noop,
         "constant-fold": _constant_fold,
+        "compress-weights": _compress_weights,
         "lower-nn-to-fixed": _lower_nn_to_fixed,
         "fold-quantize-pairs": _fold_quantize_pairs,
         "lower-fixed-to-isa": _lower_fixed_to_isa,

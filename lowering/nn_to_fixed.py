@@ -166,6 +166,15 @@ def weight_scales(op: Operation, weights: np.ndarray, axis: int) -> np.ndarray:
     return np.where(scales > 0, scales, 1.0)
 
 
+def weight_constant(op: Operation, codes: np.ndarray) -> fixed.ConstantOp:
+    """The int8 weight constant; a compress-weights layer's codebook marker moves onto it."""
+    from xnpu.transforms.compress_weights import carry_codebook
+
+    constant = fixed.ConstantOp(codes, DATA_BITS)
+    carry_codebook(op, constant)
+    return constant
+
+
 def _constant(value: SSAValue | None, op: Operation, role: str) -> np.ndarray | None:
     if value is None:
         return None
@@ -196,7 +205,7 @@ class LowerConv2d(RewritePattern):
         s_x, s_y = scale_of(op.input), scale_of(op.result)
         s_w = weight_scales(op, weights, 0)
         x = island.int_input(op.input, s_x)
-        w = island.add(fixed.ConstantOp(quantize_weights(weights, s_w, 0), DATA_BITS)).results[0]
+        w = island.add(weight_constant(op, quantize_weights(weights, s_w, 0))).results[0]
         accumulator = s_x * np.broadcast_to(s_w, (weights.shape[0],))
         b = island.add(fixed.ConstantOp(_bias_codes(_constant(op.bias, op, "bias"), weights.shape[0], accumulator), 32))
         conv = island.add(
@@ -255,7 +264,7 @@ def lower_dense(op: Operation, rewriter: PatternRewriter, a: SSAValue, weights, 
     s_w = weight_scales(op, weights, out_axis)
     n = weights.shape[out_axis]
     q_a = island.int_input(a, s_a)
-    w = island.add(fixed.ConstantOp(quantize_weights(weights, s_w, out_axis), DATA_BITS)).results[0]
+    w = island.add(weight_constant(op, quantize_weights(weights, s_w, out_axis))).results[0]
     accumulator = s_a * np.broadcast_to(s_w, (n,))
     b = island.add(fixed.ConstantOp(_bias_codes(bias, n, accumulator), 32)).results[0]
     gemm = island.add(fixed.GemmOp(q_a, w, b, trans_b))

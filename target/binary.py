@@ -1,7 +1,8 @@
 """The xnpu binary container: header, section table, sections (docs/binary-format.md).
 
 `Binary` holds a compiled program: decoded instructions, the constant image that is loaded at
-DDR address 0, the input/output table and the provenance (instruction -> ONNX node names).
+DDR address 0, the input/output table, the provenance (instruction -> ONNX node names) and
+the codebook-compressed weight regions of the image (section kind 6, format version 2).
 `to_bytes()` writes the container deterministically and `from_bytes()` reads it back, so
 encode -> decode -> encode is byte-identical. Reading checks everything it reads; a damaged
 or foreign file is one XnpuError line ("binary: ..."), never another exception.
@@ -14,11 +15,15 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from xnpu.errors import XnpuError
 from xnpu.target.encoding import WORD_BYTES, Instruction, decode_program, encode_program
 
 MAGIC = b"XNPU"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 1  # written when the program has no compressed weights
+COMPRESSED_FORMAT_VERSION = 2  # version 2 adds section kind 6; version-1 readers reject such files
+SUPPORTED_VERSIONS = (FORMAT_VERSION, COMPRESSED_FORMAT_VERSION)
 HEADER = struct.Struct("<4sHHIIIIII")  # magic, version, header size, checksum, target id,
 HEADER_SIZE = HEADER.size  # flags, section count, total size, reserved
 CHECKSUM_OFFSET = 8
@@ -32,7 +37,7 @@ SECTION_CONSTANTS = 2
 SECTION_STRINGS = 3
 SECTION_IO = 4
 SECTION_PROVENANCE = 5
-SECTION_COMPRESSED_WEIGHTS = 6  # reserved for the codebook layer; not valid in version 1
+SECTION_COMPRESSED_WEIGHTS = 6  # codebook-compressed weights; valid from version 2
 SECTION_NAMES = {
     SECTION_INSTRUCTIONS: "instructions",
     SECTION_CONSTANTS: "constants",
@@ -47,6 +52,7 @@ WRITE_ALIGNMENT = {
     SECTION_STRINGS: 4,
     SECTION_IO: 8,
     SECTION_PROVENANCE: 4,
+    SECTION_COMPRESSED_WEIGHTS: 4,
 }
 REQUIRED_SECTIONS = (SECTION_INSTRUCTIONS, SECTION_STRINGS, SECTION_IO)
 
@@ -59,6 +65,8 @@ DIRECTION_CODES = {name: code for code, name in DIRECTIONS.items()}
 MAX_RANK = 8
 IO_ENTRY = struct.Struct("<BBBBIdiI")  # direction, dtype, layout, rank, name, scale, zero point, DDR address
 PROVENANCE_ENTRY = struct.Struct("<II")  # instruction index, name
+COMPRESSED_ENTRY = struct.Struct("<IIB3x")  # DDR address, element count, bits (then 3 zero bytes)
+MAX_CODEBOOK_BITS = 8
 U32 = struct.Struct("<I")
 
 
@@ -76,13 +84,62 @@ class IoTensor:
     layout: str  # "RAW" (row-major in `shape` order) | "NHWC" | "NCHW"
 
 
+def pack_ids(ids, bits: int) -> bytes:
+    """b-bit ids packed LSB-first: id i is bits [i*b, i*b + b) of the stream, bit k of the
+    stream is bit k % 8 of byte k // 8; the last byte's unused high bits are zero."""
+    ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+    if ids.size and (ids.min() < 0 or ids.max() >= 1 << bits):
+        raise XnpuError(f"binary: an id does not fit {bits} bits")
+    stream = ((ids[:, None] >> np.arange(bits)) & 1).astype(np.uint8).reshape(-1)
+    return np.packbits(stream, bitorder="little").tobytes()
+
+
+def unpack_ids(data: bytes, bits: int, count: int) -> np.ndarray:
+    """The inverse of pack_ids: `count` ids of `bits` bits from the first ceil(count*bits/8) bytes."""
+    stream = np.unpackbits(np.frombuffer(data, dtype=np.uint8), bitorder="little")[: count * bits]
+    return (stream.reshape(count, bits).astype(np.int64) << np.arange(bits)).sum(axis=1)
+
+
+def packed_size(count: int, bits: int) -> int:
+    return -(-count * bits // 8)
+
+
+@dataclass
+class CompressedWeights:
+    """A constant-image region stored as b-bit ids into a 2^b-entry int8 dictionary (kind 6)."""
+
+    ddr_addr: int  # first byte of the decoded weights in DDR (inside the constant image)
+    bits: int  # 1..8
+    dictionary: bytes  # 2^bits int8 values
+    ids: np.ndarray  # one id per decoded byte
+
+    def decode(self) -> bytes:
+        return np.frombuffer(self.dictionary, dtype=np.uint8)[np.asarray(self.ids, dtype=np.int64)].tobytes()
+
+    @property
+    def size(self) -> int:
+        return int(np.asarray(self.ids).size)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, CompressedWeights) and (self.ddr_addr, self.bits, bytes(self.dictionary)) == (
+            other.ddr_addr, other.bits, bytes(other.dictionary)) and np.array_equal(self.ids, other.ids)
+
+
 @dataclass
 class Binary:
     target_id: int
     instructions: list[Instruction]
-    constants: bytes = b""
+    constants: bytes = b""  # the image; bytes under `compressed` regions are zero placeholders
     io: list[IoTensor] = field(default_factory=list)
     provenance: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    compressed: list[CompressedWeights] = field(default_factory=list)  # sorted by ddr_addr
+
+    def constant_image(self) -> bytes:
+        """The constant image with every compressed region decoded (what DDR holds after the decode)."""
+        image = bytearray(self.constants)
+        for region in self.compressed:
+            image[region.ddr_addr : region.ddr_addr + region.size] = region.decode()
+        return bytes(image)
 
     def to_bytes(self) -> bytes:
         return _write(self)
@@ -181,6 +238,36 @@ def _provenance_bytes(binary: Binary, strings: _Strings) -> bytes:
     return U32.pack(count) + bytes(entries)
 
 
+def _check_region(region: CompressedWeights, where: str, previous_end: int, image_size: int) -> None:
+    if not isinstance(region.bits, int) or not 1 <= region.bits <= MAX_CODEBOOK_BITS:
+        raise _fail(f"{where}: bits {region.bits!r} is not 1..{MAX_CODEBOOK_BITS}")
+    if len(region.dictionary) != 1 << region.bits:
+        raise _fail(f"{where}: dictionary of {len(region.dictionary)} entries, {region.bits} bits need {1 << region.bits}")
+    if region.ddr_addr < previous_end:
+        raise _fail(f"{where}: DDR address {region.ddr_addr} is not past the previous region's end {previous_end} (sorted, disjoint)")
+    if region.ddr_addr + region.size > image_size:
+        raise _fail(f"{where}: bytes [{region.ddr_addr}, {region.ddr_addr + region.size}) are outside the {image_size}-byte constant image")
+
+
+def _compressed_bytes(binary: Binary) -> tuple[bytes, bytes]:
+    """(kind-6 payload, constants section = the image without the compressed regions)."""
+    image = bytes(binary.constants)
+    out = bytearray(U32.pack(len(binary.compressed)))
+    kept, position = bytearray(), 0
+    for index, region in enumerate(binary.compressed):
+        where = f"compressed region {index}"
+        _check_region(region, where, position, len(image))
+        end = region.ddr_addr + region.size
+        if any(image[region.ddr_addr : end]):
+            raise _fail(f"{where}: constant bytes [{region.ddr_addr}, {end}) under it are not zero placeholders")
+        out += COMPRESSED_ENTRY.pack(_u32(region.ddr_addr, f"{where} DDR address"), _u32(region.size, f"{where} size"), region.bits)
+        out += bytes(region.dictionary) + pack_ids(region.ids, region.bits)
+        out += bytes(-len(out) % 4)
+        kept += image[position : region.ddr_addr]
+        position = end
+    return bytes(out), bytes(kept + image[position:])
+
+
 def _align(value: int, alignment: int) -> int:
     return -(-value // alignment) * alignment
 
@@ -192,13 +279,17 @@ def _write(binary: Binary) -> bytes:
     # same Binary always gives the same bytes.
     io = _io_bytes(binary.io, strings)
     provenance = _provenance_bytes(binary, strings)
+    compressed, constants = _compressed_bytes(binary) if binary.compressed else (b"", bytes(binary.constants))
     payloads = {
         SECTION_INSTRUCTIONS: encode_program(binary.instructions),
-        SECTION_CONSTANTS: bytes(binary.constants),
+        SECTION_CONSTANTS: constants,
         SECTION_STRINGS: bytes(strings.data),
         SECTION_IO: io,
         SECTION_PROVENANCE: provenance,
     }
+    if binary.compressed:
+        payloads[SECTION_COMPRESSED_WEIGHTS] = compressed
+    version = COMPRESSED_FORMAT_VERSION if binary.compressed else FORMAT_VERSION
     table = bytearray()
     body = bytearray()
     position = HEADER_SIZE + SECTION_ENTRY.size * len(payloads)
@@ -209,7 +300,7 @@ def _write(binary: Binary) -> bytes:
         table += SECTION_ENTRY.pack(kind, start, len(payload), alignment)
         position = start + len(payload)
     total = _u32(position, "total size")
-    header = HEADER.pack(MAGIC, FORMAT_VERSION, HEADER_SIZE, 0, binary.target_id, 0, len(payloads), total, 0)
+    header = HEADER.pack(MAGIC, version, HEADER_SIZE, 0, binary.target_id, 0, len(payloads), total, 0)
     image = bytearray(header + table + body)
     struct.pack_into("<I", image, CHECKSUM_OFFSET, zlib.crc32(image[CHECKSUMMED_FROM:]))
     return bytes(image)
@@ -257,14 +348,14 @@ def _string(strings: bytes, offset: int, what: str) -> str:
         raise _fail(f"{what}: string at offset {offset} is not valid UTF-8") from None
 
 
-def _read_header(data: bytes) -> tuple[int, int]:
+def _read_header(data: bytes) -> tuple[int, int, int]:
     if len(data) < HEADER_SIZE:
         raise _fail(f"truncated: {len(data)} bytes is shorter than the {HEADER_SIZE}-byte header")
     magic, version, header_size, checksum, target_id, flags, count, total, reserved = HEADER.unpack_from(data)
     if magic != MAGIC:
         raise _fail(f"bad magic {magic!r}, expected {MAGIC!r}: not an xnpu binary")
-    if version != FORMAT_VERSION:
-        raise _fail(f"format version {version} is not supported (this reader reads version {FORMAT_VERSION})")
+    if version not in SUPPORTED_VERSIONS:
+        raise _fail(f"format version {version} is not supported (this reader reads versions {FORMAT_VERSION} and {COMPRESSED_FORMAT_VERSION})")
     if total > len(data):
         raise _fail(f"truncated: the header says {total} bytes, the file has {len(data)}")
     if total < len(data):
@@ -278,10 +369,10 @@ def _read_header(data: bytes) -> tuple[int, int]:
         raise _fail(f"unknown header flags {flags:#x}")
     if reserved:
         raise _fail("reserved header field is not zero")
-    return target_id, count
+    return target_id, count, version
 
 
-def _read_sections(data: bytes, count: int) -> dict[int, bytes]:
+def _read_sections(data: bytes, count: int, version: int = FORMAT_VERSION) -> dict[int, bytes]:
     table_end = HEADER_SIZE + count * SECTION_ENTRY.size
     if table_end > len(data):
         raise _fail(f"section table of {count} entries runs past the end of the {len(data)}-byte file")
@@ -290,8 +381,8 @@ def _read_sections(data: bytes, count: int) -> dict[int, bytes]:
     for index in range(count):
         kind, offset, size, alignment = SECTION_ENTRY.unpack_from(data, HEADER_SIZE + index * SECTION_ENTRY.size)
         where = f"section {index}"
-        if kind == SECTION_COMPRESSED_WEIGHTS:
-            raise _fail(f"{where}: kind {kind} (compressed weights) is reserved and not valid in format version {FORMAT_VERSION}")
+        if kind == SECTION_COMPRESSED_WEIGHTS and version < COMPRESSED_FORMAT_VERSION:
+            raise _fail(f"{where}: kind {kind} (compressed weights) is reserved and not valid in format version {version}")
         if kind not in SECTION_NAMES:
             raise _fail(f"{where}: unknown section kind {kind}")
         name = SECTION_NAMES[kind]
@@ -359,9 +450,46 @@ def _read_provenance(section: bytes, strings: bytes, instruction_count: int) -> 
     return {index: tuple(names) for index, names in provenance.items()}
 
 
+def _read_compressed(section: bytes, stored_constants: bytes) -> tuple[list[CompressedWeights], bytes]:
+    """The kind-6 regions and the full image (stored constants with zero placeholders put back)."""
+    cursor = _Cursor(section, "compressed-weights")
+    (count,) = cursor.take(U32, "the region count")
+    regions: list[CompressedWeights] = []
+    image, taken, position = bytearray(), 0, 0
+    for index in range(count):
+        what = f"compressed region {index}"
+        start = cursor.position
+        ddr_addr, size, bits = cursor.take(COMPRESSED_ENTRY, what)
+        if section[start + 9 : start + 12] != bytes(3):
+            raise _fail(f"{what}: reserved bytes are not zero")
+        if not 1 <= bits <= MAX_CODEBOOK_BITS:
+            raise _fail(f"{what}: bits {bits} is not 1..{MAX_CODEBOOK_BITS}")
+        dictionary = cursor.take(struct.Struct(f"{1 << bits}s"), f"{what} dictionary of {1 << bits} entries")[0]
+        packed = cursor.take(struct.Struct(f"{packed_size(size, bits)}s"), f"{what} ids ({size} x {bits} bits)")[0]
+        if size * bits % 8 and packed[-1] >> (size * bits % 8):
+            raise _fail(f"{what}: unused bits after the last id are not zero")
+        padding = -cursor.position % 4
+        if section[cursor.position : cursor.position + padding] != bytes(padding):
+            raise _fail(f"{what}: padding after the ids is not zero bytes")
+        cursor.position = min(cursor.position + padding, len(section))
+        if ddr_addr < position:
+            raise _fail(f"{what}: DDR address {ddr_addr} is not past the previous region's end {position} (sorted, disjoint)")
+        gap = ddr_addr - position
+        if taken + gap > len(stored_constants):
+            raise _fail(f"{what}: DDR address {ddr_addr} is past the end of the constant image")
+        image += stored_constants[taken : taken + gap] + bytes(size)
+        taken += gap
+        position = ddr_addr + size
+        regions.append(CompressedWeights(ddr_addr, bits, dictionary, unpack_ids(packed, bits, size)))
+    cursor.finish()
+    return regions, bytes(image + stored_constants[taken:])
+
+
 def _read(data: bytes) -> Binary:
-    target_id, count = _read_header(data)
-    sections = _read_sections(data, count)
+    target_id, count, version = _read_header(data)
+    sections = _read_sections(data, count, version)
+    if version == COMPRESSED_FORMAT_VERSION and SECTION_COMPRESSED_WEIGHTS not in sections:
+        raise _fail(f"format version {version} without a compressed-weights section (plain programs are version {FORMAT_VERSION})")
     code = sections[SECTION_INSTRUCTIONS]
     if len(code) % WORD_BYTES:
         raise _fail(f"instructions section of {len(code)} bytes is not a whole number of {WORD_BYTES}-byte words")
@@ -372,4 +500,7 @@ def _read(data: bytes) -> Binary:
     strings = sections[SECTION_STRINGS]
     io = _read_io(sections[SECTION_IO], strings)
     provenance = _read_provenance(sections.get(SECTION_PROVENANCE, U32.pack(0)), strings, len(instructions))
-    return Binary(target_id, instructions, sections.get(SECTION_CONSTANTS, b""), io, provenance)
+    constants, compressed = sections.get(SECTION_CONSTANTS, b""), []
+    if SECTION_COMPRESSED_WEIGHTS in sections:
+        compressed, constants = _read_compressed(sections[SECTION_COMPRESSED_WEIGHTS], constants)
+    return Binary(target_id, instructions, constants, io, provenance, compressed)

@@ -68,3 +68,14 @@ def instruction_cycles(i: Instruction, target: TargetDescription) -> int:
 
 def program_cycles(instructions: Iterable[Instruction], target: TargetDescription) -> int:
     return sum(instruction_cycles(i, target) for i in instructions)
+
+
+def decode_cycles(decoded_bytes: int, bits: int, target: TargetDescription) -> int:
+    """docs/isa.md section 5, weight decode: one compressed region (binary section kind 6)
+    expanded into DDR before the program runs. The decompressor is a DMA engine with a
+    dictionary lookup on its path: it reads the packed b-bit ids and writes one int8 per id,
+    each side at the DMA rate."""
+    cost = target.cost
+    packed = _ceil_div(decoded_bytes * bits, 8)
+    return (cost.instruction_overhead_cycles + cost.dma_latency_cycles
+            + _ceil_div(packed, cost.dma_bytes_per_cycle) + _ceil_div(decoded_bytes, cost.dma_bytes_per_cycle))

@@ -20,7 +20,7 @@ from xdsl.ir import Attribute
 
 from xnpu.dialects import isa
 from xnpu.errors import XnpuError
-from xnpu.target.binary import Binary, IoTensor
+from xnpu.target.binary import Binary, CompressedWeights, IoTensor
 from xnpu.target.description import TargetDescription, list_targets, load_target
 
 
@@ -77,7 +77,33 @@ def emit_binary(module: ModuleOp) -> Binary:
             raise XnpuError(f"'{op.name}' is not part of an isa program; lower the module to isa first")
     if not instructions:
         raise XnpuError("the isa module has no instructions")
-    return Binary(target.id, instructions, constants, io_table, provenance)
+    constants, compressed = compress_constants(module, constants)
+    return Binary(target.id, instructions, constants, io_table, provenance, compressed)
+
+
+def compress_constants(module: ModuleOp, image: bytes) -> tuple[bytes, list[CompressedWeights]]:
+    """Section kind 6: the regions lower-fixed-to-isa marked (compress-weights layers) become
+    b-bit ids into their int8 dictionary; the image keeps zero placeholders there."""
+    import numpy as np
+
+    from xnpu.transforms.compress_weights import regions_of
+
+    image = bytearray(image)
+    compressed = []
+    for offset, size, bits, dictionary in regions_of(module):
+        values = np.frombuffer(bytes(image[offset : offset + size]), dtype=np.int8)
+        if values.size != size:
+            raise XnpuError(f"compressed weights [{offset}, {offset + size}) run past the {len(image)}-byte constant image")
+        # byte -> the first dictionary entry holding it (int8 rounding can make entries equal)
+        first_id = np.full(256, -1, dtype=np.int64)
+        for index in range(dictionary.size - 1, -1, -1):
+            first_id[dictionary.view(np.uint8)[index]] = index
+        ids = first_id[values.view(np.uint8)]
+        if (ids < 0).any():
+            raise XnpuError(f"compressed weights at constant offset {offset} hold a value outside their dictionary")
+        compressed.append(CompressedWeights(offset, bits, dictionary.tobytes(), ids.astype(np.uint8)))
+        image[offset : offset + size] = bytes(size)
+    return bytes(image), compressed
 
 
 def target_name_for(binary: Binary) -> str:
@@ -94,7 +120,9 @@ def module_from_binary(binary: Binary, target: str | None = None) -> ModuleOp:
     module.attributes[isa.TARGET_ATTRIBUTE] = StringAttr(target)
     body = module.body.block
     if binary.constants:
-        body.add_op(isa.ConstantsOp(binary.constants))
+        # decoded: the isa level has no compressed constants, so the text reassembles to the
+        # same program with its weights stored plain
+        body.add_op(isa.ConstantsOp(binary.constant_image()))
     for tensor in binary.io:
         body.add_op(isa.IoOp(tensor.name, tensor.direction, tensor.shape, tensor.dtype, tensor.scale,
                              tensor.zero_point, tensor.ddr_addr, tensor.layout))

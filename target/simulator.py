@@ -27,7 +27,7 @@ from numpy.lib.stride_tricks import as_strided
 from xnpu.errors import XnpuError
 from xnpu.semantics import fixed_point as fp
 from xnpu.target.binary import Binary, IoTensor
-from xnpu.target.cost import conv_output_hw, instruction_cycles
+from xnpu.target.cost import conv_output_hw, decode_cycles, instruction_cycles
 from xnpu.target.description import TargetDescription, list_targets, load_target
 from xnpu.target.encoding import BROADCASTS, DMA_LAYOUTS, ELTWISE_OPS, POOL_KINDS, Instruction, decode_program
 
@@ -38,6 +38,7 @@ IO_DTYPES = {"int8": np.dtype("<i1"), "int16": np.dtype("<i2"), "int32": np.dtyp
 QUANTIZED_BITS = {"int8": 8, "int16": 16, "int32": 32}
 INT8_BITS = 8
 UNATTRIBUTED = "(no provenance)"
+WEIGHT_DECODE = "DECODE"  # the profile's name for the kind-6 weight decode before the program runs
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,21 @@ class Machine:
             raise XnpuError(f"the {len(constants)}-byte constant image does not fit the {self.ddr.size}-byte DDR")
         self.ddr[: len(constants)] = np.frombuffer(constants, dtype=np.uint8)
 
+    def decode_weights(self, binary: Binary) -> list[int]:
+        """docs/binary-format.md section 6: expand each compressed region through its
+        dictionary into DDR, like the hardware decompressor does when the program is loaded
+        (the placeholders the constant image holds there are overwritten). Returns the cycles
+        of each region's decode (xnpu.target.cost.decode_cycles)."""
+        cycles = []
+        for region in binary.compressed:
+            ids = np.asarray(region.ids, dtype=np.int64)
+            table = np.frombuffer(bytes(region.dictionary), dtype=np.uint8)
+            if table.size != 1 << region.bits or (ids.size and ids.max() >= table.size):
+                raise XnpuError(f"compressed region at DDR {region.ddr_addr}: ids outside its {table.size}-entry dictionary")
+            self._span(self.ddr, "DDR", region.ddr_addr, ids.size)[:] = table[ids]
+            cycles.append(decode_cycles(int(ids.size), region.bits, self.target))
+        return cycles
+
     def write_tensor(self, tensor: IoTensor, codes) -> None:
         """Integer codes of an io tensor (its logical shape) into DDR, in its layout."""
         dtype = _io_dtype(tensor)
@@ -186,6 +202,7 @@ class Machine:
                     f"binary: built for target id {program.target_id}, the machine is {self.target.name} (id {self.target.id})"
                 )
             self.load_constants(program.constants)
+            decode = self.decode_weights(program)
             for tensor in program.inputs():
                 if tensor.name not in inputs:
                     raise XnpuError(f"missing input '{tensor.name}'")
@@ -193,6 +210,9 @@ class Machine:
             if inputs:
                 raise XnpuError(f"unknown input '{sorted(inputs)[0]}'")
             stats = self.execute(program.instructions, program.provenance, trace)
+            for cycles in decode:
+                stats.add(WEIGHT_DECODE, (WEIGHT_DECODE,), cycles)
+                stats.instructions -= 1  # stats.add counts an instruction; a decode is not one
             return {tensor.name: self.read_tensor(tensor) for tensor in program.outputs()}, stats
         instructions = decode_program(program) if isinstance(program, (bytes, bytearray)) else list(program)
         for address, data in inputs.items():

@@ -38,6 +38,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--per-tensor", action="store_true", help="one weight scale per tensor instead of per channel")
     parser.add_argument("--variant", default="two_stage", choices=("two_stage", "direct"), help="int8 add requantization (R11)")
     parser.add_argument("--calibration-samples", type=int, default=None, metavar="N", help="use only the first N samples")
+    parser.add_argument("--compress-bits", type=int, default=None, metavar="B",
+                        help="store conv/gemm weights as B-bit codebook ids (seed 003, docs/compression.md)")
+    parser.add_argument("--compress-step", type=float, default=0.125, metavar="L", help="log-domain step (default 0.125)")
+    parser.add_argument("--compress-method", default="seed003", choices=("seed003", "frequency", "kmeans"),
+                        help="how the codebook points are chosen (default seed003)")
+    parser.add_argument("--compress-min-elements", type=int, default=0, metavar="N",
+                        help="leave layers with fewer than N weights uncompressed")
+    parser.add_argument("--compress-exclude", default="", metavar="NAMES",
+                        help="comma-separated layer (ONNX node) names to leave uncompressed")
     return parser
 
 
@@ -77,6 +86,8 @@ def compile_main(args: argparse.Namespace) -> None:
     result = compile_model(
         args.model, calibration, target=args.target, method=args.method, per_channel=not args.per_tensor,
         variant=args.variant, progress=False, stop_at=args.emit, after_pass=after_pass,
+        compress_bits=args.compress_bits, compress_step=args.compress_step, compress_method=args.compress_method,
+        compress_min_elements=args.compress_min_elements, compress_exclude=args.compress_exclude,
     )
     payload = result.to_bytes() if args.emit == "bin" else print_ir(result)
     if args.output is not None and args.output != "-":

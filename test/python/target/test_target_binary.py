@@ -124,7 +124,7 @@ GOOD = sample_binary().to_bytes()
         (GOOD[:-1], f"truncated: the header says {len(GOOD)} bytes, the file has {len(GOOD) - 1}"),
         (GOOD + b"\0", "1 trailing bytes after"),
         (b"ELF\x7f" + GOOD[4:], "bad magic b'ELF\\x7f', expected b'XNPU': not an xnpu binary"),
-        (_damage(GOOD, 4, struct.pack("<H", 2)), "format version 2 is not supported"),
+        (_damage(GOOD, 4, struct.pack("<H", 3)), "format version 3 is not supported"),
         (_damage(GOOD, 200, b"\xff", fix_crc=False), "checksum mismatch"),
         (_damage(GOOD, 16, struct.pack("<I", 4)), "unknown header flags 0x4"),
         (_damage(GOOD, 20, struct.pack("<I", 1000)), "section table of 1000 entries runs past the end"),
