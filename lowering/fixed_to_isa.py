@@ -331,6 +331,7 @@ class ConvLayer(Layer):
     epilogue: tuple | None
     out_hw: tuple[int, int]
     tiling: Tiling | None = None
+    weight_tensor: Tensor | None = None  # kernels computed by the program (seed 002), in DDR in DW layout
 
     def weight_bytes(self, chunk: int, a: int, in_c: int) -> int:
         kh, kw = self.kernel
@@ -413,12 +414,13 @@ class ConvLayer(Layer):
             in_sram = arena.take(in_rows_max * in_cols_max * _align(icn, a))
             out_sram = arena.take(rows * cols * _align(ocn, a))
             kernel_elems = kh * kw * (1 if self.depthwise else icn)
+            weight_base = self.weight_offset if self.weight_tensor is None else self.weight_tensor.address
             if self.depthwise:
                 program.emit("LOAD", layout=DMA_LAYOUTS["DW"], sram_addr=w_sram,
-                             ddr_addr=self.weight_offset + oc0 * kernel_elems, d0=ocn, d1=kh, d2=kw)
+                             ddr_addr=weight_base + oc0 * kernel_elems, d0=ocn, d1=kh, d2=kw)
             else:
                 program.emit("LOAD", layout=DMA_LAYOUTS["OHWI"], sram_addr=w_sram,
-                             ddr_addr=self.weight_offset + oc0 * kernel_elems, d0=ocn, d1=kh, d2=kw, d3=icn)
+                             ddr_addr=weight_base + oc0 * kernel_elems, d0=ocn, d1=kh, d2=kw, d3=icn)
             if self.bias_offset is not None:
                 program.load_raw(b_sram, self.bias_offset + 4 * oc0, ocn, elem_log2=2)
             if self.per_channel:
@@ -620,6 +622,10 @@ class RelayoutLayer(Layer):
     time, with the pixel stride picking one channel out of the NHWC side.
     """
 
+    def plan(self, target: TargetDescription) -> None:
+        if self.inputs[0].w * target.memory.channel_alignment > target.memory.sram_bytes:
+            raise LoweringError(f"one row of {self.inputs[0].w} pixels does not fit the SRAM of {target.name}")
+
     def emit(self, program: Program) -> None:
         x, y = self.inputs[0], self.output
         target = program.target
@@ -633,8 +639,6 @@ class RelayoutLayer(Layer):
                     program.map_dma(mnemonic, tensor, 0, 0, h)
             return
         rows = max(1, min(h, target.memory.sram_bytes // (w * a)))
-        if w * a > target.memory.sram_bytes:
-            raise LoweringError(f"one row of {w} pixels does not fit the SRAM of {target.name}")
         for channel in range(c):
             for row0 in range(0, h, rows):
                 band = min(rows, h - row0)
@@ -650,14 +654,17 @@ class RelayoutLayer(Layer):
 class ConcatLayer(Layer):
     """Channel concat of NHWC maps: each part is stored at its channel offset (pixel stride = all channels)."""
 
+    def plan(self, target: TargetDescription) -> None:
+        widest = max(_align(part.c, target.memory.channel_alignment) for part in self.inputs)
+        if self.output.w * widest > target.memory.sram_bytes:
+            raise LoweringError(f"one row of a concat input does not fit the SRAM of {target.name}")
+
     def emit(self, program: Program) -> None:
         y = self.output
         a = program.target.memory.channel_alignment
         offset = 0
         for part in self.inputs:
             rows = max(1, min(y.h, program.target.memory.sram_bytes // (y.w * _align(part.c, a))))
-            if y.w * _align(part.c, a) > program.target.memory.sram_bytes:
-                raise LoweringError(f"one row of a concat input does not fit the SRAM of {program.target.name}")
             for row0 in range(0, y.h, rows):
                 band = min(rows, y.h - row0)
                 program.map_dma("LOAD", part, 0, row0, band)
@@ -692,6 +699,7 @@ class GraphLowering:
         self.io: list[dict] = []
         self.consumed: set[Operation] = set()
         self.compressed: dict[int, tuple[int, int, np.ndarray]] = {}  # image offset -> (bytes, bits, dictionary)
+        self.kernel_views: dict[SSAValue, Tensor] = {}  # activations reshaped to conv kernels (seed 002)
 
     def note_codebook(self, weight_op: Operation, blob: bytes) -> None:
         """Record where a compress-weights layer's int8 weights lie in the image (section kind 6).
@@ -871,8 +879,10 @@ class GraphLowering:
 
     def lower_fixed_conv2d(self, op: fixed.Conv2dOp) -> None:
         weight_op = op.weight.owner
+        if op.weight in self.kernel_views:
+            return self.activation_kernel_conv(op)
         if not isinstance(weight_op, fixed.ConstantOp):
-            raise self.fail(op, "convolution weights must be constants")
+            raise self.fail(op, "convolution weights must be constants or an activation reshaped to kernels")
         weights = weight_op.to_numpy()  # O x C/g x KH x KW
         bias = op.bias.owner.to_numpy() if op.bias is not None else None
         if op.bias is not None and not isinstance(op.bias.owner, fixed.ConstantOp):
@@ -910,6 +920,29 @@ class GraphLowering:
         self.note_codebook(weight_op, weight_blob)
         self.conv_layer(op, x, weight_blob, bias, out_c, (kh, kw), strides, dilations, pads4, groups, depthwise)
 
+    def activation_kernel_conv(self, op: fixed.Conv2dOp) -> None:
+        """Kernels that are an activation (seed 002's mul as a depthwise conv): one input
+        channel per kernel, so the row-major bytes of the activation are the DW (and OHWI)
+        kernel layout and the LOAD reads them from the activation's DDR address."""
+        if op.bias is not None and not isinstance(op.bias.owner, fixed.ConstantOp):
+            raise self.fail(op, "convolution biases must be constants")
+        bias = op.bias.owner.to_numpy() if op.bias is not None else None
+        x = self.nhwc(op.input, op)
+        out_c, _, kh, kw = shape_of(op.weight)
+        groups = op.group.value.data
+        depthwise = groups == x.c and groups == out_c and groups > 1
+        strides, pads, dilations = ints(op.strides), ints(op.pads), ints(op.dilations)
+        c = self.target.conv
+        if depthwise and not c.depthwise:
+            raise self.fail(op, "the target has no depthwise convolution")
+        self.check_limits(op, "CONV", (
+            ("kernel", (kh, kw), 1, c.max_kernel), ("stride", strides, 1, c.max_stride),
+            ("dilation", dilations, 1, c.max_dilation), ("pad", pads, 0, c.max_pad),
+        ))
+        weights = self.use(self.kernel_views[op.weight])
+        self.conv_layer(op, x, b"", bias, out_c, (kh, kw), strides, dilations, tuple(pads), groups, depthwise,
+                        weight_tensor=weights)
+
     def lower_fixed_gemm(self, op: fixed.GemmOp) -> None:
         b_op = op.b.owner
         if not isinstance(b_op, fixed.ConstantOp):
@@ -933,7 +966,8 @@ class GraphLowering:
         self.note_codebook(b_op, blob)
         self.conv_layer(op, x, blob, bias, out_c, (1, 1), (1, 1), (1, 1), (0, 0, 0, 0), 1, False)
 
-    def conv_layer(self, op, x, weight_blob, bias, out_c, kernel, strides, dilations, pads, groups, depthwise) -> None:
+    def conv_layer(self, op, x, weight_blob, bias, out_c, kernel, strides, dilations, pads, groups, depthwise,
+                   weight_tensor: Tensor | None = None) -> None:
         rescale, value, fused, relu, epilogue = self.conv_rescale(op)
         multipliers, shifts = rescale_pair(rescale)
         per_channel = len(multipliers) > 1
@@ -943,11 +977,14 @@ class GraphLowering:
         out_hw = (y.h, y.w)
         layer = ConvLayer(
             fused_location(op, *fused), [x], y, kernel=tuple(kernel), strides=tuple(strides), dilations=tuple(dilations),
-            pads=tuple(pads), groups=groups, depthwise=depthwise, weight_offset=self.constants.add(weight_blob),
+            pads=tuple(pads), groups=groups, depthwise=depthwise,
+            weight_offset=self.constants.add(weight_blob) if weight_tensor is None else 0,
             bias_offset=None if bias is None else self.constants.add(np.asarray(bias, dtype="<i4").tobytes()),
             record_offset=self.constants.add(records(multipliers, shifts)), per_channel=per_channel,
-            relu=relu, epilogue=epilogue, out_hw=out_hw,
+            relu=relu, epilogue=epilogue, out_hw=out_hw, weight_tensor=weight_tensor,
         )
+        if weight_tensor is not None:
+            layer.inputs.append(weight_tensor)  # live until the conv has read it
         self.add_layer(layer)
 
     def broadcast_of(self, op: Operation, full: Sequence[int], other: Sequence[int]) -> str | None:
@@ -1117,6 +1154,13 @@ class GraphLowering:
         self.reshape_to(op, op.input)
 
     def lower_fixed_reshape(self, op: fixed.ReshapeOp) -> None:
+        shape = shape_of(op.result)
+        uses = list(op.result.uses)
+        kernels = uses and all(isinstance(u.operation, fixed.Conv2dOp) and u.index == 1 for u in uses)
+        if kernels and len(shape) == 4 and shape[1] == 1:
+            # O x 1 x KH x KW kernels: the row-major bytes of the source are their DW / OHWI layout
+            self.kernel_views[op.result] = self.row_major(self.tensor_of(op.input, op), op.location)
+            return
         self.reshape_to(op, op.input)
 
     def lower_fixed_concat(self, op: fixed.ConcatOp) -> None:
