@@ -95,7 +95,9 @@ def log_codebook(weights: np.ndarray, bits: int = 8, step: float = 0.125, method
         # so no id ever names them, and the dictionary stays 2^b entries long.
         padded = np.concatenate([points, np.full(half - first - points.size, points[-1])])
         positive[first:] = np.exp(step * padded)
-        nearest = np.argmin((q[:, None] - points[None, :]) ** 2, axis=1) + first
+        # argmin over the distinct q only (a few hundred), then per weight
+        distinct, inverse = np.unique(q, return_inverse=True)
+        nearest = np.argmin((distinct[:, None] - points[None, :]) ** 2, axis=1)[inverse.reshape(-1)] + first
         ids[nonzero] = nearest + np.where(w[nonzero] < 0, half, 0)
     return Codebook(bits, ids, np.concatenate([positive, -positive]))
 
