@@ -57,6 +57,12 @@ def _lower_fixed_to_isa():
     return LowerFixedToIsaPass
 
 
+def _legalize():
+    from xnpu.lowering.pdl_driver import LegalizePass
+
+    return LegalizePass
+
+
 def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {
         "calibrate": _calibrate,
@@ -66,5 +72,6 @@ def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "compress-weights": _compress_weights,
         "lower-nn-to-fixed": _lower_nn_to_fixed,
         "fold-quantize-pairs": _fold_quantize_pairs,
+        "legalize": _legalize,
         "lower-fixed-to-isa": _lower_fixed_to_isa,
     }

@@ -110,6 +110,15 @@ class XnpuOptMain(xDSLOptMain):
         arg_parser.add_argument(
             "--print-op-generic", action="store_true", help="print ops in the generic format"
         )
+        arg_parser.add_argument(
+            "--target",
+            help="hardware target (a shipped name or a TOML path): the default of every pass's `target` option",
+        )
+        arg_parser.add_argument(
+            "--supported-ops",
+            action="store_true",
+            help="print the target's supported-operators table (markdown) and exit",
+        )
 
     # ---- the steps ---------------------------------------------------------------------
 
@@ -129,6 +138,17 @@ class XnpuOptMain(xDSLOptMain):
             # xDSL's message spans several lines with a caret; its last line is the reason
             reason = [line.strip() for line in str(error).splitlines() if line.strip()][-1]
             raise ToolError(f"{PROG}: error: invalid pass pipeline '{spec}': {reason}") from None
+        if self.args.target is not None:
+            self.pipeline = dataclasses.replace(
+                self.pipeline, passes=tuple(self.with_target(p) for p in self.pipeline.passes)
+            )
+
+    def with_target(self, pass_: ModulePass) -> ModulePass:
+        """`--target` replaces a pass's `target` option where the pipeline left it at its default."""
+        fields = {f.name: f for f in dataclasses.fields(pass_)} if dataclasses.is_dataclass(pass_) else {}
+        if "target" not in fields or pass_.target != fields["target"].default:  # type: ignore[attr-defined]
+            return pass_
+        return dataclasses.replace(pass_, target=self.args.target)
 
     def register_all_frontends(self) -> None:
         def parse_mlir(stream: IO[bytes]) -> ModuleOp:
@@ -200,6 +220,12 @@ class XnpuOptMain(xDSLOptMain):
 
     def run(self) -> int:
         try:
+            if self.args.supported_ops:
+                from xnpu.target.capabilities import supported_ops_markdown
+                from xnpu.target.description import load_target
+
+                print(supported_ops_markdown(load_target(self.args.target or "xnpu_default")), end="")
+                return 0
             if self.args.list_passes:
                 width = max(map(len, self.available_passes), default=0)
                 for name, factory in self.available_passes.items():

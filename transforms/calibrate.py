@@ -78,12 +78,20 @@ MIN_HISTOGRAM_BINS = ENTROPY_LEVELS
 OVERSAMPLE = 16  # the entropy histogram is collected this much finer than it is searched
 
 
-def scale_from_threshold(threshold: float) -> float:
-    """The symmetric int8 scale for |x| <= threshold, rounded to f32 as the IR stores it."""
+def scale_from_threshold(threshold: float, pow2: bool = False) -> float:
+    """The symmetric int8 scale for |x| <= threshold, rounded to f32 as the IR stores it.
+
+    `pow2` rounds it up to a power of two (x = q / 2^s, seed 001's data format): the
+    range still fits, at up to half the resolution.
+    """
     threshold = float(threshold)
     if not threshold > 0 or not math.isfinite(threshold):
-        return float(np.float32(ZERO_RANGE_SCALE))
-    return float(np.float32(threshold / QMAX))
+        scale = ZERO_RANGE_SCALE
+    else:
+        scale = threshold / QMAX
+    if pow2:
+        return float(2.0 ** math.ceil(math.log2(scale)))
+    return float(np.float32(scale))
 
 
 # --------------------------------------------------------------------------------------
@@ -469,6 +477,7 @@ def calibrate(
     progress: bool | None = None,
     batch_size: int = 1,
     exact_range: bool | None = None,
+    pow2: bool = False,
 ) -> ModuleOp:
     """Record `nn.scale` on every float activation and `nn.weight_scales` on conv/gemm.
 
@@ -479,7 +488,8 @@ def calibrate(
     tensor's max|x|, then into histograms over exactly that range, which is onnxruntime's
     one-shot histogram and reproduces its thresholds; without it one run grows the
     histograms as data arrives. By default it is on for entropy, whose KL search reacts to
-    small changes of the histogram, and off for percentile. `progress` shows a bar on stderr (default: when stderr is a
+    small changes of the histogram, and off for percentile. `pow2` rounds every activation
+    scale up to a power of two (weights keep their scales). `progress` shows a bar on stderr (default: when stderr is a
     terminal). Modifies `module` in place and returns it.
     """
     _check_options(method, percentile, bins, batch_average, batch_size)
@@ -506,12 +516,12 @@ def calibrate(
         return entropy_threshold(statistic)
 
     function = entry_function(module)
-    _annotate_arguments(function, [scale_from_threshold(threshold_of(a)) for a in function.body.blocks.first.args])
+    _annotate_arguments(function, [scale_from_threshold(threshold_of(a), pow2) for a in function.body.blocks.first.args])
     for op in function.walk():
         if op.dialect_name() != "nn" or isinstance(op, nn.ConstantOp):
             continue
         # every nn op has exactly one result
-        op.attributes[SCALE_ATTR] = _scale_attr(scale_from_threshold(threshold_of(op.results[0])))
+        op.attributes[SCALE_ATTR] = _scale_attr(scale_from_threshold(threshold_of(op.results[0]), pow2))
         if isinstance(op, (nn.Conv2dOp, nn.GemmOp)):
             scales = weight_scales(op, per_channel_weights)
             if scales is not None:
@@ -566,6 +576,7 @@ class CalibratePass(ModulePass):
     batch_average: bool = False
     batch_size: int = 1
     exact_range: bool | None = None
+    pow2: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         _check_options(self.method, self.percentile, self.bins, self.batch_average, self.batch_size)
@@ -582,4 +593,5 @@ class CalibratePass(ModulePass):
             batch_average=self.batch_average,
             batch_size=self.batch_size,
             exact_range=self.exact_range,
+            pow2=self.pow2,
         )
