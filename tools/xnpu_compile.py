@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from xnpu.errors import XnpuError
+from xnpu.tools.cli import run_reporting_errors, write_output
 
 PROG = "xnpu-compile"
 LEVELS = ("nn", "fixed", "isa", "bin")
@@ -62,7 +63,7 @@ def _load_calibration(path: str, limit: int | None):
 
 
 def compile_main(args: argparse.Namespace) -> None:
-    from xnpu.ir_io import print_ir, write_atomically
+    from xnpu.ir_io import print_ir
     from xnpu.pipeline import compile as compile_model
 
     if args.model is None:
@@ -89,31 +90,21 @@ def compile_main(args: argparse.Namespace) -> None:
         compress_bits=args.compress_bits, compress_step=args.compress_step, compress_method=args.compress_method,
         compress_min_elements=args.compress_min_elements, compress_exclude=args.compress_exclude,
     )
-    payload = result.to_bytes() if args.emit == "bin" else print_ir(result)
-    if args.output is not None and args.output != "-":
-        write_atomically(args.output, payload)
-    elif isinstance(payload, bytes):
-        sys.stdout.buffer.write(payload)
-    else:
-        sys.stdout.write(payload)
+    write_output(args.output, result.to_bytes() if args.emit == "bin" else print_ir(result))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
+
+    def action():
         if args.list_targets:
             from xnpu.target.description import list_targets
 
             sys.stdout.write("".join(f"{name}\n" for name in list_targets()))
-            return 0
+            return
         compile_main(args)
-    except XnpuError as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(f"{PROG}: error: interrupted", file=sys.stderr)
-        return 1
-    return 0
+
+    return run_reporting_errors(PROG, action)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from xnpu.errors import XnpuError
+from xnpu.tools.cli import run_reporting_errors, write_output
 
 PROG = "xnpu-objdump"
 
@@ -40,21 +41,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--target", help="target name or .toml file (default: the shipped target with the binary's id)")
     parser.add_argument("-o", "--output", help="output file (default: stdout)")
     args = parser.parse_args(argv)
-    try:
-        from xnpu.ir_io import write_atomically
+
+    def action():
         from xnpu.target.emit import disassemble
 
         text = disassemble(read_binary(args.binary), args.target, constants=not args.no_constants)
-        if args.output and args.output != "-":
-            write_atomically(args.output, text)
-        else:
-            sys.stdout.write(text)
-    except XnpuError as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return 1
-    except BrokenPipeError:
-        return 0
-    return 0
+        write_output(args.output, text)
+
+    return run_reporting_errors(PROG, action)
 
 
 if __name__ == "__main__":

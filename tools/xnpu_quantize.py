@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from xnpu.errors import XnpuError
+from xnpu.tools.cli import run_reporting_errors
 
 PROG = "xnpu-quantize"
 METHODS = ("minmax", "percentile", "entropy")
@@ -103,19 +104,12 @@ def write_layer_report(args: argparse.Namespace, float_module, fixed_module, cal
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        written = quantize_file(args)
-    except XnpuError as error:
-        # IR errors read `file:line:col: error: ...`; after the tool's own prefix, once is enough
-        print(f"{PROG}: error: {str(error).replace(': error: ', ': ', 1)}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(f"{PROG}: error: interrupted", file=sys.stderr)
-        return 1
-    if written:
-        report_text = Path(args.report) / "report.txt"
-        print(report_text.read_text(), end="")
-    return 0
+
+    def action():
+        if quantize_file(args):
+            print((Path(args.report) / "report.txt").read_text(), end="")
+
+    return run_reporting_errors(PROG, action)
 
 
 if __name__ == "__main__":

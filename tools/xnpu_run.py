@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from xnpu.errors import XnpuError
+from xnpu.tools.cli import error_line
 from xnpu.ir_io import first_line, load_ir, write_atomically
 from xnpu.runner import run
 
@@ -125,11 +126,6 @@ def save_outputs(path: Path, outputs: Mapping[str, np.ndarray]) -> None:
     write_atomically(path, buffer.getvalue())
 
 
-def one_line(error: XnpuError) -> str:
-    # IR errors read `file:line:col: error: ...`; after the tool's own prefix, once is enough
-    return str(error).replace(": error: ", ": ", 1)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description="Run a model on numpy inputs.")
     parser.add_argument("model", help="the model: " + ", ".join(MODEL_LOADERS) + " file")
@@ -158,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if output is not None:
             save_outputs(output, outputs)
     except XnpuError as error:
-        print(f"{PROG}: error: {one_line(error)}", file=sys.stderr)
+        print(error_line(PROG, error), file=sys.stderr)
         return 1
     for name, array in outputs.items():
         print(summarize(name, array))

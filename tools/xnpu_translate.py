@@ -15,8 +15,8 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from xnpu.errors import XnpuError
-from xnpu.ir_io import print_ir, write_atomically
+from xnpu.tools.cli import run_reporting_errors, write_output
+from xnpu.ir_io import print_ir
 
 PROG = "xnpu-translate"
 
@@ -59,27 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def emit(output: str | None, result: str | bytes) -> None:
-    if output is not None and output != "-":
-        write_atomically(output, result)
-    elif isinstance(result, bytes):
-        sys.stdout.buffer.write(result)
-    else:
-        sys.stdout.write(result)
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        emit(args.output, MODES[args.mode][1](args))
-    except XnpuError as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(f"{PROG}: error: interrupted", file=sys.stderr)
-        return 1
-    return 0
+    args = build_parser().parse_args(argv)
+    return run_reporting_errors(PROG, lambda: write_output(args.output, MODES[args.mode][1](args)))
 
 
 if __name__ == "__main__":
