@@ -77,6 +77,7 @@ def compile(
     compress_method: str = "seed003",
     compress_min_elements: int = 0,
     compress_exclude: str = "",
+    clamp_method: str = "auto",
     **calibration_options,
 ):
     """ONNX model (path, ModelProto or nn module) -> Binary for `target`, in one process.
@@ -87,6 +88,8 @@ def compile(
     Binary; `after_pass(name, module)` is called after every step (--print-ir-after-all).
     `compress_bits` runs compress-weights (seed 003's codebook, docs/compression.md) after
     calibration: conv/gemm weights become b-bit ids stored as binary section kind 6.
+    `legalize{target}` (docs/extending.md) runs between the fixed level and lower-fixed-to-isa:
+    ops the target lacks become ones it has (`clamp_method`: auto, saturate or bias).
     """
     from xnpu.lowering.fixed_to_isa import LowerFixedToIsaPass
     from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass, LowerNNToFixedPass
@@ -131,6 +134,12 @@ def compile(
     verify_module(module)
     if stop_at == "fixed":
         return module
+    from xnpu.lowering.pdl_driver import LegalizePass
+
+    step = LegalizePass(target=str(target), clamp_method=clamp_method)
+    step.apply(ctx, module)
+    verify_module(module)
+    notify(step.name, module)
     LowerFixedToIsaPass(target=str(target)).apply(ctx, module)
     verify_module(module)
     notify(LowerFixedToIsaPass.name, module)

@@ -81,6 +81,18 @@ def _load_builtin_natives() -> None:
     import xnpu.lowering.legalize_natives  # noqa: F401  (registers by decoration)
 
 
+def load_natives(path: str | Path) -> None:
+    """Import a Python file whose `@native_constraint` / `@native_rewrite` functions register themselves."""
+    import importlib.util
+
+    path = Path(path)
+    if not path.is_file():
+        raise XnpuError(f"{path}: no such native functions file")
+    spec = importlib.util.spec_from_file_location(f"xnpu_natives_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+
 @dataclass
 class LegalizeContext:
     target: TargetDescription
@@ -341,10 +353,13 @@ class LegalizePass(ModulePass):
     target: str = "xnpu_default"
     clamp_method: str = "auto"  # auto | saturate (seed 001 method 1) | bias (method 2)
     patterns: str = ""  # extra pattern files or directories, comma-separated
+    natives: str = ""  # Python files registering extra native functions, comma-separated
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.clamp_method not in CLAMP_METHODS:
             raise XnpuError(f"legalize: clamp-method must be one of {', '.join(CLAMP_METHODS)}, got '{self.clamp_method}'")
+        for path in (p for p in self.natives.split(",") if p):
+            load_natives(path)
         extra = [p for p in self.patterns.split(",") if p]
         context = LegalizeContext(load_target(self.target), {"clamp_method": self.clamp_method})
         apply_patterns(op, load_patterns(extra), context)

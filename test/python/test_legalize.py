@@ -314,3 +314,42 @@ def test_pass_option_clamp_method_and_registry():
     module = parse_ir(clamp_module(-16, 16, scale=2.0 ** -4))
     LegalizePass(target="xnpu_lite", clamp_method="saturate").apply(make_context(), module)
     assert print_ir(module).count("fixed.conv2d") == 1
+
+
+# --------------------------------------------------------------------------------------
+# The bench models on both targets
+# --------------------------------------------------------------------------------------
+
+DIGITS = ROOT / ".." / "shared" / "bench" / "digits"
+
+
+@pytest.mark.parametrize("name", ["digits_plain", "digits_resnet", "digits_se"])
+def test_digits_models_bit_identical_on_default_and_lite(name):
+    if not DIGITS.is_dir():
+        pytest.skip(f"bench data not found at {DIGITS} (../shared/bench/digits)")
+    calibration = np.load(DIGITS / "calib_x.npy")[:40]
+    data = np.load(DIGITS / "test_x.npy")[:4]
+    fixed_module = xnpu.compile(str(DIGITS / f"{name}.onnx"), calibration, stop_at="fixed", progress=False)
+    expected = xnpu.run(fixed_module, data)["logits"]
+    for target in ("xnpu_default", "xnpu_lite"):
+        module = fixed_module.clone()
+        fired = legalize(module, target)
+        if target == "xnpu_default":
+            assert fired == []
+        elif name == "digits_se":
+            assert fired.count("channel_mul_as_depthwise_conv") == 2  # both squeeze-excitation muls
+        binary = emit_binary(lower_to_isa(module, target))
+        assert np.array_equal(run_binary(binary, data)["logits"], expected), target
+
+
+def test_compile_runs_legalize_for_the_target():
+    if not DIGITS.is_dir():
+        pytest.skip(f"bench data not found at {DIGITS} (../shared/bench/digits)")
+    calibration = np.load(DIGITS / "calib_x.npy")[:20]
+    steps = []
+    binary = xnpu.compile(str(DIGITS / "digits_se.onnx"), calibration, target="xnpu_lite", progress=False,
+                          after_pass=lambda name, module: steps.append(name))
+    assert steps.index("legalize") == steps.index("lower-fixed-to-isa") - 1
+    data = np.load(DIGITS / "test_x.npy")[:2]
+    fixed_module = xnpu.compile(str(DIGITS / "digits_se.onnx"), calibration, stop_at="fixed", progress=False)
+    assert np.array_equal(run_binary(binary, data)["logits"], xnpu.run(fixed_module, data)["logits"])
