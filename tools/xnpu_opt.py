@@ -139,14 +139,18 @@ class XnpuOptMain(xDSLOptMain):
             reason = [line.strip() for line in str(error).splitlines() if line.strip()][-1]
             raise ToolError(f"{PROG}: error: invalid pass pipeline '{spec}': {reason}") from None
         if self.args.target is not None:
+            from xdsl.utils.arg_spec import parse_pipeline
+
+            explicit = [set(spec.normalize_parameter_names().parameters) for spec in parse_pipeline(self.args.passes)]
             self.pipeline = dataclasses.replace(
-                self.pipeline, passes=tuple(self.with_target(p) for p in self.pipeline.passes)
+                self.pipeline,
+                passes=tuple(self.with_target(p, given) for p, given in zip(self.pipeline.passes, explicit)),
             )
 
-    def with_target(self, pass_: ModulePass) -> ModulePass:
-        """`--target` replaces a pass's `target` option where the pipeline left it at its default."""
-        fields = {f.name: f for f in dataclasses.fields(pass_)} if dataclasses.is_dataclass(pass_) else {}
-        if "target" not in fields or pass_.target != fields["target"].default:  # type: ignore[attr-defined]
+    def with_target(self, pass_: ModulePass, given: set[str]) -> ModulePass:
+        """`--target` sets a pass's `target` option unless the pipeline gives it explicitly."""
+        fields = {f.name for f in dataclasses.fields(pass_)} if dataclasses.is_dataclass(pass_) else set()
+        if "target" not in fields or "target" in given:
             return pass_
         return dataclasses.replace(pass_, target=self.args.target)
 

@@ -302,6 +302,9 @@ def test_xnpu_opt_supported_ops_and_target(tmp_path):
     lite = subprocess.run([sys.executable, "-m", "xnpu.tools.xnpu_opt", str(source), "--target=xnpu_lite", "-p", "legalize"],
                           capture_output=True, text=True)
     assert lite.returncode == 0 and lite.stdout.count("fixed.conv2d") == 3
+    explicit = subprocess.run([sys.executable, "-m", "xnpu.tools.xnpu_opt", str(source), "--target=xnpu_lite",
+                               "-p", 'legalize{target="xnpu_default"}'], capture_output=True, text=True)
+    assert explicit.returncode == 0 and "fixed.conv2d" not in explicit.stdout  # the pipeline's own option wins
     bad = subprocess.run([sys.executable, "-m", "xnpu.tools.xnpu_opt", str(source), "-p", "legalize{clamp-method=fast}"],
                          capture_output=True, text=True)
     assert bad.returncode == 1 and "clamp-method" in bad.stderr and "Traceback" not in bad.stderr
