@@ -139,6 +139,40 @@ def test_pow2_saturation_is_within_one_128th_of_hard_tanh(s):
     assert got.max() == 127 / 128 and got.min() == -127 / 128  # symmetric saturation (R3): both ends
 
 
+def test_pow2_saturation_users_absorb_the_shift_exactly():
+    """A conv user's rescale shifts k more and a dequantize user's scale shrinks by 2^k: below
+    saturation the outputs are exactly those of the clamp; a max pool user cannot absorb."""
+    text = """
+builtin.module {
+  func.func @main(%a: tensor<1x2x3x3xf32> {nn.name = "a"}) -> (tensor<1x2x3x3xf32> {nn.name = "y"}, tensor<1x2x3x3xf32> {nn.name = "z"}) {
+    %0 = fixed.quantize %a {scale = 0.03125 : f64} : tensor<1x2x3x3xf32> -> tensor<1x2x3x3xi8>
+    %1 = fixed.clamp %0 {min = -32 : i64, max = 32 : i64, scale = 0.03125 : f64} : tensor<1x2x3x3xi8> -> tensor<1x2x3x3xi8> loc("hard_tanh")
+    %w = fixed.constant dense<3> : tensor<2x2x1x1xi8>
+    %2 = fixed.conv2d %1, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x2x3x3xi8>, tensor<2x2x1x1xi8>) -> tensor<1x2x3x3xi32> loc("conv")
+    %3 = fixed.rescale %2 {multiplier = array<i64: 16384>, shift = array<i64: 16>} : tensor<1x2x3x3xi32> -> tensor<1x2x3x3xi8> loc("conv")
+    %4 = fixed.dequantize %3 {scale = 0.03125 : f64} : tensor<1x2x3x3xi8> -> tensor<1x2x3x3xf32>
+    %5 = fixed.dequantize %1 {scale = 0.03125 : f64} : tensor<1x2x3x3xi8> -> tensor<1x2x3x3xf32>
+    func.return %4, %5 : tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>
+  }
+}
+"""
+    inside = np.random.default_rng(5).uniform(-0.95, 0.95, size=(4, 2, 3, 3)).astype(np.float32)
+    module = parse_ir(text)
+    expected = xnpu.run(module, inside)
+    assert legalize(module, clamp_method="saturate") == ["clamp_by_pow2_saturation"]
+    printed = print_ir(module)
+    assert "shift = array<i64: 18>" in printed  # 16 + k, k = 7 - 5
+    got = xnpu.run(module, inside)
+    assert all(np.array_equal(got[name], expected[name]) for name in expected)
+    lower_to_isa(module, "xnpu_lite")
+    assert all(np.array_equal(run_binary(emit_binary(module), inside)[name], expected[name]) for name in expected)
+    pooled = text.replace("fixed.conv2d %1, %w", "fixed.conv2d %p, %w").replace(
+        "    %w = fixed.constant",
+        '    %p = fixed.max_pool %1 {kernel_shape = array<i64: 1, 1>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, '
+        'dilations = array<i64: 1, 1>, ceil_mode = 0 : i64} : tensor<1x2x3x3xi8> -> tensor<1x2x3x3xi8>\n    %w = fixed.constant')
+    assert legalize(parse_ir(pooled), clamp_method="saturate") == ["clamp_as_bias_adds"]
+
+
 def test_pow2_saturation_falls_back_to_bias_adds_where_it_does_not_apply():
     module = parse_ir(clamp_module(-20, 20, scale=2.0 ** -5))  # not [-2^s, 2^s]
     assert legalize(module, clamp_method="saturate") == ["clamp_as_bias_adds"]
