@@ -28,23 +28,12 @@ import xnpu  # noqa: E402
 from xnpu.errors import XnpuError  # noqa: E402
 from xnpu.lowering.pdl_driver import LegalizeContext, apply_patterns, load_patterns  # noqa: E402
 from xnpu.pipeline import lower_to_isa  # noqa: E402
-from xnpu.target.description import TARGET_DIR, load_target  # noqa: E402
+from xnpu.target.description import load_target  # noqa: E402
 from xnpu.target.emit import emit_binary  # noqa: E402
 from xnpu.target.simulator import simulate  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "targets.md"
 TARGETS = ("xnpu_default", "xnpu_lite")
-WIDE_LITE = "xnpu_lite_2048ch"  # xnpu_lite whose units take 2048 channels, for models lite cannot hold
-
-
-def wide_lite_toml(directory: Path) -> Path:
-    """xnpu_lite with max_channels 2048 (everything else equal), written to `directory`."""
-    text = (TARGET_DIR / "xnpu_lite.toml").read_text()
-    text = text.replace('name = "xnpu_lite"', f'name = "{WIDE_LITE}"').replace("id = 2", "id = 902")
-    text = text.replace("max_channels = 512", "max_channels = 2048")
-    path = directory / f"{WIDE_LITE}.toml"
-    path.write_text(text)
-    return path
 DEFAULT_MODELS = ("digits_plain", "digits_resnet", "digits_se", "mobilenetv2_like")
 
 
@@ -71,20 +60,9 @@ def compare(model, samples: int) -> dict:
     runs = {target: simulate(compiled[target][0], data) for target in built}
     one = {target: simulate(compiled[target][0], data[:1]) for target in built}
     reference = xnpu.run(fixed_module, data)
-    wide = None
-    if errors:
-        import tempfile
-
-        with tempfile.TemporaryDirectory() as directory:
-            path = wide_lite_toml(Path(directory))
-            binary, fired = compile_for_targets(fixed_module, [path])[WIDE_LITE]
-            if not isinstance(binary, str):
-                run = simulate(binary, data[:1], load_target(path))
-                wide = dict(cycles=run.stats.cycles, layers=run.stats.by_layer, fired=fired,
-                            exact=all(np.array_equal(run.outputs[n], reference[n][:1]) for n in reference))
     identical = all(np.array_equal(runs[t].outputs[name], runs[built[0]].outputs[name]) for t in built for name in reference)
     exact = all(np.array_equal(runs[t].outputs[name], reference[name]) for t in built for name in reference)
-    return dict(name=model.name, samples=len(data), identical=identical, exact=exact, errors=errors, wide=wide,
+    return dict(name=model.name, samples=len(data), identical=identical, exact=exact, errors=errors,
                 fired={t: compiled[t][1] for t in TARGETS},
                 layers={t: one[t].stats.by_layer if t in one else {} for t in TARGETS},
                 cycles={t: one[t].stats.cycles if t in one else None for t in TARGETS})
@@ -113,18 +91,10 @@ def markdown(results: list[dict]) -> str:
             why = (" No exact legalization exists: splitting a conv's input channels needs int32 partial sums, "
                    "which no unit writes (CONV writes int8).") if "input channels" in error else ""
             lines += ["", f"{r['name']} does not compile for {target}: `{error}`.{why}"]
-        if r["wide"] is not None:
-            w = r["wide"]
-            fired = ", ".join(f"{n} x{w['fired'].count(n)}" for n in dict.fromkeys(w["fired"])) or "none"
-            lines += ["", f"On {WIDE_LITE} (xnpu_lite with max_channels 2048, nothing else changed) it compiles: "
-                      f"{w['cycles']:,} cycles per sample, outputs {'identical to' if w['exact'] else 'DIFFERENT from'} "
-                      f"the fixed level, legalize patterns fired: {fired}. Its per-layer cycles are the "
-                      f"xnpu_lite column below."]
     for r in results:
-        second = WIDE_LITE if r["errors"] and r["wide"] is not None else "xnpu_lite"
         lines += ["", f"## {r['name']}: cycles per layer (one sample)", "",
-                  f"| layer | xnpu_default | {second} | lite / default |", "|---|---|---|---|"]
-        default, lite = r["layers"]["xnpu_default"], r["layers"]["xnpu_lite"] or (r["wide"] or {}).get("layers", {})
+                  "| layer | xnpu_default | xnpu_lite | lite / default |", "|---|---|---|---|"]
+        default, lite = r["layers"]["xnpu_default"], r["layers"]["xnpu_lite"]
         for layer in sorted(set(default) | set(lite), key=lambda k: -(lite.get(k, 0) + default.get(k, 0))):
             d, l = default.get(layer, 0), lite.get(layer, 0)
             ratio = f"{l / d:.2f}" if d else "-"
@@ -150,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
 
     write_atomically(RESULTS, markdown(results))
     print(f"wrote {RESULTS}")
-    if not all(r["identical"] and r["exact"] and (r["wide"] is None or r["wide"]["exact"]) for r in results):
+    if not all(r["identical"] and r["exact"] and not r["errors"] for r in results):
         print("error: the two targets' outputs differ where the seeds promise exactness", file=sys.stderr)
         return 1
     return 0

@@ -6,24 +6,36 @@ user's data, `lower-nn-to-fixed`, `fold-quantize-pairs`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
 
 from xnpu.context import make_context
 from xnpu.errors import XnpuError
 from xnpu.ir_io import verify_module
 
 
-def float_cleanup(module: ModuleOp) -> ModuleOp:
+AfterPass = Callable[[str, ModuleOp], None]
+
+
+def _ignore(name: str, module: ModuleOp) -> None:
+    pass
+
+
+def _apply(module: ModuleOp, step: ModulePass, notify: AfterPass) -> None:
+    step.apply(make_context(), module)
+    notify(step.name, module)
+
+
+def float_cleanup(module: ModuleOp, after_pass: AfterPass = _ignore) -> ModuleOp:
     """The float-level passes every compile starts with (batch norm folded into convs, no-ops gone)."""
     from xnpu.transforms.fold_batch_norm import FoldBatchNormPass
     from xnpu.transforms.remove_noop import RemoveNoOpPass
 
-    ctx = make_context()
     for step in (FoldBatchNormPass(), RemoveNoOpPass()):
-        step.apply(ctx, module)
+        _apply(module, step, after_pass)
     return module
 
 
@@ -34,18 +46,33 @@ def quantize(
     per_channel: bool = True,
     variant: str = "two_stage",
     progress: bool | None = None,
+    after_pass: AfterPass = _ignore,
+    compress_bits: int | None = None,
+    compress_step: float = 0.125,
+    compress_method: str = "seed003",
+    compress_min_elements: int = 0,
+    compress_exclude: str = "",
     **calibration_options,
 ) -> ModuleOp:
-    """Calibrate `module` (an nn module, changed in place) on `calibration` and lower it to `fixed`."""
+    """Calibrate `module` (an nn module, changed in place) on `calibration` and lower it to `fixed`.
+
+    `compress_bits` runs compress-weights (seed 003's codebook, docs/compression.md) after
+    calibration: conv/gemm weights become b-bit ids stored as binary section kind 6.
+    """
     from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass, LowerNNToFixedPass
     from xnpu.transforms.calibrate import calibrate
 
-    float_cleanup(module)
+    float_cleanup(module, after_pass)
     calibrate(module, calibration, method=method, per_channel_weights=per_channel, progress=progress,
               **calibration_options)
-    ctx = make_context()
-    LowerNNToFixedPass(variant=variant).apply(ctx, module)
-    FoldQuantizePairsPass().apply(ctx, module)
+    after_pass("calibrate", module)
+    if compress_bits is not None:
+        from xnpu.transforms.compress_weights import CompressWeightsPass
+
+        _apply(module, CompressWeightsPass(bits=compress_bits, step=compress_step, method=compress_method,
+                                           min_elements=compress_min_elements, exclude=compress_exclude), after_pass)
+    _apply(module, LowerNNToFixedPass(variant=variant), after_pass)
+    _apply(module, FoldQuantizePairsPass(), after_pass)
     verify_module(module)
     return module
 
@@ -66,43 +93,29 @@ def compile(
     model,
     calibration: np.ndarray | Mapping[str, np.ndarray] | None,
     target: str = "xnpu_default",
-    method: str = "minmax",
-    per_channel: bool = True,
-    variant: str = "two_stage",
-    progress: bool | None = None,
     stop_at: str = "bin",
-    after_pass=None,
-    compress_bits: int | None = None,
-    compress_step: float = 0.125,
-    compress_method: str = "seed003",
-    compress_min_elements: int = 0,
-    compress_exclude: str = "",
+    after_pass: AfterPass | None = None,
     clamp_method: str = "auto",
-    **calibration_options,
+    **quantize_options,
 ):
     """ONNX model (path, ModelProto or nn module) -> Binary for `target`, in one process.
 
-    import -> the steps of `quantize` (fold-batch-norm, remove-noop, calibrate,
-    lower-nn-to-fixed, fold-quantize-pairs) -> lower-fixed-to-isa -> emit, with no text in
-    between. `stop_at` ("nn", "fixed", "isa") returns the module at that level instead of the
-    Binary; `after_pass(name, module)` is called after every step (--print-ir-after-all).
-    `compress_bits` runs compress-weights (seed 003's codebook, docs/compression.md) after
-    calibration: conv/gemm weights become b-bit ids stored as binary section kind 6.
-    `legalize{target}` (docs/extending.md) runs between the fixed level and lower-fixed-to-isa:
-    ops the target lacks become ones it has (`clamp_method`: auto, saturate or bias).
+    import -> `quantize` (fold-batch-norm, remove-noop, calibrate, [compress-weights],
+    lower-nn-to-fixed, fold-quantize-pairs; `quantize_options` are its options) -> legalize
+    -> lower-fixed-to-isa -> emit, with no text in between. `stop_at` ("nn", "fixed", "isa")
+    returns the module at that level instead of the Binary; `after_pass(name, module)` is
+    called after every step (--print-ir-after-all). `legalize{target}` (docs/extending.md)
+    makes the ops the target lacks into ones it has (`clamp_method`: auto, saturate or bias).
     """
     from xnpu.lowering.fixed_to_isa import LowerFixedToIsaPass
-    from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass, LowerNNToFixedPass
+    from xnpu.lowering.pdl_driver import LegalizePass
     from xnpu.target.description import load_target
     from xnpu.target.emit import emit_binary
-    from xnpu.transforms.calibrate import calibrate
-    from xnpu.transforms.fold_batch_norm import FoldBatchNormPass
-    from xnpu.transforms.remove_noop import RemoveNoOpPass
 
     if stop_at not in LEVELS:
         raise XnpuError(f"unknown level '{stop_at}' (levels: {', '.join(LEVELS)})")
     load_target(target)  # a bad target fails before the slow steps
-    notify = after_pass or (lambda name, module: None)
+    notify = after_pass or _ignore
     if isinstance(model, ModuleOp):
         module = model
     else:
@@ -114,35 +127,12 @@ def compile(
         return module
     if calibration is None:
         raise XnpuError("compiling below the nn level needs calibration data")
-    ctx = make_context()
-    for step in (FoldBatchNormPass(), RemoveNoOpPass()):
-        step.apply(ctx, module)
-        notify(step.name, module)
-    calibrate(module, calibration, method=method, per_channel_weights=per_channel, progress=progress,
-              **calibration_options)
-    notify("calibrate", module)
-    if compress_bits is not None:
-        from xnpu.transforms.compress_weights import CompressWeightsPass
-
-        step = CompressWeightsPass(bits=compress_bits, step=compress_step, method=compress_method,
-                                   min_elements=compress_min_elements, exclude=compress_exclude)
-        step.apply(ctx, module)
-        notify(step.name, module)
-    for step in (LowerNNToFixedPass(variant=variant), FoldQuantizePairsPass()):
-        step.apply(ctx, module)
-        notify(step.name, module)
-    verify_module(module)
+    quantize(module, calibration, after_pass=notify, **quantize_options)
     if stop_at == "fixed":
         return module
-    from xnpu.lowering.pdl_driver import LegalizePass
-
-    step = LegalizePass(target=str(target), clamp_method=clamp_method)
-    step.apply(ctx, module)
-    verify_module(module)
-    notify(step.name, module)
-    LowerFixedToIsaPass(target=str(target)).apply(ctx, module)
-    verify_module(module)
-    notify(LowerFixedToIsaPass.name, module)
+    for step in (LegalizePass(target=str(target), clamp_method=clamp_method), LowerFixedToIsaPass(target=str(target))):
+        _apply(module, step, notify)
+        verify_module(module)
     if stop_at == "isa":
         return module
     return emit_binary(module)
