@@ -255,7 +255,8 @@ def test_mul_channels_not_aligned_and_beyond_one_sram_tile():
     shape = (1, 3, 5, 7)  # C1 = 105, not a multiple of the channel alignment
     assert math.prod(shape) % lite.memory.channel_alignment
     check_mul(mul_module(shape, shape), (shape, shape), "mul_as_depthwise_conv")
-    big = (1, 13, 12, 11)  # C1 = 1716 > 512 channels of one CONV: several channel chunks
+    big = (1, 17, 12, 11)  # C1 = 2244 > the 2048 channels of one CONV: several channel chunks
+    assert math.prod(big) > lite.conv.max_channels
     module = check_mul(mul_module(big, big), (big, big), "mul_as_depthwise_conv", samples=1)
     assert print_ir(module).count("isa.conv") > 1
 
