@@ -1,7 +1,7 @@
-"""`make demo`: import the bundled ONNX model, run it beside onnxruntime, quantize it to int8.
+"""`make demo`: the bundled ONNX model through every level, each one run on the same inputs.
 
-Each level is shown as IR and run on the same inputs: float (`nn`) beside onnxruntime, then
-the integer (`fixed`) level beside float.
+float (`nn`) beside onnxruntime; calibrated and lowered to int8 (`fixed`) beside float; then
+compiled to an accelerator binary, run on the bit-exact simulator with its cycle estimate.
 """
 
 import re
@@ -26,6 +26,12 @@ def onnxruntime_outputs(x: np.ndarray) -> np.ndarray:
 
     session = onnxruntime.InferenceSession(str(MODEL), providers=["CPUExecutionProvider"])
     return np.concatenate([session.run(None, {"input": sample[None]})[0] for sample in x])
+
+
+def format_cycles(by_layer: dict[str, int]) -> str:
+    total = sum(by_layer.values())
+    return "\n".join(f"{layer:<20} {cycles:>8} cycles  {cycles / total:6.1%}"
+                     for layer, cycles in sorted(by_layer.items(), key=lambda item: -item[1]))
 
 
 def main() -> None:
@@ -56,6 +62,20 @@ def main() -> None:
     cosine = (int8 * ours).sum(1) / np.linalg.norm(int8, axis=1) / np.linalg.norm(ours, axis=1)
     agree = (int8.argmax(1) == ours.argmax(1)).mean()
     print(f"\ntop-1 agreement {agree:.3f}, mean logits cosine {cosine.mean():.5f}")
+
+    from xnpu.target.simulator import simulate
+
+    binary = xnpu.compile(MODEL, calibration, target="xnpu_default")
+    print(f"\n== compiled for xnpu_default: {len(binary.instructions)} instructions, "
+          f"{len(binary.to_bytes())} bytes; first instructions (xnpu-objdump):\n")
+    from xnpu.target.emit import disassemble
+
+    print("\n".join(line for line in disassemble(binary, constants=False).splitlines()[:12]))
+    run = simulate(binary, {"input": x})
+    exact = np.array_equal(run.outputs["logits"], int8)
+    print(f"\n== the binary on the simulator: outputs {'bit-identical to' if exact else 'DIFFERENT from'} "
+          f"the fixed level; {run.stats.cycles // len(x)} cycles per sample\n")
+    print(format_cycles({layer: cycles // len(x) for layer, cycles in run.stats.by_layer.items()}))
 
 
 if __name__ == "__main__":
