@@ -386,3 +386,17 @@ def test_xnpu_compile_compress_options(tmp_path, capsys):
     error = capsys.readouterr().err
     assert error.strip() == "xnpu-compile: error: compress-weights: bits must be 1..8, got 9"
     assert not output.exists()
+
+
+def test_isa_text_keeps_the_regions_and_disassembly_reassembles_plain():
+    from xnpu.ir_io import parse_ir, print_ir
+    from xnpu.target.emit import emit_binary, module_from_binary
+
+    isa_module = compile_model(EXAMPLES / "tiny_cnn.onnx", np.load(EXAMPLES / "tiny_calib.npy"), stop_at="isa",
+                               compress_bits=3, compress_method="kmeans")
+    binary = emit_binary(isa_module)
+    assert emit_binary(parse_ir(print_ir(isa_module))).to_bytes() == binary.to_bytes()
+    plain = emit_binary(module_from_binary(binary))
+    assert plain.compressed == [] and plain.constants == binary.constant_image()
+    x = np.load(EXAMPLES / "tiny_input.npy")
+    assert np.array_equal(simulate(plain, x).outputs["logits"], simulate(binary, x).outputs["logits"])
