@@ -54,8 +54,15 @@ from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
 
-from xnpu.dialects.nn import (
+from xnpu.dialects.shapes import (
     broadcast_shapes,
+    expect_at_least,
+    expect_len,
+    expect_rank,
+    expect_shape,
+    normalize_axis,
+    verify_conv_geometry,
+    verify_window,
     conv_output_shape,
     flatten_output_shape,
     gemm_output_shape,
@@ -122,36 +129,6 @@ def _check_width(op: Operation, value: SSAValue, role: str, allowed: Sequence[in
         names = ", ".join(f"i{w}" for w in allowed)
         raise VerifyException(f"{op.name}: {role} element type is i{bits}; expected {names}")
     return bits
-
-
-def _expect_shape(op: Operation, expected: Sequence[int]) -> None:
-    actual = shape_of(op.results[0])
-    if tuple(actual) != tuple(expected):
-        raise VerifyException(f"{op.name}: result shape is {list(actual)} but the operands give {list(expected)}")
-
-
-def _expect_rank(op: Operation, value: SSAValue, rank: int, role: str) -> tuple[int, ...]:
-    shape = shape_of(value)
-    if len(shape) != rank:
-        raise VerifyException(f"{op.name}: {role} must have rank {rank}, got shape {list(shape)}")
-    return shape
-
-
-def _expect_len(op: Operation, name: str, values: Sequence[int], length: int) -> None:
-    if len(values) != length:
-        raise VerifyException(f"{op.name}: '{name}' needs {length} values, got {list(values)}")
-
-
-def _expect_at_least(op: Operation, name: str, values: Sequence[int], low: int) -> None:
-    if any(v < low for v in values):
-        raise VerifyException(f"{op.name}: '{name}' values must be >= {low}, got {list(values)}")
-
-
-def _normalize_axis(op: Operation, axis: int, rank: int, allow_end: bool = False) -> int:
-    upper = rank + 1 if allow_end else rank
-    if not -rank <= axis < upper:
-        raise VerifyException(f"{op.name}: axis {axis} is out of range for rank {rank}")
-    return axis + rank if axis < 0 else axis
 
 
 def _check_multipliers(op: Operation, multipliers: Sequence[int], shifts: Sequence[int], what: str = "") -> None:
@@ -300,7 +277,7 @@ class QuantizeOp(FixedOp):
 
     def verify_fixed(self) -> None:
         _check_width(self, self.result, "result")
-        _expect_shape(self, shape_of(self.input))
+        expect_shape(self, shape_of(self.input))
         scale = self.scale.value.data
         if not (scale > 0 and math.isfinite(scale)):
             raise VerifyException(f"fixed.quantize: scale must be positive and finite, got {scale}")
@@ -331,7 +308,7 @@ class DequantizeOp(FixedOp):
     def verify_fixed(self) -> None:
         _check_width(self, self.input, "input")
         shape = shape_of(self.input)
-        _expect_shape(self, shape)
+        expect_shape(self, shape)
         _check_per_channel(self, len(self.scales()), self.axis, shape, "scale")
 
 
@@ -340,7 +317,7 @@ def _check_per_channel(op: Operation, count: int, axis_attr: IntegerAttr | None,
         return
     if axis_attr is None:
         raise VerifyException(f"{op.name}: {count} {what} values need an 'axis' naming the channel dimension")
-    axis = _normalize_axis(op, axis_attr.value.data, len(shape))
+    axis = normalize_axis(op, axis_attr.value.data, len(shape))
     if shape[axis] != count:
         raise VerifyException(
             f"{op.name}: {count} {what} values but dimension {axis} has {shape[axis]} channels"
@@ -391,7 +368,7 @@ class RescaleOp(FixedOp):
         _check_width(self, self.input, "input")
         _check_width(self, self.result, "result")
         shape = shape_of(self.input)
-        _expect_shape(self, shape)
+        expect_shape(self, shape)
         multipliers, shifts = ints(self.multiplier), ints(self.shift)
         if len(multipliers) != len(shifts) or not multipliers:
             raise VerifyException(
@@ -424,7 +401,7 @@ class ShiftOp(FixedOp):
     def verify_fixed(self) -> None:
         _check_width(self, self.input, "input")
         _check_width(self, self.result, "result")
-        _expect_shape(self, shape_of(self.input))
+        expect_shape(self, shape_of(self.input))
         shift = self.shift.value.data
         if not -31 <= shift <= 31:
             raise VerifyException(f"fixed.shift: shift {shift} must be in [-31, 31] (R7)")
@@ -525,7 +502,7 @@ class WideningAddOp(FixedOp):
             expected = broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs))
         except ValueError as error:
             raise VerifyException(f"{self.name}: {error}") from None
-        _expect_shape(self, expected)
+        expect_shape(self, expected)
         lm, ls, rm, rs = self.params()
         _check_multipliers(self, [lm], [ls], "lhs")
         _check_multipliers(self, [rm], [rs], "rhs")
@@ -570,7 +547,7 @@ class MulOp(FixedOp):
             expected = broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs))
         except ValueError as error:
             raise VerifyException(f"fixed.mul: {error}") from None
-        _expect_shape(self, expected)
+        expect_shape(self, expected)
 
 
 # --------------------------------------------------------------------------------------
@@ -632,33 +609,17 @@ class Conv2dOp(FixedOp):
         _check_width(self, self.input, "input", (8,))
         _check_width(self, self.weight, "weight", (8,))
         _check_width(self, self.result, "result", (32,))
-        x = _expect_rank(self, self.input, 4, "input")
-        w = _expect_rank(self, self.weight, 4, "weight")
-        strides, pads, dilations = ints(self.strides), ints(self.pads), ints(self.dilations)
-        group = self.group.value.data
-        _expect_len(self, "strides", strides, 2)
-        _expect_len(self, "pads", pads, 4)
-        _expect_len(self, "dilations", dilations, 2)
-        _expect_at_least(self, "strides", strides, 1)
-        _expect_at_least(self, "dilations", dilations, 1)
-        _expect_at_least(self, "pads", pads, 0)
-        if group < 1 or x[1] % group or w[0] % group:
-            raise VerifyException(
-                f"fixed.conv2d: group {group} must divide input channels {x[1]} and output channels {w[0]}"
-            )
-        if w[1] * group != x[1]:
-            raise VerifyException(
-                f"fixed.conv2d: weight expects {w[1]} x group {group} = {w[1] * group} input channels, input has {x[1]}"
-            )
+        expected = verify_conv_geometry(
+            self, self.input, self.weight, ints(self.strides), ints(self.pads), ints(self.dilations),
+            self.group.value.data,
+        )
+        w = shape_of(self.weight)
         if self.bias is not None:
             _check_width(self, self.bias, "bias", (32,))
             if shape_of(self.bias) != (w[0],):
                 raise VerifyException(f"fixed.conv2d: bias shape must be [{w[0]}], got {list(shape_of(self.bias))}")
         _check_reduction(self, w[1] * w[2] * w[3])
-        expected = conv_output_shape(x, w, strides, pads, dilations)
-        if expected[2] < 1 or expected[3] < 1:
-            raise VerifyException(f"fixed.conv2d: kernel {list(w[2:])} does not fit input {list(x[2:])}")
-        _expect_shape(self, expected)
+        expect_shape(self, expected)
 
 
 @irdl_op_definition
@@ -688,8 +649,8 @@ class GemmOp(FixedOp):
         _check_width(self, self.a, "A", (8,))
         _check_width(self, self.b, "B", (8,))
         _check_width(self, self.result, "result", (32,))
-        a = _expect_rank(self, self.a, 2, "A")
-        b = _expect_rank(self, self.b, 2, "B")
+        a = expect_rank(self, self.a, 2, "A")
+        b = expect_rank(self, self.b, 2, "B")
         try:
             expected = gemm_output_shape(a, b, False, bool(self.trans_b.value.data))
             if self.bias is not None:
@@ -699,7 +660,7 @@ class GemmOp(FixedOp):
         except ValueError as error:
             raise VerifyException(f"fixed.gemm: {error}") from None
         _check_reduction(self, a[1])
-        _expect_shape(self, expected)
+        expect_shape(self, expected)
 
 
 # --------------------------------------------------------------------------------------
@@ -727,21 +688,8 @@ class WindowPoolOp(FixedOp):
         return shape[2], shape[3]
 
     def verify_window(self) -> tuple[int, int]:
-        x = _expect_rank(self, self.input, 4, "input")
-        kernel, strides, pads = ints(self.kernel_shape), ints(self.strides), ints(self.pads)
-        _expect_len(self, "kernel_shape", kernel, 2)
-        _expect_len(self, "strides", strides, 2)
-        _expect_len(self, "pads", pads, 4)
-        _expect_at_least(self, "kernel_shape", kernel, 1)
-        _expect_at_least(self, "strides", strides, 1)
-        _expect_at_least(self, "pads", pads, 0)
-        if any(pads[i] >= kernel[i % 2] for i in range(4)):
-            raise VerifyException(f"{self.name}: pads {list(pads)} must be smaller than the kernel {list(kernel)}")
-        hw = pool_output_hw(x[2:], kernel, strides, pads, self.pool_dilations(), bool(self.ceil_mode.value.data))
-        if min(hw) < 1:
-            raise VerifyException(f"{self.name}: kernel {list(kernel)} does not fit input {list(x[2:])}")
-        _expect_shape(self, (x[0], x[1], *hw))
-        return hw
+        return verify_window(self, self.input, ints(self.kernel_shape), ints(self.strides), ints(self.pads),
+                             self.pool_dilations(), bool(self.ceil_mode.value.data))
 
 
 def _pool_props(kernel, strides, pads, ceil_mode, scale) -> dict[str, Attribute]:
@@ -776,8 +724,8 @@ class MaxPoolOp(WindowPoolOp):
         _check_width(self, self.input, "input")
         if width_of(self.result) != width_of(self.input):
             raise VerifyException(f"fixed.max_pool: result is i{width_of(self.result)} but the input is i{width_of(self.input)}")
-        _expect_len(self, "dilations", ints(self.dilations), 2)
-        _expect_at_least(self, "dilations", ints(self.dilations), 1)
+        expect_len(self, "dilations", ints(self.dilations), 2)
+        expect_at_least(self, "dilations", ints(self.dilations), 1)
         self.verify_window()
 
 
@@ -839,7 +787,7 @@ class GlobalAvgPoolOp(FixedOp):
         x = shape_of(self.input)
         if len(x) < 3:
             raise VerifyException(f"fixed.global_avg_pool: input must have rank >= 3, got shape {list(x)}")
-        _expect_shape(self, (*x[:2], *([1] * (len(x) - 2))))
+        expect_shape(self, (*x[:2], *([1] * (len(x) - 2))))
 
 
 @irdl_op_definition
@@ -865,7 +813,7 @@ class TableOp(FixedOp):
     def verify_fixed(self) -> None:
         _check_width(self, self.input, "input", (8,))
         _check_width(self, self.result, "result", (8,))
-        _expect_shape(self, shape_of(self.input))
+        expect_shape(self, shape_of(self.input))
         element = self.table.elt_type
         if not (isinstance(element, IntegerType) and element.width.data == 8):
             raise VerifyException(f"fixed.table: the table must be an array<i8: ...>, got {element}")
@@ -940,8 +888,8 @@ class FlattenOp(FixedOp):
         _check_width(self, self.input, "input")
         _same_element(self, self.input, self.result, "result")
         shape = shape_of(self.input)
-        axis = _normalize_axis(self, self.axis.value.data, len(shape), allow_end=True)
-        _expect_shape(self, flatten_output_shape(shape, axis))
+        axis = normalize_axis(self, self.axis.value.data, len(shape), allow_end=True)
+        expect_shape(self, flatten_output_shape(shape, axis))
 
 
 @irdl_op_definition
@@ -971,7 +919,7 @@ class TransposeOp(FixedOp):
         shape, perm = shape_of(self.input), ints(self.perm)
         if sorted(perm) != list(range(len(shape))):
             raise VerifyException(f"fixed.transpose: perm {list(perm)} is not a permutation of 0..{len(shape) - 1}")
-        _expect_shape(self, [shape[p] for p in perm])
+        expect_shape(self, [shape[p] for p in perm])
 
 
 @irdl_op_definition
@@ -1007,13 +955,13 @@ class ConcatOp(FixedOp):
         _same_element(self, self.inputs[0], self.result, "result")
         shapes = [shape_of(v) for v in self.inputs]
         rank = len(shapes[0])
-        axis = _normalize_axis(self, self.axis.value.data, rank)
+        axis = normalize_axis(self, self.axis.value.data, rank)
         for shape in shapes[1:]:
             if len(shape) != rank or any(a != b for i, (a, b) in enumerate(zip(shape, shapes[0])) if i != axis):
                 raise VerifyException(f"fixed.concat: input shapes {[list(s) for s in shapes]} differ outside axis {axis}")
         out = list(shapes[0])
         out[axis] = sum(s[axis] for s in shapes)
-        _expect_shape(self, out)
+        expect_shape(self, out)
 
 
 FIXED = Dialect(

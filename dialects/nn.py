@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -29,9 +28,8 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     TensorType,
     f32,
-    i64,
 )
-from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.ir import Attribute, Dialect, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
@@ -49,159 +47,29 @@ from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
 
+from xnpu.dialects.shapes import (  # noqa: F401  (re-exported: nn.shape_of, nn.ints, ... are public)
+    broadcast_shapes,
+    broadcasts_to,
+    conv_output_shape,
+    expect_at_least,
+    expect_len,
+    expect_rank,
+    expect_shape,
+    f32_attr,
+    flatten_output_shape,
+    gemm_output_shape,
+    i64_array,
+    i64_attr,
+    ints,
+    matmul_output_shape,
+    normalize_axis,
+    pool_output_hw,
+    shape_of,
+    verify_conv_geometry,
+    verify_window,
+)
+
 F32Tensor = TensorType[Float32Type]
-
-# --------------------------------------------------------------------------------------
-# Shape functions: the single definition of every op's output shape.
-# --------------------------------------------------------------------------------------
-
-
-def broadcast_shapes(lhs: Sequence[int], rhs: Sequence[int]) -> tuple[int, ...]:
-    """ONNX (numpy) multidirectional broadcasting; raises ValueError when incompatible."""
-    rank = max(len(lhs), len(rhs))
-    a = (1,) * (rank - len(lhs)) + tuple(lhs)
-    b = (1,) * (rank - len(rhs)) + tuple(rhs)
-    out: list[int] = []
-    for x, y in zip(a, b):
-        if x != y and x != 1 and y != 1:
-            raise ValueError(f"shapes {list(lhs)} and {list(rhs)} do not broadcast")
-        out.append(max(x, y))
-    return tuple(out)
-
-
-def pool_output_hw(
-    hw: Sequence[int],
-    kernel: Sequence[int],
-    strides: Sequence[int],
-    pads: Sequence[int],
-    dilations: Sequence[int],
-    ceil_mode: bool,
-) -> tuple[int, int]:
-    out = []
-    for axis in range(2):
-        size, k, s, d = hw[axis], kernel[axis], strides[axis], dilations[axis]
-        begin, end = pads[axis], pads[axis + 2]
-        span = d * (k - 1) + 1
-        if ceil_mode:
-            o = -(-(size + begin + end - span) // s) + 1
-            # the last window must start inside the input or its leading padding
-            if (o - 1) * s >= size + begin:
-                o -= 1
-        else:
-            o = (size + begin + end - span) // s + 1
-        out.append(o)
-    return out[0], out[1]
-
-
-def conv_output_shape(
-    x: Sequence[int],
-    w: Sequence[int],
-    strides: Sequence[int],
-    pads: Sequence[int],
-    dilations: Sequence[int],
-) -> tuple[int, ...]:
-    oh, ow = pool_output_hw(x[2:], w[2:], strides, pads, dilations, False)
-    return (x[0], w[0], oh, ow)
-
-
-def gemm_output_shape(a: Sequence[int], b: Sequence[int], trans_a: bool, trans_b: bool) -> tuple[int, int]:
-    m, k = (a[1], a[0]) if trans_a else (a[0], a[1])
-    k2, n = (b[1], b[0]) if trans_b else (b[0], b[1])
-    if k != k2:
-        raise ValueError(f"inner dimensions differ: A gives K={k}, B gives K={k2}")
-    return (m, n)
-
-
-def matmul_output_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
-    if len(a) == 0 or len(b) == 0:
-        raise ValueError("matmul operands must have rank >= 1")
-    a2 = (1,) + tuple(a) if len(a) == 1 else tuple(a)
-    b2 = tuple(b) + (1,) if len(b) == 1 else tuple(b)
-    if a2[-1] != b2[-2]:
-        raise ValueError(f"inner dimensions differ: lhs gives K={a2[-1]}, rhs gives K={b2[-2]}")
-    batch = broadcast_shapes(a2[:-2], b2[:-2])
-    out = batch + (a2[-2], b2[-1])
-    if len(a) == 1:
-        out = out[:-2] + out[-1:]
-    if len(b) == 1:
-        out = out[:-1]
-    return out
-
-
-def flatten_output_shape(shape: Sequence[int], axis: int) -> tuple[int, int]:
-    return (math.prod(shape[:axis]), math.prod(shape[axis:]))
-
-
-# --------------------------------------------------------------------------------------
-# Helpers shared by the op definitions
-# --------------------------------------------------------------------------------------
-
-
-def shape_of(value: SSAValue | Attribute) -> tuple[int, ...]:
-    type_ = value.type if isinstance(value, SSAValue) else value
-    assert isinstance(type_, TensorType)
-    return tuple(type_.get_shape())
-
-
-def ints(attr: DenseArrayBase | None) -> tuple[int, ...]:
-    return () if attr is None else tuple(attr.get_values())  # type: ignore[arg-type]
-
-
-def i64_array(values: Sequence[int]) -> DenseArrayBase:
-    return DenseArrayBase.from_list(i64, [int(v) for v in values])
-
-
-def f32_attr(value: float) -> FloatAttr:
-    return FloatAttr(float(value), f32)
-
-
-def i64_attr(value: int) -> IntegerAttr:
-    return IntegerAttr(int(value), i64)
-
-
-def _expect_shape(op: Operation, expected: Sequence[int], what: str = "result") -> None:
-    actual = shape_of(op.results[0])
-    if tuple(actual) != tuple(expected):
-        raise VerifyException(
-            f"{op.name}: {what} shape is {list(actual)} but the operands give {list(expected)}"
-        )
-
-
-def _broadcasts_to(shape: Sequence[int], target: Sequence[int]) -> bool:
-    try:
-        return broadcast_shapes(shape, target) == tuple(target)
-    except ValueError:
-        return False
-
-
-def _expect_rank(op: Operation, value: SSAValue, rank: int, role: str) -> tuple[int, ...]:
-    shape = shape_of(value)
-    if len(shape) != rank:
-        raise VerifyException(f"{op.name}: {role} must have rank {rank}, got shape {list(shape)}")
-    return shape
-
-
-def _expect_len(op: Operation, name: str, values: Sequence[int], length: int) -> None:
-    if len(values) != length:
-        raise VerifyException(f"{op.name}: '{name}' needs {length} values, got {list(values)}")
-
-
-def _expect_positive(op: Operation, name: str, values: Sequence[int]) -> None:
-    if any(v < 1 for v in values):
-        raise VerifyException(f"{op.name}: '{name}' values must be >= 1, got {list(values)}")
-
-
-def _expect_nonnegative(op: Operation, name: str, values: Sequence[int]) -> None:
-    if any(v < 0 for v in values):
-        raise VerifyException(f"{op.name}: '{name}' values must be >= 0, got {list(values)}")
-
-
-def _normalize_axis(op: Operation, axis: int, rank: int, allow_end: bool = False) -> int:
-    upper = rank + 1 if allow_end else rank
-    if not -rank <= axis < upper:
-        raise VerifyException(f"{op.name}: axis {axis} is out of range for rank {rank}")
-    return axis + rank if axis < 0 else axis
-
 
 # --------------------------------------------------------------------------------------
 # Constants
@@ -315,7 +183,7 @@ class UnaryOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        _expect_shape(self, shape_of(self.input))
+        expect_shape(self, shape_of(self.input))
 
 
 @irdl_op_definition
@@ -377,7 +245,7 @@ class SoftmaxOp(UnaryOp):
 
     def verify_(self) -> None:
         super().verify_()
-        _normalize_axis(self, self.axis.value.data, len(shape_of(self.input)))
+        normalize_axis(self, self.axis.value.data, len(shape_of(self.input)))
 
 
 class BinaryOp(IRDLOperation):
@@ -398,7 +266,7 @@ class BinaryOp(IRDLOperation):
             expected = broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs))
         except ValueError as error:
             raise VerifyException(f"{self.name}: {error}") from None
-        _expect_shape(self, expected)
+        expect_shape(self, expected)
 
 
 @irdl_op_definition
@@ -481,33 +349,16 @@ class Conv2dOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        x = _expect_rank(self, self.input, 4, "input")
-        w = _expect_rank(self, self.weight, 4, "weight")
-        strides, pads, dilations = ints(self.strides), ints(self.pads), ints(self.dilations)
-        group = self.group.value.data
-        _expect_len(self, "strides", strides, 2)
-        _expect_len(self, "pads", pads, 4)
-        _expect_len(self, "dilations", dilations, 2)
-        _expect_positive(self, "strides", strides)
-        _expect_positive(self, "dilations", dilations)
-        _expect_nonnegative(self, "pads", pads)
-        if group < 1 or x[1] % group or w[0] % group:
+        expected = verify_conv_geometry(
+            self, self.input, self.weight, ints(self.strides), ints(self.pads), ints(self.dilations),
+            self.group.value.data,
+        )
+        out_channels = expected[1]
+        if self.bias is not None and shape_of(self.bias) != (out_channels,):
             raise VerifyException(
-                f"nn.conv2d: group {group} must divide input channels {x[1]} and output channels {w[0]}"
+                f"nn.conv2d: bias shape must be [{out_channels}], got {list(shape_of(self.bias))}"
             )
-        if w[1] * group != x[1]:
-            raise VerifyException(
-                f"nn.conv2d: weight expects {w[1]} x group {group} = {w[1] * group} input channels, "
-                f"input has {x[1]}"
-            )
-        if self.bias is not None and shape_of(self.bias) != (w[0],):
-            raise VerifyException(
-                f"nn.conv2d: bias shape must be [{w[0]}], got {list(shape_of(self.bias))}"
-            )
-        expected = conv_output_shape(x, w, strides, pads, dilations)
-        if expected[2] < 1 or expected[3] < 1:
-            raise VerifyException(f"nn.conv2d: kernel {list(w[2:])} does not fit input {list(x[2:])}")
-        _expect_shape(self, expected)
+        expect_shape(self, expected)
 
     @property
     def is_depthwise(self) -> bool:
@@ -558,17 +409,17 @@ class GemmOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        a = _expect_rank(self, self.a, 2, "A")
-        b = _expect_rank(self, self.b, 2, "B")
+        a = expect_rank(self, self.a, 2, "A")
+        b = expect_rank(self, self.b, 2, "B")
         try:
             expected = gemm_output_shape(a, b, bool(self.trans_a.value.data), bool(self.trans_b.value.data))
         except ValueError as error:
             raise VerifyException(f"nn.gemm: {error}") from None
-        if self.c is not None and not _broadcasts_to(shape_of(self.c), expected):
+        if self.c is not None and not broadcasts_to(shape_of(self.c), expected):
             raise VerifyException(
                 f"nn.gemm: C of shape {list(shape_of(self.c))} does not broadcast to {list(expected)}"
             )
-        _expect_shape(self, expected)
+        expect_shape(self, expected)
 
 
 @irdl_op_definition
@@ -592,7 +443,7 @@ class MatMulOp(IRDLOperation):
             expected = matmul_output_shape(shape_of(self.lhs), shape_of(self.rhs))
         except ValueError as error:
             raise VerifyException(f"nn.matmul: {error}") from None
-        _expect_shape(self, expected)
+        expect_shape(self, expected)
 
 
 @irdl_op_definition
@@ -627,7 +478,7 @@ class BatchNormOp(IRDLOperation):
                 raise VerifyException(
                     f"nn.batch_norm: {role} shape must be [{x[1]}], got {list(shape_of(getattr(self, role)))}"
                 )
-        _expect_shape(self, x)
+        expect_shape(self, x)
 
 
 # --------------------------------------------------------------------------------------
@@ -650,20 +501,8 @@ class WindowPoolOp(IRDLOperation):
         return (1, 1)
 
     def verify_(self) -> None:
-        x = _expect_rank(self, self.input, 4, "input")
-        kernel, strides, pads = ints(self.kernel_shape), ints(self.strides), ints(self.pads)
-        _expect_len(self, "kernel_shape", kernel, 2)
-        _expect_len(self, "strides", strides, 2)
-        _expect_len(self, "pads", pads, 4)
-        _expect_positive(self, "kernel_shape", kernel)
-        _expect_positive(self, "strides", strides)
-        _expect_nonnegative(self, "pads", pads)
-        if any(pads[i] >= kernel[i % 2] for i in range(4)):
-            raise VerifyException(f"{self.name}: pads {list(pads)} must be smaller than the kernel {list(kernel)}")
-        hw = pool_output_hw(x[2:], kernel, strides, pads, self.pool_dilations(), bool(self.ceil_mode.value.data))
-        if min(hw) < 1:
-            raise VerifyException(f"{self.name}: kernel {list(kernel)} does not fit input {list(x[2:])}")
-        _expect_shape(self, (x[0], x[1], *hw))
+        verify_window(self, self.input, ints(self.kernel_shape), ints(self.strides), ints(self.pads),
+                      self.pool_dilations(), bool(self.ceil_mode.value.data))
 
 
 def _pool_props(kernel, strides, pads, ceil_mode) -> dict[str, Attribute]:
@@ -696,8 +535,8 @@ class MaxPoolOp(WindowPoolOp):
         return (values[0], values[1]) if len(values) == 2 else (1, 1)
 
     def verify_(self) -> None:
-        _expect_len(self, "dilations", ints(self.dilations), 2)
-        _expect_positive(self, "dilations", ints(self.dilations))
+        expect_len(self, "dilations", ints(self.dilations), 2)
+        expect_at_least(self, "dilations", ints(self.dilations), 1)
         super().verify_()
 
 
@@ -736,7 +575,7 @@ class GlobalAveragePoolOp(IRDLOperation):
         x = shape_of(self.input)
         if len(x) < 3:
             raise VerifyException(f"nn.global_average_pool: input must have rank >= 3, got shape {list(x)}")
-        _expect_shape(self, (*x[:2], *([1] * (len(x) - 2))))
+        expect_shape(self, (*x[:2], *([1] * (len(x) - 2))))
 
 
 # --------------------------------------------------------------------------------------
@@ -789,8 +628,8 @@ class FlattenOp(IRDLOperation):
 
     def verify_(self) -> None:
         shape = shape_of(self.input)
-        axis = _normalize_axis(self, self.axis.value.data, len(shape), allow_end=True)
-        _expect_shape(self, flatten_output_shape(shape, axis))
+        axis = normalize_axis(self, self.axis.value.data, len(shape), allow_end=True)
+        expect_shape(self, flatten_output_shape(shape, axis))
 
 
 @irdl_op_definition
@@ -817,7 +656,7 @@ class TransposeOp(IRDLOperation):
         shape, perm = shape_of(self.input), ints(self.perm)
         if sorted(perm) != list(range(len(shape))):
             raise VerifyException(f"nn.transpose: perm {list(perm)} is not a permutation of 0..{len(shape) - 1}")
-        _expect_shape(self, [shape[p] for p in perm])
+        expect_shape(self, [shape[p] for p in perm])
 
 
 @irdl_op_definition
@@ -848,7 +687,7 @@ class ConcatOp(IRDLOperation):
             raise VerifyException("nn.concat: needs at least one input")
         shapes = [shape_of(v) for v in self.inputs]
         rank = len(shapes[0])
-        axis = _normalize_axis(self, self.axis.value.data, rank)
+        axis = normalize_axis(self, self.axis.value.data, rank)
         for shape in shapes[1:]:
             if len(shape) != rank or any(a != b for i, (a, b) in enumerate(zip(shape, shapes[0])) if i != axis):
                 raise VerifyException(
@@ -856,7 +695,7 @@ class ConcatOp(IRDLOperation):
                 )
         out = list(shapes[0])
         out[axis] = sum(s[axis] for s in shapes)
-        _expect_shape(self, out)
+        expect_shape(self, out)
 
 
 NN = Dialect(
