@@ -1,6 +1,6 @@
 """Compile time and interpreter latency against onnxruntime, on the same model and images.
 
-    .venv/bin/python bench/accelerator.py [--model resnet18_like] [--target xnpu_default] [--runs 3]
+    .venv/bin/python bench/accelerator.py [--model resnet18_like] [--target xnpu_default] [--runs 3] | tee bench/results/accelerator.md
 
 One run measures, side by side:
 - compile: `xnpu.compile` (ONNX -> calibration on the 32 calibration images -> fixed ->
