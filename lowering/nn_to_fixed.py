@@ -142,6 +142,10 @@ class Island:
         multiplier, shift = fixed_point.multiplier_from_scale(factor)
         return self.add(fixed.RescaleOp(value, multiplier, shift, bits, axis, scale=scale)).results[0]
 
+    def to_scale(self, value: SSAValue, s_from: float, s_to: float) -> SSAValue:
+        """`value` (int8 at s_from) at s_to: itself when the scales agree, else one rescale."""
+        return value if s_from == s_to else self.rescale(value, s_from / s_to, scale=s_to)
+
     def finish(self, rewriter: PatternRewriter, value: SSAValue, scale: float) -> None:
         self.add(fixed.DequantizeOp(value, scale))
         rewriter.replace(self.source, self.ops, [self.ops[-1].results[0]])
@@ -351,8 +355,7 @@ class LowerClamp(RewritePattern):
         island = Island(op)
         s_x, s_y = scale_of(op.input), scale_of(op.result)
         x = island.int_input(op.input, s_x)
-        if s_x != s_y:
-            x = island.rescale(x, s_x / s_y, scale=s_y)
+        x = island.to_scale(x, s_x, s_y)
         low, high = (0.0, math.inf) if isinstance(op, nn.ReluOp) else op.bounds()
         lo, hi = _clamp_codes(low, high, s_y)
         y = island.add(fixed.ClampOp(x, lo, hi, scale=s_y)).results[0]
@@ -391,9 +394,7 @@ class LowerMaxPool(RewritePattern):
             fixed.MaxPoolOp(island.int_input(op.input, s_x), nn.ints(op.kernel_shape), nn.ints(op.strides),
                             nn.ints(op.pads), op.pool_dilations(), bool(op.ceil_mode.value.data), scale=s_x)
         ).results[0]
-        if s_x != s_y:
-            pooled = island.rescale(pooled, s_x / s_y, scale=s_y)
-        island.finish(rewriter, pooled, s_y)
+        island.finish(rewriter, island.to_scale(pooled, s_x, s_y), s_y)
 
 
 class LowerAveragePool(RewritePattern):
@@ -446,9 +447,7 @@ class LowerDataMovement(RewritePattern):
         else:
             moved = fixed.TransposeOp(x, nn.ints(op.perm), scale=s_x)
         y = island.add(moved).results[0]
-        if s_x != s_y:
-            y = island.rescale(y, s_x / s_y, scale=s_y)
-        island.finish(rewriter, y, s_y)
+        island.finish(rewriter, island.to_scale(y, s_x, s_y), s_y)
 
 
 class LowerConcat(RewritePattern):
@@ -462,7 +461,7 @@ class LowerConcat(RewritePattern):
         for value in op.inputs:
             s_x = scale_of(value)
             x = island.int_input(value, s_x)
-            parts.append(x if s_x == s_y else island.rescale(x, s_x / s_y, scale=s_y))
+            parts.append(island.to_scale(x, s_x, s_y))
         y = island.add(fixed.ConcatOp(parts, op.axis.value.data, scale=s_y)).results[0]
         island.finish(rewriter, y, s_y)
 
