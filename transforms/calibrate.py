@@ -58,7 +58,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     f32,
 )
-from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
+from xdsl.interpreter import Interpreter
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
@@ -329,23 +329,6 @@ def entropy_threshold(histogram: Histogram, levels: int = ENTROPY_LEVELS) -> flo
 # --------------------------------------------------------------------------------------
 
 
-@register_impls
-class CachedConstants(InterpreterFunctions):
-    """nn.constant decoded once per calibration, not once per sample (ResNet weights are 47 MB)."""
-
-    def __init__(self) -> None:
-        self._values: dict[nn.ConstantOp, np.ndarray] = {}
-
-    @impl(nn.ConstantOp)
-    def run_constant(self, interpreter: Interpreter, op: nn.ConstantOp, args: tuple[Any, ...]):
-        value = self._values.get(op)
-        if value is None:
-            value = op.to_numpy()
-            value.flags.writeable = False
-            self._values[op] = value
-        return (value,)
-
-
 class StatisticsListener(Interpreter.Listener):
     """Folds every float op result into the statistic of the value it defines."""
 
@@ -407,7 +390,6 @@ def collect_statistics(
     interpreter = Interpreter(module, listeners=(listener,))
     for functions in interpreter_functions():
         interpreter.register_implementations(functions)
-    interpreter.register_implementations(CachedConstants(), override=True)
     arguments = function.body.blocks.first.args
     with _progress_bar(samples, _show_progress(progress), description) as bar:
         for index in range(samples):

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import FusedLoc, IntegerType, ModuleOp, NameLoc, TensorType, UnknownLoc
-from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
+from xdsl.interpreter import Interpreter
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.printer import Printer
 
@@ -166,22 +166,6 @@ def match_layers(float_module: ModuleOp, fixed_module: ModuleOp) -> tuple[list[_
 # --------------------------------------------------------------------------------------
 
 
-@register_impls
-class _CachedFixedConstants(InterpreterFunctions):
-    """fixed.constant decoded once per report, not once per sample."""
-
-    def __init__(self) -> None:
-        self._values: dict[fixed.ConstantOp, np.ndarray] = {}
-
-    @impl(fixed.ConstantOp)
-    def run_constant(self, interpreter: Interpreter, op: fixed.ConstantOp, args: tuple[Any, ...]):
-        value = self._values.get(op)
-        if value is None:
-            value = self._values[op] = op.to_numpy()
-            value.flags.writeable = False
-        return (value,)
-
-
 class _ValueRecorder(Interpreter.Listener):
     """Keeps the current sample's result of each watched op, by layer name."""
 
@@ -195,11 +179,10 @@ class _ValueRecorder(Interpreter.Listener):
             self.values[name] = np.asarray(results[0])
 
 
-def _interpreter(module: ModuleOp, listener: Interpreter.Listener, constants: InterpreterFunctions) -> Interpreter:
+def _interpreter(module: ModuleOp, listener: Interpreter.Listener) -> Interpreter:
     interpreter = Interpreter(module, listeners=(listener,))
     for functions in interpreter_functions():
         interpreter.register_implementations(functions)
-    interpreter.register_implementations(constants, override=True)
     return interpreter
 
 
@@ -276,7 +259,6 @@ def layer_report(
     from xnpu.pipeline import float_cleanup
     from tqdm import tqdm
 
-    from xnpu.transforms.calibrate import CachedConstants
 
     float_module = float_cleanup(float_module.clone())
     layers, _ = match_layers(float_module, fixed_module)
@@ -293,8 +275,8 @@ def layer_report(
         raise XnpuError("the report data holds no samples")
     float_recorder = _ValueRecorder({layer.float_op: layer.name for layer in layers})
     fixed_recorder = _ValueRecorder({layer.fixed_op: layer.name for layer in layers})
-    float_run = _interpreter(float_module, float_recorder, CachedConstants())
-    fixed_run = _interpreter(fixed_module, fixed_recorder, _CachedFixedConstants())
+    float_run = _interpreter(float_module, float_recorder)
+    fixed_run = _interpreter(fixed_module, fixed_recorder)
     float_function, fixed_function = entry_function(float_module), entry_function(fixed_module)
     accumulators = {
         layer.name: _Accumulator(_scale_of(layer.fixed_op, layer.name), fixed.width_of(layer.fixed_op.results[0]))

@@ -14,6 +14,7 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_i
 
 from xnpu.dialects import fixed
 from xnpu.dialects.nn import ints
+from xnpu.interpreters import ConstantCache
 from xnpu.semantics import fixed_point as fp
 
 
@@ -27,9 +28,12 @@ def _bits(op) -> int:
 
 @register_impls
 class FixedFunctions(InterpreterFunctions):
+    def __init__(self) -> None:
+        self.constants = ConstantCache()
+
     @impl(fixed.ConstantOp)
     def run_constant(self, interpreter: Interpreter, op: fixed.ConstantOp, args: tuple[Any, ...]):
-        return (op.to_numpy(),)
+        return (self.constants.get(op, op.to_numpy),)
 
     @impl(fixed.QuantizeOp)
     def run_quantize(self, interpreter: Interpreter, op: fixed.QuantizeOp, args: tuple[Any, ...]):

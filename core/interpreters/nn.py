@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 
 from xnpu.dialects import nn
+from xnpu.interpreters import ConstantCache
 from xnpu.semantics import float_ops
 
 
@@ -18,9 +18,12 @@ def _out_hw(op: nn.WindowPoolOp) -> tuple[int, int]:
 
 @register_impls
 class NNFunctions(InterpreterFunctions):
+    def __init__(self) -> None:
+        self.constants = ConstantCache()
+
     @impl(nn.ConstantOp)
     def run_constant(self, interpreter: Interpreter, op: nn.ConstantOp, args: tuple[Any, ...]):
-        return (op.to_numpy(),)
+        return (self.constants.get(op, op.to_numpy),)
 
     @impl(nn.ReluOp)
     def run_relu(self, interpreter: Interpreter, op: nn.ReluOp, args: tuple[Any, ...]):
