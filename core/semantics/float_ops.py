@@ -48,6 +48,21 @@ def conv_patches(
     return window_view(padded, kernel, strides, dilations, (oh, ow)), (oh, ow)
 
 
+def conv_patches_nhwc(
+    x: np.ndarray, kernel: Sequence[int], strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int]
+) -> tuple[np.ndarray, tuple[int, int]]:
+    """The windows of an NCHW input as N x OH x OW x KH x KW x C (channels innermost, zero padded)."""
+    h, w = x.shape[2:]
+    kh, kw = kernel
+    oh = (h + pads[0] + pads[2] - (dilations[0] * (kh - 1) + 1)) // strides[0] + 1
+    ow = (w + pads[1] + pads[3] - (dilations[1] * (kw - 1) + 1)) // strides[1] + 1
+    padded = np.pad(x.transpose(0, 2, 3, 1), ((0, 0), (pads[0], pads[2]), (pads[1], pads[3]), (0, 0)))
+    span = (dilations[0] * (kh - 1) + 1, dilations[1] * (kw - 1) + 1)
+    windows = sliding_window_view(padded, span, axis=(1, 2))
+    windows = windows[:, :: strides[0], :: strides[1], :, :: dilations[0], :: dilations[1]][:, :oh, :ow]
+    return windows.transpose(0, 1, 2, 4, 5, 3), (oh, ow)
+
+
 def conv2d_accumulate(
     x: np.ndarray,
     weight: np.ndarray,
@@ -64,23 +79,22 @@ def conv2d_accumulate(
     """
     n, c = x.shape[:2]
     out_channels, c_per_group, kh, kw = weight.shape
-    patches, (oh, ow) = conv_patches(x.astype(dtype, copy=False), (kh, kw), strides, pads, dilations)
+    x = x.astype(dtype, copy=False)
     weight = weight.astype(dtype, copy=False)
-    if group == 1:
-        cols = patches.transpose(0, 2, 3, 1, 4, 5).reshape(n * oh * ow, c * kh * kw)
-        out = cols @ weight.reshape(out_channels, -1).T
-        return out.reshape(n, oh, ow, out_channels).transpose(0, 3, 1, 2)
-    if c_per_group == 1 and out_channels == group:
+    if c_per_group == 1 and out_channels == group and group > 1:
         # depthwise: one input channel per output channel
+        patches, _ = conv_patches(x, (kh, kw), strides, pads, dilations)
         return np.einsum("nchwij,cij->nchw", patches, weight[:, 0], optimize=True)
+    windows, (oh, ow) = conv_patches_nhwc(x, (kh, kw), strides, pads, dilations)
     out_per_group = out_channels // group
     results = []
     for g in range(group):
-        p = patches[:, g * c_per_group : (g + 1) * c_per_group]
-        cols = p.transpose(0, 2, 3, 1, 4, 5).reshape(n * oh * ow, c_per_group * kh * kw)
-        wg = weight[g * out_per_group : (g + 1) * out_per_group].reshape(out_per_group, -1)
-        results.append((cols @ wg.T).reshape(n, oh, ow, out_per_group).transpose(0, 3, 1, 2))
-    return np.concatenate(results, axis=1)
+        # rows of (kh, kw, c) with c innermost: the gather copies whole channel runs
+        cols = windows[..., g * c_per_group : (g + 1) * c_per_group].reshape(n * oh * ow, kh * kw * c_per_group)
+        wg = weight[g * out_per_group : (g + 1) * out_per_group].transpose(0, 2, 3, 1)
+        out = cols @ np.ascontiguousarray(wg.reshape(out_per_group, -1).T)
+        results.append(out.reshape(n, oh, ow, out_per_group).transpose(0, 3, 1, 2))
+    return results[0] if group == 1 else np.concatenate(results, axis=1)
 
 
 def conv2d(
