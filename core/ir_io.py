@@ -130,6 +130,10 @@ def write_atomically(path: str | os.PathLike[str], data: str | bytes) -> None:
     try:
         with os.fdopen(fd, mode) as handle:
             handle.write(data)
+        # mkstemp makes the file private (0600); the output gets the mode `open` would give it
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -272,3 +272,19 @@ def test_run_error_process_exits_1_without_traceback(arrays, args, pattern):
     result = tool("xnpu-run", *args, "-o", "out.npz", cwd=arrays)
     assert_one_line_error(result, r"xnpu-run: error: " + pattern)
     assert not (arrays / "out.npz").exists()
+
+
+def test_outputs_get_the_usual_file_mode(tmp_path):
+    """Atomic writes go through a private temporary file; the result must not stay private."""
+    import os
+
+    from xnpu.ir_io import write_atomically
+
+    target = tmp_path / "out.mlir"
+    old = os.umask(0o022)
+    try:
+        write_atomically(target, "text")
+    finally:
+        os.umask(old)
+    assert target.read_text() == "text"
+    assert (target.stat().st_mode & 0o777) == 0o644
