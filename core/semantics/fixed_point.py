@@ -309,9 +309,7 @@ def gemm_int(a, b, bias, trans_b: bool = False, out_bits: int = 32) -> np.ndarra
 
 def max_pool_int(x, kernel, strides, pads, dilations, out_hw) -> np.ndarray:
     """R14: maximum over each window; padding never wins."""
-    x = _ints(x)
-    windows = float_ops.pool_windows(x, kernel, strides, pads, dilations, out_hw, np.iinfo(np.int64).min)
-    return windows.max(axis=(4, 5))
+    return float_ops.max_pool(_ints(x), kernel, strides, pads, dilations, out_hw)
 
 
 def avg_pool_sum_int(x, kernel, strides, pads, out_hw) -> np.ndarray:

@@ -48,6 +48,29 @@ def conv_patches(
     return window_view(padded, kernel, strides, dilations, (oh, ow)), (oh, ow)
 
 
+_WEIGHT_MATRICES: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
+_WEIGHT_MATRIX_CACHE_SIZE = 512
+
+
+def _weight_matrix(weight: np.ndarray, first: int, last: int) -> np.ndarray:
+    """Output channels [first, last) of an OIHW weight as a (KH*KW*I) x O matrix, rows (kh, kw, i).
+
+    Building it copies the weight, which for a ResNet is 47 MB per inference; read-only arrays
+    (the interpreters' decoded constants) cannot change, so their matrices are kept.
+    """
+    key = (id(weight), first, last)
+    cached = _WEIGHT_MATRICES.get(key)
+    if cached is not None and cached[0] is weight:
+        return cached[1]
+    part = weight[first:last]
+    matrix = np.ascontiguousarray(part.transpose(0, 2, 3, 1).reshape(last - first, -1).T)
+    if not weight.flags.writeable:
+        if len(_WEIGHT_MATRICES) >= _WEIGHT_MATRIX_CACHE_SIZE:
+            del _WEIGHT_MATRICES[next(iter(_WEIGHT_MATRICES))]
+        _WEIGHT_MATRICES[key] = (weight, matrix)
+    return matrix
+
+
 def conv_patches_nhwc(
     x: np.ndarray, kernel: Sequence[int], strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int]
 ) -> tuple[np.ndarray, tuple[int, int]]:
@@ -91,8 +114,7 @@ def conv2d_accumulate(
     for g in range(group):
         # rows of (kh, kw, c) with c innermost: the gather copies whole channel runs
         cols = windows[..., g * c_per_group : (g + 1) * c_per_group].reshape(n * oh * ow, kh * kw * c_per_group)
-        wg = weight[g * out_per_group : (g + 1) * out_per_group].transpose(0, 2, 3, 1)
-        out = cols @ np.ascontiguousarray(wg.reshape(out_per_group, -1).T)
+        out = cols @ _weight_matrix(weight, g * out_per_group, (g + 1) * out_per_group)
         results.append(out.reshape(n, oh, ow, out_per_group).transpose(0, 3, 1, 2))
     return results[0] if group == 1 else np.concatenate(results, axis=1)
 
@@ -109,7 +131,8 @@ def conv2d(
     out = conv2d_accumulate(x, weight, strides, pads, dilations, group, np.float32)
     if bias is not None:
         out = out + bias.reshape(1, -1, 1, 1)
-    return np.ascontiguousarray(out, dtype=np.float32)
+    # kept in the GEMM's NHWC memory order: the next convolution's gather wants exactly that
+    return out.astype(np.float32, copy=False)
 
 
 def gemm(
@@ -181,6 +204,16 @@ def batch_norm(
     return ((x - mean.reshape(shape)) * inv.reshape(shape) + bias.reshape(shape)).astype(np.float32)
 
 
+def _pool_padded(x, kernel, strides, pads, dilations, out_hw, pad_value) -> np.ndarray:
+    """x padded by the declared pads, and further right/bottom so ceil-mode windows exist."""
+    h, w = x.shape[2:]
+    need_h = (out_hw[0] - 1) * strides[0] + dilations[0] * (kernel[0] - 1) + 1
+    need_w = (out_hw[1] - 1) * strides[1] + dilations[1] * (kernel[1] - 1) + 1
+    bottom = max(pads[2], need_h - h - pads[0])
+    right = max(pads[3], need_w - w - pads[1])
+    return pad_nchw(x, (pads[0], pads[1], bottom, right), pad_value)
+
+
 def pool_windows(
     x: np.ndarray,
     kernel: Sequence[int],
@@ -190,13 +223,8 @@ def pool_windows(
     out_hw: Sequence[int],
     pad_value: float,
 ) -> np.ndarray:
-    """Windows for pooling, with extra right/bottom padding so ceil-mode windows exist."""
-    h, w = x.shape[2:]
-    need_h = (out_hw[0] - 1) * strides[0] + dilations[0] * (kernel[0] - 1) + 1
-    need_w = (out_hw[1] - 1) * strides[1] + dilations[1] * (kernel[1] - 1) + 1
-    bottom = max(pads[2], need_h - h - pads[0])
-    right = max(pads[3], need_w - w - pads[1])
-    padded = pad_nchw(x, (pads[0], pads[1], bottom, right), pad_value)
+    """Windows for pooling (N x C x OH x OW x KH x KW), ceil-mode windows included."""
+    padded = _pool_padded(x, kernel, strides, pads, dilations, out_hw, pad_value)
     return window_view(padded, kernel, strides, dilations, out_hw)
 
 
@@ -208,9 +236,18 @@ def max_pool(
     dilations: Sequence[int],
     out_hw: Sequence[int],
 ) -> np.ndarray:
+    """Max over each window; padding never wins. Shared by the float and integer levels."""
     fill = -np.inf if np.issubdtype(x.dtype, np.floating) else np.iinfo(x.dtype).min
-    windows = pool_windows(x, kernel, strides, pads, dilations, out_hw, fill)
-    return windows.max(axis=(4, 5))
+    padded = _pool_padded(x, kernel, strides, pads, dilations, out_hw, fill)
+    # one strided slice per kernel tap: a reduction over the 6-D window view is 10x slower
+    out = None
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            top, left = i * dilations[0], j * dilations[1]
+            tap = padded[:, :, top : top + (out_hw[0] - 1) * strides[0] + 1 : strides[0],
+                         left : left + (out_hw[1] - 1) * strides[1] + 1 : strides[1]]
+            out = tap.copy() if out is None else np.maximum(out, tap, out=out)
+    return out
 
 
 def average_pool_counts(
