@@ -475,7 +475,7 @@ class RejectUnlowerable(RewritePattern):
                 f"{describe_op(op)}: softmax has no fixed-point lowering; remove it from the graph "
                 "(argmax and top-k are unchanged by it) or run the model at the float level"
             )
-        if isinstance(op, nn.DivOp):
+        if isinstance(op, nn.DivOp) and not isinstance(op.rhs.owner, nn.ConstantOp):
             raise XnpuError(f"{describe_op(op)}: division by a tensor has no fixed-point lowering")
 
 

@@ -187,3 +187,22 @@ def test_digits_models_keep_their_answers_at_the_fixed_level(name, variant):
     assert (out.argmax(1) == reference.argmax(1)).mean() >= 0.98
     assert cosine.mean() >= 0.995
     assert any(isinstance(op, fixed.AddOp) for op in module.walk()) == (name == "digits_resnet")
+
+
+def test_division_by_a_constant_lowers_and_by_a_tensor_is_rejected():
+    def module(divisor: str):
+        return xnpu.parse_ir(
+            f"""func.func @main(%x: tensor<1x4xf32> {{nn.name = "x", nn.scale = 0.01 : f32}},
+                              %y: tensor<1x4xf32> {{nn.name = "y", nn.scale = 0.01 : f32}}) -> (tensor<1x4xf32> {{nn.name = "out"}}) {{
+              %c = nn.constant dense<[2.0, 4.0, -2.0, 0.5]> : tensor<1x4xf32>
+              %0 = nn.div %x, {divisor} {{nn.scale = 0.02 : f32}} : (tensor<1x4xf32>, tensor<1x4xf32>) -> tensor<1x4xf32> loc("div")
+              func.return %0 : tensor<1x4xf32>
+            }}"""
+        )
+
+    x = np.array([[1.0, -1.2, 0.6, 0.9]], np.float32)
+    lowered = lower(module("%c"))
+    out = xnpu.run(lowered, {"x": x, "y": x})["out"]
+    assert np.abs(out - x / np.array([2.0, 4.0, -2.0, 0.5], np.float32)).max() <= 1.5 * 0.02
+    with pytest.raises(XnpuError, match=r"loc\(\"div\"\): division by a tensor has no fixed-point lowering"):
+        lower(module("%y"))
