@@ -194,7 +194,7 @@ def test_division_by_a_constant_lowers_and_by_a_tensor_is_rejected():
         return xnpu.parse_ir(
             f"""func.func @main(%x: tensor<1x4xf32> {{nn.name = "x", nn.scale = 0.01 : f32}},
                               %y: tensor<1x4xf32> {{nn.name = "y", nn.scale = 0.01 : f32}}) -> (tensor<1x4xf32> {{nn.name = "out"}}) {{
-              %c = nn.constant dense<[2.0, 4.0, -2.0, 0.5]> : tensor<1x4xf32>
+              %c = nn.constant dense<[[2.0, 4.0, -2.0, 0.5]]> : tensor<1x4xf32>
               %0 = nn.div %x, {divisor} {{nn.scale = 0.02 : f32}} : (tensor<1x4xf32>, tensor<1x4xf32>) -> tensor<1x4xf32> loc("div")
               func.return %0 : tensor<1x4xf32>
             }}"""
