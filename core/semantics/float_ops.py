@@ -36,14 +36,20 @@ def window_view(
     return windows[:, :, : out_hw[0], : out_hw[1]]
 
 
+def conv_output_hw(
+    hw: Sequence[int], kernel: Sequence[int], strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int]
+) -> tuple[int, int]:
+    """Output height and width of a convolution over `hw` with ONNX-ordered pads."""
+    return tuple(  # type: ignore[return-value]
+        (hw[a] + pads[a] + pads[a + 2] - (dilations[a] * (kernel[a] - 1) + 1)) // strides[a] + 1 for a in range(2)
+    )
+
+
 def conv_patches(
     x: np.ndarray, kernel: Sequence[int], strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int]
 ) -> tuple[np.ndarray, tuple[int, int]]:
     """The windows a convolution reads: N x C x OH x OW x KH x KW (zero padded)."""
-    h, w = x.shape[2:]
-    kh, kw = kernel
-    oh = (h + pads[0] + pads[2] - (dilations[0] * (kh - 1) + 1)) // strides[0] + 1
-    ow = (w + pads[1] + pads[3] - (dilations[1] * (kw - 1) + 1)) // strides[1] + 1
+    oh, ow = conv_output_hw(x.shape[2:], kernel, strides, pads, dilations)
     padded = pad_nchw(x, pads)
     return window_view(padded, kernel, strides, dilations, (oh, ow)), (oh, ow)
 
@@ -75,10 +81,8 @@ def conv_patches_nhwc(
     x: np.ndarray, kernel: Sequence[int], strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int]
 ) -> tuple[np.ndarray, tuple[int, int]]:
     """The windows of an NCHW input as N x OH x OW x KH x KW x C (channels innermost, zero padded)."""
-    h, w = x.shape[2:]
     kh, kw = kernel
-    oh = (h + pads[0] + pads[2] - (dilations[0] * (kh - 1) + 1)) // strides[0] + 1
-    ow = (w + pads[1] + pads[3] - (dilations[1] * (kw - 1) + 1)) // strides[1] + 1
+    oh, ow = conv_output_hw(x.shape[2:], kernel, strides, pads, dilations)
     padded = np.pad(x.transpose(0, 2, 3, 1), ((0, 0), (pads[0], pads[2]), (pads[1], pads[3]), (0, 0)))
     span = (dilations[0] * (kh - 1) + 1, dilations[1] * (kw - 1) + 1)
     windows = sliding_window_view(padded, span, axis=(1, 2))
