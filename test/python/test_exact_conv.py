@@ -3,25 +3,9 @@
 import numpy as np
 import pytest
 
+from test_fixed_point import _conv_reference  # the direct-loop definition of R13
+
 from xnpu.semantics import fixed_point
-
-
-def reference_sums(x, w, stride, pad, group):
-    """Direct int64 loops over the definition (small shapes only)."""
-    n, c, h, width = x.shape
-    o, cg, kh, kw = w.shape
-    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    oh = (h + 2 * pad - kh) // stride + 1
-    ow = (width + 2 * pad - kw) // stride + 1
-    out = np.zeros((n, o, oh, ow), np.int64)
-    per_group = o // group
-    for oc in range(o):
-        g = oc // per_group
-        for i in range(oh):
-            for j in range(ow):
-                window = xp[:, g * cg : (g + 1) * cg, i * stride : i * stride + kh, j * stride : j * stride + kw]
-                out[:, oc, i, j] = (window * w[oc]).reshape(n, -1).sum(1)
-    return out
 
 
 @pytest.mark.parametrize(
@@ -33,7 +17,7 @@ def test_float32_and_float64_paths_equal_the_definition(channels, kernel, group,
     # the extreme codes make partial sums as large as the contract allows
     x = rng.choice([-128, 127, -127, 0, 5], size=(1, channels, 5, 5))
     w = rng.choice([-128, 127, -127, 1], size=(out_channels, channels // group, kernel, kernel))
-    expected = reference_sums(x, w, 1, 1, group)
+    expected = _conv_reference(x, w, np.zeros(out_channels, np.int64), 1, 1, group)
     for dtype in (np.float32, np.float64):
         got = fixed_point.conv2d_accumulate_exact(x, w, (1, 1), (1, 1, 1, 1), (1, 1), group, dtype)
         np.testing.assert_array_equal(got, expected)
