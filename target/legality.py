@@ -1,0 +1,108 @@
+"""What one accelerator operation may be on a target: the single definition of the limits.
+
+Every question "can this target run that?" is answered here, from the target's description
+(target/*.toml), and nowhere else:
+
+- the `npu` dialect's verifiers check each op of a module that names its target
+  (`npu.target`) with the `*_problem` functions below;
+- the `fixed -> npu` patterns ask the same functions (native constraints `conv_fits`,
+  `eltwise_fits`, ...) before they select a unit, so a pattern never builds an op the
+  verifier would reject;
+- `TargetDescription.check_instruction` (the `isa` verifier and the simulator) checks each
+  instruction's fields with them;
+- `target/capabilities.py` words them for `xnpu-opt --supported-ops` and
+  docs/supported-ops.md.
+
+Each function returns None when the operation is legal, else the reason in a few words
+("kernel 9x9 is outside [1, 7]"), which callers wrap with the op, its ONNX node and the target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from xnpu.target.description import TargetDescription
+
+Check = tuple[str, Sequence[int], int, int]
+
+
+def outside_limits(checks: Iterable[Check]) -> str | None:
+    """The first (what, values, low, high) whose values leave [low, high], as a reason."""
+    for what, values, low, high in checks:
+        if any(not low <= v <= high for v in values):
+            return f"{what} {'x'.join(map(str, values))} is outside [{low}, {high}]"
+    return None
+
+
+def dense_dilated_kernel(target: TargetDescription, kernel: Sequence[int], dilations: Sequence[int]) -> tuple[int, int] | None:
+    """The kernel extent when a dilation beyond the unit's limit is run as a zero-filled dense
+    kernel (exact: zero taps add nothing to R13's sum), or None when that does not fit either."""
+    extent = tuple(d * (k - 1) + 1 for d, k in zip(dilations, kernel))
+    return extent if max(extent) <= target.conv.max_kernel else None  # type: ignore[return-value]
+
+
+def conv_problem(
+    target: TargetDescription,
+    *,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    pads: Sequence[int],
+    in_channels: int,
+    depthwise: bool,
+    out_channels: int | None = None,
+) -> str | None:
+    """One CONV: `in_channels` is the reduction's channel count (per group; 1 for depthwise
+    at the op level), `out_channels` is checked only for one instruction (ops are cut into
+    output-channel chunks)."""
+    c = target.conv
+    if depthwise and not c.depthwise:
+        return "the target has no depthwise convolution"
+    checks: list[Check] = [
+        ("kernel", kernel, 1, c.max_kernel),
+        ("stride", strides, 1, c.max_stride),
+        ("dilation", dilations, 1, c.max_dilation),
+        ("pad", pads, 0, c.max_pad),
+        ("input channels", (in_channels,), 1, c.max_channels),
+    ]
+    if out_channels is not None:
+        checks.append(("output channels", (out_channels,), 1, c.max_channels))
+    return outside_limits(checks)
+
+
+def eltwise_problem(target: TargetDescription, op: str, channels: int | None = None) -> str | None:
+    if not target.supports_eltwise(op):
+        return f"element-wise {op} is not supported (supported: {', '.join(target.eltwise.ops) or 'none'})"
+    if channels is not None and channels > target.eltwise.max_channels:
+        return f"{channels} channels exceed the element-wise limit {target.eltwise.max_channels}"
+    return None
+
+
+def pool_problem(
+    target: TargetDescription, kind: str, kernel: Sequence[int] = (), strides: Sequence[int] = (), pads: Sequence[int] = ()
+) -> str | None:
+    if not target.supports_pool(kind):
+        return f"{kind} pooling is not supported (supported: {', '.join(target.pool.kinds) or 'none'})"
+    if kind == "global_avg":
+        return None
+    p = target.pool
+    return outside_limits((("kernel", kernel, 1, p.max_kernel), ("stride", strides, 1, p.max_stride),
+                           ("pad", pads, 0, p.max_pad)))
+
+
+def unit_problem(target: TargetDescription, unit: str) -> str | None:
+    """`clamp` or `table`: whether the target has that unit."""
+    present = {"clamp": target.has_clamp, "table": target.has_table}[unit]
+    return None if present else f"the target has no {unit} unit"
+
+
+def clamp_is_saturation(target: TargetDescription, low: int, high: int) -> bool:
+    """A clamp every unit applies anyway: the result saturation [smin, smax] (R3)."""
+    return low <= target.data.saturation_min and high >= target.data.saturation_max
+
+
+def clamp_is_relu(target: TargetDescription, low: int, high: int) -> bool:
+    """A clamp a CONV or ELTWISE relu flag computes: [0, smax] after saturation."""
+    return low == 0 and high >= target.data.saturation_max
