@@ -57,6 +57,30 @@ def _lower_fixed_to_isa():
     return LowerFixedToIsaPass
 
 
+def _npu_assign_layout():
+    from xnpu.transforms.npu_assign_layout import NpuAssignLayoutPass
+
+    return NpuAssignLayoutPass
+
+
+def _npu_tile():
+    from xnpu.transforms.npu_tile import NpuTilePass
+
+    return NpuTilePass
+
+
+def _npu_allocate():
+    from xnpu.transforms.npu_allocate import NpuAllocatePass
+
+    return NpuAllocatePass
+
+
+def _lower_npu_to_isa():
+    from xnpu.lowering.npu_to_isa import LowerNpuToIsaPass
+
+    return LowerNpuToIsaPass
+
+
 def _legalize():
     from xnpu.lowering.pdl_driver import LegalizePass
 
@@ -74,4 +98,8 @@ def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "fold-quantize-pairs": _fold_quantize_pairs,
         "legalize": _legalize,
         "lower-fixed-to-isa": _lower_fixed_to_isa,
+        "npu-assign-layout": _npu_assign_layout,
+        "npu-tile": _npu_tile,
+        "npu-allocate": _npu_allocate,
+        "lower-npu-to-isa": _lower_npu_to_isa,
     }
