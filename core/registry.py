@@ -58,7 +58,7 @@ def _lower_fixed_to_isa():
 
 
 def _legalize():
-    from xnpu.lowering.pdl_driver import LegalizePass
+    from xnpu.lowering.legalize import LegalizePass
 
     return LegalizePass
 

@@ -176,10 +176,10 @@ def is_native(target: TargetDescription, op: Operation) -> bool:
 
 def supported_ops_markdown(target: TargetDescription | str, patterns=None) -> str:
     """A markdown table: op, native?, limits, and the legalization patterns that apply otherwise."""
-    from xnpu.lowering.pdl_driver import load_patterns
+    from xnpu.lowering.legalize import legalize_patterns
 
     target = load_target(target) if isinstance(target, str) else target
-    patterns = load_patterns() if patterns is None else patterns
+    patterns = legalize_patterns() if patterns is None else patterns
     lines = [
         f"### {target.name}",
         "",
