@@ -108,7 +108,7 @@ def compile(
     makes the ops the target lacks into ones it has (`clamp_method`: auto, saturate or bias).
     """
     from xnpu.lowering.fixed_to_isa import LowerFixedToIsaPass
-    from xnpu.lowering.pdl_driver import LegalizePass
+    from xnpu.lowering.legalize import LegalizePass
     from xnpu.target.description import load_target
     from xnpu.target.emit import emit_binary
 

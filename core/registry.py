@@ -82,7 +82,7 @@ def _lower_npu_to_isa():
 
 
 def _legalize():
-    from xnpu.lowering.pdl_driver import LegalizePass
+    from xnpu.lowering.legalize import LegalizePass
 
     return LegalizePass
 

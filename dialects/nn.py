@@ -44,7 +44,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import ConstantLike, Pure
+from xdsl.traits import Commutative, ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from xnpu.dialects.shapes import (  # noqa: F401  (re-exported: nn.shape_of, nn.ints, ... are public)
@@ -274,6 +274,7 @@ class AddOp(BinaryOp):
     """lhs + rhs with ONNX broadcasting."""
 
     name = "nn.add"
+    traits = traits_def(Pure(), Commutative())
 
 
 @irdl_op_definition
@@ -288,6 +289,7 @@ class MulOp(BinaryOp):
     """lhs * rhs with ONNX broadcasting (squeeze-excitation scales are a broadcast mul)."""
 
     name = "nn.mul"
+    traits = traits_def(Pure(), Commutative())
 
 
 @irdl_op_definition
