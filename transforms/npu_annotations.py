@@ -148,18 +148,19 @@ def address_of(value: SSAValue) -> int:
 # --------------------------------------------------------------------------------------
 
 
-def hwc(shape: Sequence[int], what: str) -> tuple[int, int, int]:
-    """The H x W x C view of a logical tensor: NCHW maps (batch 1), N x K matrices as N x 1 x K."""
+def hwc(shape: Sequence[int], op: Operation) -> tuple[int, int, int]:
+    """The H x W x C view of a logical tensor `op` reads or writes: NCHW maps (batch 1),
+    N x K matrices as N x 1 x K, vectors as 1 x 1 x K."""
     shape = tuple(shape)
     if len(shape) == 4:
         if shape[0] != 1:
-            raise LoweringError(f"{what}: batch {shape[0]} is not supported (the accelerator runs batch 1)")
+            raise LoweringError(f"{describe_op(op)}: batch {shape[0]} is not supported (the accelerator runs batch 1)")
         return shape[2], shape[3], shape[1]
     if len(shape) == 2:
         return shape[0], 1, shape[1]
     if len(shape) == 1:
         return 1, 1, shape[0]
-    raise LoweringError(f"{what}: rank-{len(shape)} tensors are not supported (rank 1, 2 or 4 only)")
+    raise LoweringError(f"{describe_op(op)}: rank-{len(shape)} tensors are not supported (rank 1, 2 or 4 only)")
 
 
 @dataclass(frozen=True)
@@ -193,7 +194,7 @@ class Stored:
 def stored(value: SSAValue, layout: str | None = None, address: int | None = None) -> Stored:
     """`value` as stored: its producer's layout (or `layout`) and DDR address (when allocated)."""
     shape = shape_of(value)
-    h, w, c = hwc(shape, describe_op(producer(value)))
+    h, w, c = hwc(shape, producer(value))
     layout = layout_of(value) if layout is None else layout
     if address is None:
         address = producer(value).attributes.get(DDR)

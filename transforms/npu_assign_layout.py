@@ -147,7 +147,7 @@ class LayoutAssigner:
             raise self.fail(op, f"input '{name}' is quantized twice; the io table holds one scale per input")
         self.input_names.add(name)
         shape = shape_of(op.result)
-        hwc(shape, describe_op(op))
+        hwc(shape, op)
         self.annotate(op, row_major_layout(len(shape)))  # as the host writes it
 
     def dequantize(self, op: fixed.DequantizeOp) -> None:
@@ -179,14 +179,14 @@ class LayoutAssigner:
         self.row_major(op, 0)
         shape = shape_of(op.result)
         if not is_kernel_view(op):
-            hwc(shape, describe_op(op))
+            hwc(shape, op)
         self.annotate(op, row_major_layout(len(shape)))
 
     def transpose(self, op: npu.TransposeOp) -> None:
         """A view when the bytes (as they are, or after one copy) lie in an order of the result."""
         perm = ints(op.perm)
         in_shape, out_shape = shape_of(op.input), shape_of(op.result)
-        hwc(out_shape, describe_op(op))
+        hwc(out_shape, op)
 
         def storage_order(layout: str) -> list[int]:
             axes = [0, 2, 3, 1] if len(in_shape) == 4 and layout == "NHWC" else list(range(len(in_shape)))

@@ -42,6 +42,7 @@ from xnpu.transforms.npu_annotations import (
 from xnpu.transforms.npu_tiling import (
     INSTRUCTION_COST,
     Tiling,
+    Window,
     choose_tiling,
     chunk_candidates,
     dma_cost,
@@ -65,8 +66,8 @@ class TilePlanner:
         self.sram = target.memory.sram_bytes
         self.a = target.memory.channel_alignment
 
-    def need(self, op: Operation, tiling: Tiling) -> int:
-        return sram_offsets(working_set(op, tiling.as_list(), self.target))[1]
+    def need(self, op: Operation, tiling: Tiling, window: Window | None = None) -> int:
+        return sram_offsets(working_set(op, tiling.as_list(), self.target, window))[1]
 
     def fits(self, op: Operation, tile: list[int]) -> bool:
         return sram_offsets(working_set(op, tile, self.target))[1] <= self.sram
@@ -100,7 +101,7 @@ class TilePlanner:
             return chunks * (dma_cost(g.weight_bytes(t.chunk, a)) + tiles * per_tile)
 
         candidates = chunk_candidates(g.chunk_unit(), a, self.target.conv.max_channels)
-        tiling = choose_tiling(oh, ow, candidates, self.sram, lambda t: self.need(op, t), cost, split_columns=True)
+        tiling = choose_tiling(oh, ow, candidates, self.sram, lambda t: self.need(op, t, g), cost, split_columns=True)
         if tiling is None:
             x = g.x
             raise self.no_fit(op, "convolution", f" (input {x[0]}x{x[1]}x{x[2]}, output {oh}x{ow}x{oc}, "
@@ -123,14 +124,14 @@ class TilePlanner:
             return tiles * (dma_cost(g.in_rows(t.rows) * g.in_cols(t.cols) * align(t.chunk, a))
                             + dma_cost(t.rows * t.cols * align(t.chunk, a)) + INSTRUCTION_COST)
 
-        tiling = choose_tiling(oh, ow, chunk_candidates(oc, a, ANY_CHUNK), self.sram, lambda t: self.need(op, t), cost,
+        tiling = choose_tiling(oh, ow, chunk_candidates(oc, a, ANY_CHUNK), self.sram, lambda t: self.need(op, t, g), cost,
                                split_columns=op.pool_kind != "global_avg")
         if tiling is None:
             raise self.no_fit(op, f"{op.pool_kind} pool")
         return tiling
 
     def elementwise(self, op: npu.EltwiseOp | npu.TableOp | npu.ClampOp) -> Tiling:
-        h, w, c = hwc(shape_of(op.results[0]), describe_op(op))
+        h, w, c = hwc(shape_of(op.results[0]), op)
         a = self.a
         loads = 3 if isinstance(op, npu.EltwiseOp) else 2  # a, b and the result; or in and out
 
@@ -145,7 +146,7 @@ class TilePlanner:
         return tiling
 
     def relayout(self, op: npu.RelayoutOp) -> list[int]:
-        h, w, c = hwc(shape_of(op.input), describe_op(op))
+        h, w, c = hwc(shape_of(op.input), op)
         if self.fits(op, [h, w, c]):
             return [h, w, c]  # the whole map: the DMA reorders it in one LOAD and one STORE
         rows = most_rows(h, lambda r: self.fits(op, [r, w, 1]))

@@ -17,7 +17,6 @@ from xnpu.dialects import npu
 from xnpu.dialects.shapes import ints, shape_of
 from xnpu.target.description import TargetDescription
 from xnpu.transforms.npu_annotations import Epilogue, align, epilogue_of, hwc
-from xnpu.ir_io import describe_op
 
 SRAM_ALIGNMENT = 16  # every buffer of a working set starts at a multiple of 16 bytes
 INSTRUCTION_COST = 80  # cycles an extra instruction costs (overhead + DMA latency), for tiling
@@ -151,9 +150,8 @@ class Window:
 
 def window_of(op: Operation) -> Window:
     """The window geometry of a conv (a gemm is a 1x1 conv of an N x 1 x K map) or pool."""
-    what = describe_op(op)
-    x = hwc(shape_of(op.operands[0]), what)
-    y = hwc(shape_of(op.results[0]), what)
+    x = hwc(shape_of(op.operands[0]), op)
+    y = hwc(shape_of(op.results[0]), op)
     if isinstance(op, npu.ConvOp):
         if op.is_gemm:
             return Window(x, y, (1, 1), (1, 1), (1, 1), (0, 0, 0, 0))
@@ -185,8 +183,10 @@ def _table(epilogue: Epilogue | None) -> int:
     return TABLE_BYTES if epilogue is not None and epilogue.kind == "table" else 0
 
 
-def working_set(op: Operation, tile: Sequence[int], target: TargetDescription) -> list[tuple[str, int]]:
-    """(buffer, bytes) of one tile of `op`, in layout order; `tile` is its npu.tile."""
+def working_set(op: Operation, tile: Sequence[int], target: TargetDescription,
+                window: Window | None = None) -> list[tuple[str, int]]:
+    """(buffer, bytes) of one tile of `op`, in layout order; `tile` is its npu.tile (`window`:
+    the op's `window_of`, when the caller has it already)."""
     a = target.memory.channel_alignment
     if isinstance(op, npu.ConcatOp):  # one band of one part at a time, through one buffer
         w = shape_of(op.result)[3]
@@ -196,12 +196,12 @@ def working_set(op: Operation, tile: Sequence[int], target: TargetDescription) -
         return [("staging", rows * cols * align(chunk, a))]
     table = _table(epilogue_of(op, target))
     if isinstance(op, npu.ConvOp):
-        g = window_of(op)
+        g = window or window_of(op)
         return [("weights", g.weight_bytes(chunk, a)), ("bias", 4 * chunk), ("records", 4 * chunk), ("table", table),
                 ("input", g.in_rows(rows) * g.in_cols(cols) * align(g.in_channels(chunk), a)),
                 ("output", rows * cols * align(chunk, a))]
     if isinstance(op, npu.PoolOp):
-        g = window_of(op)
+        g = window or window_of(op)
         return [("table", table), ("records", 4 * rows * cols if per_position(op) else 0),
                 ("input", g.in_rows(rows) * g.in_cols(cols) * align(chunk, a)), ("output", rows * cols * align(chunk, a))]
     if isinstance(op, npu.EltwiseOp):  # the result overwrites a
