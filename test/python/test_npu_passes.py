@@ -56,9 +56,39 @@ def emit(module: ModuleOp) -> ModuleOp:
 # --------------------------------------------------------------------------------------
 
 
-def named(op, name: str):
-    op.location = NameLoc(StringAttr(name), NoneAttr())
-    return op
+class ModuleBuilder:
+    """An npu module for `target`: float inputs quantized, ops appended in order, outputs dequantized."""
+
+    def __init__(self, target: str, **inputs: tuple[int, ...]):
+        self.target = target
+        self.input_names = list(inputs)
+        self.input_types = [TensorType(f32, shape) for shape in inputs.values()]
+        self.block = Block(arg_types=self.input_types)
+        self.ops: list = []
+
+    def input(self, name: str, scale: float = 0.05):
+        return self.add(fixed.QuantizeOp(self.block.args[self.input_names.index(name)], scale))
+
+    def constant(self, values, bits: int = 8):
+        return self.add(fixed.ConstantOp(np.asarray(values), bits))
+
+    def add(self, op, name: str | None = None):
+        if name is not None:
+            op.location = NameLoc(StringAttr(name), NoneAttr())
+        self.ops.append(op)
+        return op.results[0] if op.results else None
+
+    def module(self, **outputs) -> ModuleOp:
+        results = [self.add(fixed.DequantizeOp(value, 0.05)) for value in outputs.values()]
+        self.add(func.ReturnOp(*results))
+        self.block.add_ops(self.ops)
+        main = func.FuncOp("main", (self.input_types, [r.type for r in results]), Region(self.block),
+                           arg_attrs=ArrayAttr([DictionaryAttr({"nn.name": StringAttr(n)}) for n in self.input_names]),
+                           res_attrs=ArrayAttr([DictionaryAttr({"nn.name": StringAttr(n)}) for n in outputs]))
+        module = ModuleOp([main])
+        module.attributes[npu.TARGET_ATTRIBUTE] = StringAttr(self.target)
+        verify_module(module)
+        return module
 
 
 def pairs_for(accumulator: np.ndarray, axis_size: int | None = None) -> tuple[list[int], list[int]]:
@@ -72,9 +102,50 @@ def pairs_for(accumulator: np.ndarray, axis_size: int | None = None) -> tuple[li
 
 
 def random_npu_module(seed: int, target: str) -> tuple[ModuleOp, np.ndarray]:
-    """A conv with random kernel/stride/dilation/padding/groups (relu or clamp), maybe a pool
-    (max, or average with per-position rescales) and a residual add; and float inputs."""
+    """A conv with random kernel/stride/dilation/padding/groups (relu, clamp or table), maybe
+    a pool (max, or average with per-position rescales; maybe a relu the POOL has no flag
+    for) and an element-wise add or mul of the map and itself or a constant (full, per
+    channel or one value); and float inputs."""
     rng = np.random.default_rng(seed)
+    c, h, w, k, s, d, pads, group, out_c = random_conv_parameters(rng)
+    x = rng.standard_normal((3, c, h, w)).astype(np.float32)
+    b = ModuleBuilder(target, x=(1, c, h, w))
+    weights = rng.integers(-127, 128, (out_c, c // group, k, k))
+    bias = rng.integers(-2000, 2000, out_c)
+    accumulator = fp.conv2d_int(fp.quantize(x[:1], 0.05), weights, bias, (s, s), pads, (d, d), group)
+    m, sh = pairs_for(accumulator, out_c if rng.random() < 0.5 else None)
+    epilogue = [{"relu": True}, {"clamp": (-50, 90)}, {"table": np.clip(np.arange(-128, 128) // 2 + 7, -127, 127)}][
+        int(rng.integers(0, 3))]
+    last = b.add(npu.ConvOp(b.input("x"), b.constant(weights), b.constant(bias, 32), m, sh, strides=(s, s), pads=pads,
+                            dilations=(d, d), group=group, **epilogue), "conv")
+    oh, ow = shape_of(last)[2:]
+    pool_k, pool_s = int(rng.integers(1, 4)), int(rng.integers(1, 3))
+    if oh >= pool_k and ow >= pool_k:
+        kernel, strides, pool_pads = (pool_k, pool_k), (pool_s, pool_s), [pool_k // 2] * 4
+        relu = {"relu": True} if rng.random() < 0.3 else {}
+        if rng.random() < 0.5:
+            pool = npu.PoolOp("max", last, kernel=kernel, strides=strides, pads=[0, 0, 0, 0], **relu)
+        else:
+            probe = npu.PoolOp("avg", last, [16384], [14], kernel=kernel, strides=strides, pads=pool_pads)
+            counts = fp.avg_pool_counts((oh, ow), kernel, strides, pool_pads, shape_of(probe.result)[2:], False)
+            pm, ps = fp.avg_pool_multipliers(counts, 1.0, 1.0)
+            pool = npu.PoolOp("avg", last, np.reshape(pm, -1), np.reshape(ps, -1), kernel=kernel, strides=strides,
+                              pads=pool_pads, **relu)
+        last = b.add(pool, "pool")
+    shape = shape_of(last)
+    other = [last, b.constant(rng.integers(-127, 128, shape)), b.constant(rng.integers(-127, 128, (1, shape[1], 1, 1))),
+             b.constant([[[[42]]]])][int(rng.integers(0, 4))]
+    if rng.random() < 0.5:
+        last = b.add(npu.EltwiseOp("add", last, other, 16384, 15, inputs=(16384, 14, 20000, 14), pre_shift=1, relu=True),
+                     "add")
+    else:
+        last = b.add(npu.EltwiseOp("mul", last, other, 16384, 20), "mul")
+    return b.module(out=last), x
+
+
+def random_conv_parameters(rng: np.random.Generator) -> tuple[int, ...]:
+    """Channels, height, width, kernel, stride, dilation, pads, groups and output channels of
+    a random convolution (test_npu_to_isa.py builds the same layers from ONNX)."""
     c = int(rng.choice([1, 3, 8, 20]))
     h, w = (int(v) for v in rng.integers(5, 40, 2))
     k, s, d = int(rng.integers(1, 6)), int(rng.integers(1, 3)), int(rng.integers(1, 3))
@@ -83,53 +154,26 @@ def random_npu_module(seed: int, target: str) -> tuple[ModuleOp, np.ndarray]:
     out_c = c if group == c > 1 else int(rng.choice([4, 16, 24]))
     extent = d * (k - 1) + 1
     if h + pads[0] + pads[2] < extent or w + pads[1] + pads[3] < extent:
-        k = extent = 1
-    x = rng.standard_normal((3, c, h, w)).astype(np.float32)
-    x_codes = fp.quantize(x[:1], 0.05)
+        k = 1
+    return c, h, w, k, s, d, pads, group, out_c
 
-    input_type = TensorType(f32, [1, c, h, w])
-    block = Block(arg_types=[input_type])
-    function_ops = []
-    q = fixed.QuantizeOp(block.args[0], 0.05)
-    weights = rng.integers(-127, 128, (out_c, c // group, k, k))
-    bias = rng.integers(-2000, 2000, out_c)
-    wc = fixed.ConstantOp(weights, 8)
-    bc = fixed.ConstantOp(bias, 32)
-    accumulator = fp.conv2d_int(x_codes, weights, bias, (s, s), pads, (d, d), group)
-    m, sh = pairs_for(accumulator, out_c if rng.random() < 0.5 else None)
-    epilogue = {"relu": True} if rng.random() < 0.5 else {"clamp": (-50, 90)}
-    conv = named(npu.ConvOp(q.result, wc.result, bc.result, m, sh, strides=(s, s), pads=pads, dilations=(d, d),
-                            group=group, **epilogue), "conv")
-    function_ops += [q, wc, bc, conv]
-    last = conv.result
-    oh, ow = shape_of(last)[2:]
-    pool_k, pool_s = int(rng.integers(1, 4)), int(rng.integers(1, 3))
-    if oh >= pool_k and ow >= pool_k:
-        kernel, strides, pool_pads = (pool_k, pool_k), (pool_s, pool_s), [pool_k // 2] * 4
-        if rng.random() < 0.5:
-            pool = npu.PoolOp("max", last, kernel=kernel, strides=(pool_s, pool_s), pads=[0, 0, 0, 0])
-        else:
-            probe = npu.PoolOp("avg", last, [16384], [14], kernel=kernel, strides=strides, pads=pool_pads)
-            counts = fp.avg_pool_counts((oh, ow), kernel, strides, pool_pads, shape_of(probe.result)[2:], False)
-            pm, ps = fp.avg_pool_multipliers(counts, 1.0, 1.0)
-            pool = npu.PoolOp("avg", last, np.reshape(pm, -1), np.reshape(ps, -1), kernel=kernel, strides=strides,
-                              pads=pool_pads)
-        function_ops.append(named(pool, "pool"))
-        last = pool.result
-    if rng.random() < 0.5:
-        add = npu.EltwiseOp("add", last, last, 16384, 15, inputs=(16384, 14, 20000, 14), pre_shift=1, relu=True)
-        function_ops.append(named(add, "add"))
-        last = add.result
-    dq = fixed.DequantizeOp(last, 0.05)
-    function_ops += [dq, func.ReturnOp(dq.result)]
-    block.add_ops(function_ops)
-    main = func.FuncOp("main", ([input_type], [dq.result.type]), Region(block),
-                       arg_attrs=ArrayAttr([DictionaryAttr({"nn.name": StringAttr("x")})]),
-                       res_attrs=ArrayAttr([DictionaryAttr({"nn.name": StringAttr("out")})]))
-    module = ModuleOp([main])
-    module.attributes[npu.TARGET_ATTRIBUTE] = StringAttr(target)
-    verify_module(module)
-    return module, x
+
+def seed002_mul_module(target: str) -> tuple[ModuleOp, dict[str, np.ndarray]]:
+    """Seed 002's element-wise mul as a depthwise conv: a conv's NHWC map flattened to
+    1 x CHW x 1 x 1 (a row-major view: copied to NCHW first), the gate reshaped to CHW kernels
+    (a view of the input's bytes), and the product reshaped back (a copy to NHWC for the pool)."""
+    rng = np.random.default_rng(11)
+    b = ModuleBuilder(target, x=(1, 3, 6, 5), gate=(1, 4, 6, 5))
+    y = b.add(npu.ConvOp(b.input("x"), b.constant(rng.integers(-127, 128, (4, 3, 3, 3))), None, [16384], [18],
+                         pads=(1, 1, 1, 1)), "conv")
+    flat = b.add(npu.ReshapeOp(y, (1, 120, 1, 1)), "mul")
+    kernels = b.add(npu.ReshapeOp(b.input("gate"), (120, 1, 1, 1)), "mul")
+    product = b.add(npu.ConvOp(flat, kernels, None, [16384], [14], group=120), "mul")
+    back = b.add(npu.ReshapeOp(product, (1, 4, 6, 5)), "mul")
+    pooled = b.add(npu.PoolOp("max", back, kernel=(2, 2), strides=(2, 2), pads=(0, 0, 0, 0)), "pool")
+    inputs = {"x": rng.standard_normal((2, 3, 6, 5)).astype(np.float32),
+              "gate": rng.standard_normal((2, 4, 6, 5)).astype(np.float32)}
+    return b.module(out=pooled, product=back), inputs
 
 
 def buffers_of(op) -> list[tuple[int, int]]:
@@ -158,6 +202,18 @@ def test_choose_tiling_prefers_whole_rows_and_reports_nothing_fitting():
     whole = choose_tiling(8, 8, [16, 8], 10_000, need, lambda t: 1.0, split_columns=True)
     assert whole == Tiling(8, 8, 16)
     assert choose_tiling(8, 8, [16], 10, need, lambda t: 1.0, split_columns=True) is None
+
+
+@pytest.mark.parametrize("target", ("xnpu_default", "xnpu_lite", SMALL_TARGET))
+def test_seed002_activation_kernels_read_views_of_row_major_bytes(target):
+    module, inputs = seed002_mul_module(target)
+    expected = xnpu.run(module, inputs)
+    annotated = annotate(module, target)
+    relayouts = [op.layout.data for op in annotated.ops.first.body.block.ops if isinstance(op, npu.RelayoutOp)]
+    assert relayouts == ["NHWC", "NCHW", "NHWC", "NCHW"]  # x in; the flatten; back for the pool; the pool out
+    actual = run_binary(emit_binary(emit(annotated)), inputs, load_target(target))
+    for name in expected:
+        assert np.array_equal(expected[name], actual[name]), name
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -277,3 +333,16 @@ def test_xnpu_run_runs_isa_ir_for_a_target_file(tmp_path, capsys, monkeypatch):
     assert result.returncode == 0, result.stderr
     with np.load(tmp_path / "out.npz") as saved:
         assert np.array_equal(saved["out"], expected["out"])
+
+
+@pytest.mark.parametrize("target, unit", (("xnpu_default", "isa.clamp"), ("xnpu_lite", "isa.table")))
+def test_a_relu_after_pooling_is_a_clamp_or_an_exact_table(target, unit):
+    b = ModuleBuilder(target, x=(1, 3, 8, 8))
+    pooled = b.add(npu.PoolOp("max", b.input("x"), kernel=(2, 2), strides=(2, 2), pads=(0, 0, 0, 0), relu=True), "pool")
+    module = b.module(out=pooled)
+    x = np.random.default_rng(2).standard_normal((2, 3, 8, 8)).astype(np.float32)
+    expected = xnpu.run(module, x)
+    program = emit(annotate(module, target))
+    assert unit in [op.name for op in isa.program_ops(program)]
+    actual = run_binary(emit_binary(program), x, load_target(target))
+    assert np.array_equal(expected["out"], actual["out"]) and (expected["out"] >= 0).all()
