@@ -8,7 +8,7 @@ layer, in program order, the LOADs of its constants, then per tile LOAD ... comp
 (CONV, ELTWISE, POOL, TABLE or CLAMP, then its epilogue in place) ... STORE; a final
 `SYNC halt=1`. Each instruction's location is its layer's (the ONNX nodes it came from).
 
-The module becomes `isa.constants` (the image), one `isa.io` per program input and output
+The module keeps `isa.constants` (the image npu-allocate placed) and gets one `isa.io` per program input and output
 (name, shape, scale, layout and address, as the host sees them) and the instructions, with
 the module attributes `isa.target`, `isa.activation_bytes`, `isa.layers` and, for
 compressed weights, `isa.compressed_weights`.
@@ -32,7 +32,6 @@ from xnpu.transforms.npu_annotations import (
     ACTIVATION_BYTES,
     COMPRESSED,
     CONSTANTS,
-    IMAGE,
     LAYER_OPS,
     SRAM,
     TILE,
@@ -313,19 +312,18 @@ def lower_module(module: ModuleOp, target: TargetDescription) -> None:
     emitter.program.emit("SYNC", halt=1)
     io = io_ops(function)
     peak = get_int(module, ACTIVATION_BYTES, "npu-allocate")
-    image = module.attributes.get(IMAGE)
+    images = [op for op in module.ops if isinstance(op, isa.ConstantsOp)]
     compressed = module.attributes.get(COMPRESSED)
     name = target_name(module)
 
     for op in list(module.ops):
-        op.detach()
-        op.erase()
+        if op not in images:
+            op.detach()
+            op.erase()
     for key in [key for key in module.attributes if key.startswith("npu.")]:
         del module.attributes[key]
     body = module.body.block
-    if image is not None:
-        body.add_op(isa.ConstantsOp(bytes(image.data.data)))  # type: ignore[attr-defined]
-    body.add_ops([*io, *emitter.program.ops])
+    body.add_ops([*io, *emitter.program.ops])  # after the constant image npu-allocate placed
     module.attributes[isa.TARGET_ATTRIBUTE] = StringAttr(name)
     module.attributes["isa.activation_bytes"] = IntegerAttr(peak, i64)
     module.attributes["isa.layers"] = IntegerAttr(count, i64)

@@ -8,8 +8,10 @@
   and identical blobs are stored once. The weights of a layer compress-weights marked
   (seed 003's codebook, `fixed.codebook`) are recorded as a compressed region, unless a
   weight lies outside the dictionary (a dilated kernel's added zeros).
-  Layers get `npu.constants = {table, weights, bias, records}` (image offsets); the module
-  gets `npu.constant_image` and `npu.compressed_weights`.
+  Layers get `npu.constants = {table, weights, bias, records}` (image offsets); the image
+  itself is the program's `isa.constants` op, placed at module level before the function
+  (its hex form prints and parses fast, and emission keeps it as it is); the module gets
+  `npu.compressed_weights` for codebook regions.
 - **Activations** live above the image, each tensor from the layer that writes it to the
   last layer that reads it; addresses are assigned first-fit over these live intervals, so a
   tensor reuses the bytes of tensors dead before it is written. Views (reshapes, transposes,
@@ -29,11 +31,11 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, IntegerType, ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from xnpu.dialects import fixed, npu
+from xnpu.dialects import fixed, isa, npu
 from xnpu.dialects.shapes import ints, shape_of
 from xnpu.target.description import TargetDescription
 from xnpu.transforms.npu_annotations import (
@@ -41,7 +43,6 @@ from xnpu.transforms.npu_annotations import (
     COMPRESSED,
     CONSTANTS,
     DDR,
-    IMAGE,
     LAYER_OPS,
     LAYOUT,
     SRAM,
@@ -237,9 +238,11 @@ class Allocator:
         for value, storage in self.homes.items():
             set_int(value.owner, DDR, storage.address)
         set_int(self.module, ACTIVATION_BYTES, peak)
+        for old in [op for op in self.module.ops if isinstance(op, isa.ConstantsOp)]:
+            old.detach()
+            old.erase()
         if self.image.data:
-            data = bytes(self.image.data)
-            self.module.attributes[IMAGE] = DenseIntOrFPElementsAttr(TensorType(IntegerType(8), [len(data)]), BytesAttr(data))
+            self.module.body.block.insert_op_before(isa.ConstantsOp(bytes(self.image.data)), self.function)
         if self.compressed:
             from xnpu.transforms.compress_weights import regions_attr
 

@@ -11,7 +11,7 @@ attributes that do not change what an op computes, and the next one reads them.
 | `npu.sram = {name = offset}` | every layer | npu-allocate | SRAM offset of each buffer of the tile's working set |
 | `npu.ddr = address` | every op whose result lies in DDR | npu-allocate | DDR address of the result (a view: its source's) |
 | `npu.constants = {name = offset}` | layers reading constants | npu-allocate | offsets of weights, bias, rescale records, table in the constant image |
-| `npu.constant_image`, `npu.activation_bytes`, `npu.compressed_weights` | the module | npu-allocate | the image, the activation peak, codebook regions |
+| `npu.activation_bytes`, `npu.compressed_weights` | the module | npu-allocate | the activation peak, codebook regions (the image is an `isa.constants` op beside the function) |
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ TILE = "npu.tile"
 SRAM = "npu.sram"
 DDR = "npu.ddr"
 CONSTANTS = "npu.constants"
-IMAGE = "npu.constant_image"
 ACTIVATION_BYTES = "npu.activation_bytes"
 COMPRESSED = "npu.compressed_weights"
 

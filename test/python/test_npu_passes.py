@@ -22,6 +22,7 @@ from xnpu.dialects.shapes import shape_of
 from xnpu.errors import XnpuError
 from xnpu.ir_io import parse_ir, print_ir, verify_module
 from xnpu.lowering.npu_to_isa import Emitter, LowerNpuToIsaPass
+from xnpu.runner import entry_function
 from xnpu.semantics import fixed_point as fp
 from xnpu.target.description import load_target
 from xnpu.target.emit import emit_binary
@@ -209,7 +210,7 @@ def test_seed002_activation_kernels_read_views_of_row_major_bytes(target):
     module, inputs = seed002_mul_module(target)
     expected = xnpu.run(module, inputs)
     annotated = annotate(module, target)
-    relayouts = [op.layout.data for op in annotated.ops.first.body.block.ops if isinstance(op, npu.RelayoutOp)]
+    relayouts = [op.layout.data for op in entry_function(annotated).body.block.ops if isinstance(op, npu.RelayoutOp)]
     assert relayouts == ["NHWC", "NCHW", "NHWC", "NCHW"]  # x in; the flatten; back for the pool; the pool out
     actual = run_binary(emit_binary(emit(annotated)), inputs, load_target(target))
     for name in expected:
@@ -232,7 +233,7 @@ def test_every_sram_byte_an_instruction_touches_is_in_its_layer_working_set(seed
     target = load_target(SMALL_TARGET)
     emitter = Emitter(target)
     kinds = set()
-    for op in layers(annotate(module, SMALL_TARGET).ops.first):
+    for op in layers(entry_function(annotate(module, SMALL_TARGET))):
         buffers = buffers_of(op)
         first = len(emitter.program.ops)
         emitter.layer(op)
@@ -249,7 +250,7 @@ def test_passes_read_the_target_from_the_module_and_emit_names_it():
     module, _ = random_npu_module(0, SMALL_TARGET)
     for step in BELOW_NPU:
         step().apply(make_context(), module)
-    layer_count = len(layers(module.ops.first))
+    layer_count = len(layers(entry_function(module)))
     assert layer_count >= 2  # the input's relayout and the conv at least
     program = emit(module)
     assert program.attributes[isa.TARGET_ATTRIBUTE].data == SMALL_TARGET

@@ -3,7 +3,8 @@
 // Emission only reads the annotations: here written by hand, with a tiling of 2 output
 // rows (two tiles, the second reading the halo row above it) and SRAM offsets chosen freely.
 
-builtin.module attributes {npu.target = "xnpu_default", npu.activation_bytes = 160 : i64, npu.constant_image = dense<"0x0101010101010101010101010101010101010000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000401000"> : tensor<68xi8>} {
+builtin.module attributes {npu.target = "xnpu_default", npu.activation_bytes = 160 : i64} {
+  isa.constants dense<"0x0101010101010101010101010101010101010000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000401000"> : tensor<68xi8>
   func.func @main(%x: tensor<1x1x4x4xf32> {nn.name = "x"}) -> (tensor<1x2x4x4xf32> {nn.name = "y"}) {
     %0 = fixed.quantize %x {npu.layout = "NCHW", npu.ddr = 128 : i64, scale = 0.5 : f64} : tensor<1x1x4x4xf32> -> tensor<1x1x4x4xi8>
     %w = fixed.constant dense<1> : tensor<2x1x3x3xi8>

@@ -24,8 +24,9 @@ builtin.module attributes {npu.target = "xnpu_default"} {
 // the same bytes as c2's, stored once. c1's weights are all in their 1-bit codebook: a
 // compressed region. Activations start at the next 64-byte boundary above the image (320).
 // CHECK:      builtin.module attributes {npu.target = "xnpu_default", npu.activation_bytes = 160 : i64,
-// CHECK-SAME:   npu.constant_image = dense<"0x{{[0-9A-F]+}}"> : tensor<260xi8>,
-// CHECK-SAME:   npu.compressed_weights = [{offset = 0 : i64, size = 18 : i64, bits = 1 : i64, dictionary = array<i8: 0, 1>}]}
+// CHECK-SAME:   npu.compressed_weights = [{offset = 0 : i64, size = 18 : i64, bits = 1 : i64, dictionary = array<i8: 0, 1>}]} {
+// CHECK-NEXT:   isa.constants dense<"0x010101010101010101010101010101010101{{0+}}0100000002000000{{[0-9A-F]+}}"> : tensor<260xi8>
+// CHECK-NEXT:   func.func @main
 
 // The input is pinned for the whole run (the host's copy); a (live at layers 0-1) and b
 // (1-2) get the next free addresses; c (2-3) reuses a's bytes, which died at layer 1; the
@@ -62,7 +63,7 @@ builtin.module attributes {npu.target = "xnpu_default"} {
   }
 }
 
-// CHECK:      npu.constant_image = dense<"0xEC511500{{0+}}0105020603070408{{0+}}0040100000400F0000400F0000400E00"> : tensor<144xi8>
+// CHECK:      isa.constants dense<"0xEC511500{{0+}}0105020603070408{{0+}}0040100000400F0000400F0000400E00"> : tensor<144xi8>
 // CHECK:      %1 = fixed.quantize %g {npu.layout = "NCHW", npu.ddr = [[GATE:[0-9]+]] : i64,
 // CHECK:      %k = npu.reshape %1 {npu.layout = "NCHW", npu.ddr = [[GATE]] : i64}
 // CHECK:      %m = npu.conv %2, %k {{{.*}}npu.constants = {records = 0 : i64}
