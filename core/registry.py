@@ -57,6 +57,12 @@ def _lower_fixed_to_isa():
     return LowerFixedToIsaPass
 
 
+def _lower_fixed_to_npu():
+    from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
+
+    return LowerFixedToNpuPass
+
+
 def _legalize():
     from xnpu.lowering.legalize import LegalizePass
 
@@ -73,5 +79,6 @@ def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "lower-nn-to-fixed": _lower_nn_to_fixed,
         "fold-quantize-pairs": _fold_quantize_pairs,
         "legalize": _legalize,
+        "lower-fixed-to-npu": _lower_fixed_to_npu,
         "lower-fixed-to-isa": _lower_fixed_to_isa,
     }
