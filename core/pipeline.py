@@ -86,7 +86,7 @@ def lower_to_isa(module: ModuleOp, target: str = "xnpu_default") -> ModuleOp:
     return module
 
 
-LEVELS = ("nn", "fixed", "isa", "bin")
+LEVELS = ("nn", "fixed", "npu", "isa", "bin")
 
 
 def compile(
@@ -103,7 +103,8 @@ def compile(
     import -> `quantize` (fold-batch-norm, remove-noop, calibrate, [compress-weights],
     lower-nn-to-fixed, fold-quantize-pairs; `quantize_options` are its options) -> legalize
     -> lower-fixed-to-isa -> emit, with no text in between. `stop_at` ("nn", "fixed", "isa")
-    returns the module at that level instead of the Binary; `after_pass(name, module)` is
+    returns the module at that level instead of the Binary (npu: after legalize and
+    lower-fixed-to-npu); `after_pass(name, module)` is
     called after every step (--print-ir-after-all). `legalize{target}` (docs/extending.md)
     makes the ops the target lacks into ones it has (`clamp_method`: auto, saturate or bias).
     """
@@ -129,6 +130,13 @@ def compile(
         raise XnpuError("compiling below the nn level needs calibration data")
     quantize(module, calibration, after_pass=notify, **quantize_options)
     if stop_at == "fixed":
+        return module
+    if stop_at == "npu":
+        from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
+
+        for step in (LegalizePass(target=str(target), clamp_method=clamp_method), LowerFixedToNpuPass(target=str(target))):
+            _apply(module, step, notify)
+            verify_module(module)
         return module
     for step in (LegalizePass(target=str(target), clamp_method=clamp_method), LowerFixedToIsaPass(target=str(target))):
         _apply(module, step, notify)

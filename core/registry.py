@@ -57,6 +57,12 @@ def _lower_fixed_to_isa():
     return LowerFixedToIsaPass
 
 
+def _lower_fixed_to_npu():
+    from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
+
+    return LowerFixedToNpuPass
+
+
 def _npu_assign_layout():
     from xnpu.transforms.npu_assign_layout import NpuAssignLayoutPass
 
@@ -97,6 +103,7 @@ def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "lower-nn-to-fixed": _lower_nn_to_fixed,
         "fold-quantize-pairs": _fold_quantize_pairs,
         "legalize": _legalize,
+        "lower-fixed-to-npu": _lower_fixed_to_npu,
         "lower-fixed-to-isa": _lower_fixed_to_isa,
         "npu-assign-layout": _npu_assign_layout,
         "npu-tile": _npu_tile,

@@ -422,7 +422,7 @@ class PoolOp(UnitOp):
     kernel_shape = opt_prop_def(DenseArrayBase[I64])
     strides = opt_prop_def(DenseArrayBase[I64])
     pads = opt_prop_def(DenseArrayBase[I64])
-    ceil_mode = opt_prop_def(UnitAttr)
+    ceil_mode = opt_prop_def(IntegerAttr[I64])  # 1: the last window may start in the end padding (ONNX ceil_mode)
     multiplier = opt_prop_def(DenseArrayBase[I64])
     shift = opt_prop_def(DenseArrayBase[I64])
     traits = traits_def(Pure())
@@ -439,8 +439,7 @@ class PoolOp(UnitOp):
             hw: Sequence[int] = (1, 1)
         else:
             props.update(kernel_shape=i64_array(kernel), strides=i64_array(strides), pads=i64_array(pads))
-            if ceil_mode:
-                props["ceil_mode"] = UnitAttr()
+            props["ceil_mode"] = i64_attr(int(ceil_mode))
             hw = pool_output_hw(x[2:], kernel, strides, pads, (1, 1), ceil_mode)
         super().__init__(operands=[input], result_types=[TensorType(IntegerType(8), (x[0], x[1], *hw))], properties=props)
 
@@ -473,7 +472,8 @@ class PoolOp(UnitOp):
             return
         if any(part is None for part in window):
             raise VerifyException(f"npu.pool: {kind} pooling needs kernel_shape, strides and pads")
-        oh, ow = verify_window(self, self.input, *self.window(), (1, 1), self.ceil_mode is not None)
+        ceil_mode = self.ceil_mode is not None and bool(self.ceil_mode.value.data)
+        oh, ow = verify_window(self, self.input, *self.window(), (1, 1), ceil_mode)
         expect_shape(self, (x[0], x[1], oh, ow))
         if kind == "max":
             if self.multiplier is not None or self.shift is not None:

@@ -57,8 +57,15 @@ NATIVE_REWRITES: dict[str, Callable[..., object]] = {}
 
 
 def _register(table: dict[str, Callable], name: str | None):
+    """Names are global (every pass's patterns call into one registry): a second function
+    under a taken name is a mistake, unless it is the same function loaded again."""
+
     def decorate(function: Callable) -> Callable:
-        table[name or function.__name__] = function
+        key = name or function.__name__
+        known = table.get(key)
+        if known is not None and (known.__module__, known.__qualname__) != (function.__module__, function.__qualname__):
+            raise XnpuError(f"native function '{key}' is already registered by {known.__module__}")
+        table[key] = function
         return function
     return decorate
 

@@ -7,7 +7,7 @@
 
 Runs import -> quantize (calibrate, lower-nn-to-fixed) -> lower-fixed-to-isa -> emit on
 the module in memory (`xnpu.pipeline.compile`); `--emit` stops at a level and writes its IR
-text (nn, fixed, isa) or the binary (bin, the default). `--print-ir-after-all` prints the
+text (nn, fixed, npu, isa) or the binary (bin, the default). `--print-ir-after-all` prints the
 module after every step to stderr. Every failure is one line `xnpu-compile: error: ...` and
 exit status 1; the output file is written atomically, so a failed compile leaves none.
 """
@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from xnpu.errors import XnpuError
+from xnpu.pipeline import LEVELS
 from xnpu.tools.cli import run_reporting_errors, write_output
 
 PROG = "xnpu-compile"
-LEVELS = ("nn", "fixed", "isa", "bin")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -540,7 +540,7 @@ def pool_unit(kind: str, x, kernel, strides, pads, out_hw, multiplier, shift) ->
 
 
 def epilogue(y, relu_flag: bool = False, bounds: Sequence[int] | None = None, table=None) -> np.ndarray:
-    """What follows a unit's int8 result in SRAM: its relu flag, then a CLAMP or a TABLE."""
+    """What follows a unit's int8 result in SRAM: its relu flag and a CLAMP (R8), or a TABLE (R15)."""
     if relu_flag:
         y = relu(y)
     if bounds is not None:

@@ -16,6 +16,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from xnpu.dialects import fixed
 from xnpu.dialects.nn import i64_array, i64_attr, ints, shape_of
+import xnpu.lowering.common_natives  # noqa: F401  (single_use, is_i8)
 from xnpu.lowering.pdl_driver import PatternContext, native_constraint, native_rewrite
 from xnpu.target.capabilities import is_native, op_capabilities
 
@@ -56,17 +57,6 @@ def target_has(ctx: PatternContext, what: Attribute) -> bool:
 @native_constraint()
 def target_lacks(ctx: PatternContext, what: Attribute) -> bool:
     return not target_has(ctx, what)
-
-
-@native_constraint()
-def single_use(ctx: PatternContext, value: SSAValue) -> bool:
-    return len(list(value.uses)) == 1
-
-
-@native_constraint()
-def is_i8(ctx: PatternContext, value: SSAValue | Operation) -> bool:
-    """An i8 value, or an op whose (first) result is i8."""
-    return fixed.width_of(value.results[0] if isinstance(value, Operation) else value) == 8
 
 
 @native_constraint()

@@ -15,8 +15,8 @@ func.func @units(%x: tensor<1x2x4x4xi8>, %v: tensor<1x8xi8>) -> (tensor<1x3x4x4x
   %m = npu.eltwise "mul" %z, %s {multiplier = 16597 : i64, shift = 20 : i64} : (tensor<1x3x4x4xi8>, tensor<1x3x1x1xi8>) -> tensor<1x3x4x4xi8>
   // CHECK-NEXT: %p = npu.pool "max" %m {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>} : tensor<1x3x4x4xi8> -> tensor<1x3x2x2xi8>
   %p = npu.pool "max" %m {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>} : tensor<1x3x4x4xi8> -> tensor<1x3x2x2xi8>
-  // CHECK-NEXT: %a = npu.pool "avg" %p {kernel_shape = array<i64: 2, 2>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 1, 1>, ceil_mode, multiplier = array<i64: 16384, 21845, 21845, 16384>, shift = array<i64: 16, 16, 16, 15>} : tensor<1x3x2x2xi8> -> tensor<1x3x2x2xi8>
-  %a = npu.pool "avg" %p {kernel_shape = array<i64: 2, 2>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 1, 1>, ceil_mode, multiplier = array<i64: 16384, 21845, 21845, 16384>, shift = array<i64: 16, 16, 16, 15>} : tensor<1x3x2x2xi8> -> tensor<1x3x2x2xi8>
+  // CHECK-NEXT: %a = npu.pool "avg" %p {kernel_shape = array<i64: 2, 2>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 1, 1>, ceil_mode = 1 : i64, multiplier = array<i64: 16384, 21845, 21845, 16384>, shift = array<i64: 16, 16, 16, 15>} : tensor<1x3x2x2xi8> -> tensor<1x3x2x2xi8>
+  %a = npu.pool "avg" %p {kernel_shape = array<i64: 2, 2>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 1, 1>, ceil_mode = 1 : i64, multiplier = array<i64: 16384, 21845, 21845, 16384>, shift = array<i64: 16, 16, 16, 15>} : tensor<1x3x2x2xi8> -> tensor<1x3x2x2xi8>
   // CHECK-NEXT: %c = npu.clamp %a {min = -64 : i64, max = 64 : i64} : tensor<1x3x2x2xi8> -> tensor<1x3x2x2xi8>
   %c = npu.clamp %a {min = -64 : i64, max = 64 : i64} : tensor<1x3x2x2xi8> -> tensor<1x3x2x2xi8>
   // CHECK-NEXT: %wf = fixed.constant dense<2> : tensor<4x8xi8>
