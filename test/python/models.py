@@ -41,3 +41,19 @@ def zoo_model() -> onnx.ModelProto:
          helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 5])], init,
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def random_conv_parameters(rng: np.random.Generator) -> tuple:
+    """(channels, height, width, kernel, stride, dilation, pads, group, output channels) of a
+    random convolution: 1, 3, 8 or 20 channels, 5..39 pixels a side, kernel 1..5, stride 1..3,
+    dilation 1..2, pads 0..2, dense or depthwise (a kernel that does not fit becomes 1x1)."""
+    c = int(rng.choice([1, 3, 8, 20]))
+    h, w = (int(v) for v in rng.integers(5, 40, 2))
+    k, s, d = int(rng.integers(1, 6)), int(rng.integers(1, 4)), int(rng.integers(1, 3))
+    pads = [int(v) for v in rng.integers(0, 3, 4)]
+    group = int(rng.choice([1, c])) if c > 1 else 1
+    out_c = c if group == c > 1 else int(rng.choice([4, 16, 24]))
+    extent = d * (k - 1) + 1
+    if h + pads[0] + pads[2] < extent or w + pads[1] + pads[3] < extent:
+        k = 1
+    return c, h, w, k, s, d, pads, group, out_c

@@ -33,7 +33,8 @@ from xnpu.transforms.npu_assign_layout import NpuAssignLayoutPass
 from xnpu.transforms.npu_tile import NpuTilePass
 from xnpu.transforms.npu_tiling import Tiling, choose_tiling, most_rows, sram_offsets, working_set
 
-from test_fixed_to_isa import SMALL_TARGET, small_target
+from models import random_conv_parameters
+from test_lower_to_isa import SMALL_TARGET, small_target
 
 BELOW_NPU = (NpuAssignLayoutPass, NpuTilePass, NpuAllocatePass)
 
@@ -142,21 +143,6 @@ def random_npu_module(seed: int, target: str) -> tuple[ModuleOp, np.ndarray]:
     else:
         last = b.add(npu.EltwiseOp("mul", last, other, 16384, 20), "mul")
     return b.module(out=last), x
-
-
-def random_conv_parameters(rng: np.random.Generator) -> tuple[int, ...]:
-    """Channels, height, width, kernel, stride, dilation, pads, groups and output channels of
-    a random convolution (test_npu_to_isa.py builds the same layers from ONNX)."""
-    c = int(rng.choice([1, 3, 8, 20]))
-    h, w = (int(v) for v in rng.integers(5, 40, 2))
-    k, s, d = int(rng.integers(1, 6)), int(rng.integers(1, 3)), int(rng.integers(1, 3))
-    pads = [int(v) for v in rng.integers(0, 3, 4)]
-    group = int(rng.choice([1, c])) if c > 1 else 1
-    out_c = c if group == c > 1 else int(rng.choice([4, 16, 24]))
-    extent = d * (k - 1) + 1
-    if h + pads[0] + pads[2] < extent or w + pads[1] + pads[3] < extent:
-        k = 1
-    return c, h, w, k, s, d, pads, group, out_c
 
 
 def seed002_mul_module(target: str) -> tuple[ModuleOp, dict[str, np.ndarray]]:
