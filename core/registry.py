@@ -51,12 +51,6 @@ def _fold_quantize_pairs():
     return FoldQuantizePairsPass
 
 
-def _lower_fixed_to_isa():
-    from xnpu.lowering.fixed_to_isa import LowerFixedToIsaPass
-
-    return LowerFixedToIsaPass
-
-
 def _lower_fixed_to_npu():
     from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
 
@@ -104,7 +98,6 @@ def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "fold-quantize-pairs": _fold_quantize_pairs,
         "legalize": _legalize,
         "lower-fixed-to-npu": _lower_fixed_to_npu,
-        "lower-fixed-to-isa": _lower_fixed_to_isa,
         "npu-assign-layout": _npu_assign_layout,
         "npu-tile": _npu_tile,
         "npu-allocate": _npu_allocate,

@@ -6,7 +6,7 @@ range), so a new `target/*.toml` gets its capabilities for free. Two levels of a
 
 - `op_capabilities(target)`: per op name, whether the target has an instruction for it
   and within which limits (the supported-operators report, docs/supported-ops.md);
-- `is_native(target, op)`: for one op instance, whether lower-fixed-to-isa emits it as is
+- `is_native(target, op)`: for one op instance, whether lower-fixed-to-npu selects a unit for it as is
   (a conv inside the limits, a clamp that is a relu flag or no-op saturation, ...).
 
 The legalize pass (lowering/pdl_driver.py) asks `is_native` through its native constraint
@@ -158,7 +158,7 @@ def conv_is_native(target: TargetDescription, conv: Operation) -> bool:
 
 
 def is_native(target: TargetDescription, op: Operation) -> bool:
-    """Whether lower-fixed-to-isa has an instruction for this op instance as it stands."""
+    """Whether lower-fixed-to-npu has a unit for this op instance as it stands."""
     from xnpu.dialects import fixed
 
     if isinstance(op, fixed.ClampOp):
