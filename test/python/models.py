@@ -1,10 +1,42 @@
-"""Small ONNX models the lowering tests share, built with onnx.helper."""
+"""Small ONNX models the lowering tests share, built with onnx.helper, and the bundled and
+bench models with their calibration and test data."""
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
+
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
+
+import xnpu
+from xnpu.ir_io import print_ir
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+DIGITS = ROOT / ".." / "shared" / "bench" / "digits"
+
+
+def model_and_data(name: str):
+    """(model, calibration data, test inputs) of tiny_cnn, the zoo model or a digits model."""
+    if name == "tiny_cnn":
+        data = np.load(EXAMPLES / "tiny_calib.npy")
+        return EXAMPLES / "tiny_cnn.onnx", data, data[:6]
+    if name == "zoo":
+        data = np.random.default_rng(3).standard_normal((8, 3, 40, 40)).astype(np.float32)
+        return zoo_model(), data, data[:3]
+    if not DIGITS.is_dir():
+        pytest.skip(f"bench data not found at {DIGITS} (../shared/bench/digits)")
+    return DIGITS / f"{name}.onnx", np.load(DIGITS / "calib_x.npy")[:40], np.load(DIGITS / "test_x.npy")[:6]
+
+
+@functools.lru_cache(maxsize=None)
+def fixed_text(name: str) -> str:
+    """The model quantized to the fixed level, as text (parse it afresh for each use)."""
+    model, calibration, _ = model_and_data(name)
+    return print_ir(xnpu.quantize(xnpu.import_onnx(model), calibration, progress=False))
 
 
 def zoo_model() -> onnx.ModelProto:

@@ -30,11 +30,8 @@ from xnpu.pipeline import below_npu, lower_to_isa
 from xnpu.target.binary import Binary
 from xnpu.target.description import list_targets, load_target
 from xnpu.target.emit import disassemble, emit_binary
-from models import random_conv_parameters, zoo_model
+from models import EXAMPLES, ROOT, fixed_text, model_and_data, random_conv_parameters, zoo_model
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples"
-DIGITS = ROOT / ".." / "shared" / "bench" / "digits"
 DATA = Path(__file__).resolve().parent / "data"
 SMALL_TARGET = str(DATA / "xnpu_test_16k.toml")
 DIGITS_MODELS = ("digits_plain", "digits_resnet", "digits_se")
@@ -47,21 +44,6 @@ except ImportError:  # pragma: no cover - the simulator is written by another en
 needs_simulator = pytest.mark.skipif(
     run_binary is None, reason="target/simulator.py (run_binary) is absent: bit-exactness cannot be checked"
 )
-
-
-def model_and_data(name: str) -> tuple[Path, np.ndarray, np.ndarray]:
-    if name == "tiny_cnn":
-        data = np.load(EXAMPLES / "tiny_calib.npy")
-        return EXAMPLES / "tiny_cnn.onnx", data, data[:6]
-    if not DIGITS.is_dir():
-        pytest.skip(f"bench data not found at {DIGITS} (../shared/bench/digits)")
-    return DIGITS / f"{name}.onnx", np.load(DIGITS / "calib_x.npy")[:40], np.load(DIGITS / "test_x.npy")[:6]
-
-
-@functools.lru_cache(maxsize=None)
-def fixed_text(name: str) -> str:
-    path, calibration, _ = model_and_data(name)
-    return print_ir(xnpu.quantize(xnpu.import_onnx(path), calibration, progress=False))
 
 
 @functools.lru_cache(maxsize=None)
