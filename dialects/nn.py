@@ -363,14 +363,9 @@ class DivOp(BinaryOp):
 # --------------------------------------------------------------------------------------
 
 
-@irdl_op_definition
-class Conv2dOp(IRDLOperation):
-    """2-D convolution, NCHW input, OIHW weight (I = C / group), optional bias of O.
+class ConvolutionOp(IRDLOperation):
+    """What convolution and transposed convolution share: operands, window attributes, bias check."""
 
-    group == C == O is a depthwise convolution.
-    """
-
-    name = "nn.conv2d"
     input = operand_def(F32Tensor)
     weight = operand_def(F32Tensor)
     bias = opt_operand_def(F32Tensor)
@@ -382,6 +377,22 @@ class Conv2dOp(IRDLOperation):
     traits = traits_def(Pure())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
+
+    def verify_bias(self, out_channels: int) -> None:
+        if self.bias is not None and shape_of(self.bias) != (out_channels,):
+            raise VerifyException(
+                f"{self.name}: bias shape must be [{out_channels}], got {list(shape_of(self.bias))}"
+            )
+
+
+@irdl_op_definition
+class Conv2dOp(ConvolutionOp):
+    """2-D convolution, NCHW input, OIHW weight (I = C / group), optional bias of O.
+
+    group == C == O is a depthwise convolution.
+    """
+
+    name = "nn.conv2d"
 
     def __init__(
         self,
@@ -414,11 +425,7 @@ class Conv2dOp(IRDLOperation):
             self, self.input, self.weight, ints(self.strides), ints(self.pads), ints(self.dilations),
             self.group.value.data,
         )
-        out_channels = expected[1]
-        if self.bias is not None and shape_of(self.bias) != (out_channels,):
-            raise VerifyException(
-                f"nn.conv2d: bias shape must be [{out_channels}], got {list(shape_of(self.bias))}"
-            )
+        self.verify_bias(expected[1])
         expect_shape(self, expected)
 
     @property
@@ -429,7 +436,7 @@ class Conv2dOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ConvTranspose2dOp(IRDLOperation):
+class ConvTranspose2dOp(ConvolutionOp):
     """2-D transposed convolution (ONNX ConvTranspose): NCHW input, C x O/group x KH x KW weight.
 
     Output size per axis: (in - 1) * stride + dilation * (k - 1) + 1 - pad_begin - pad_end
@@ -437,18 +444,7 @@ class ConvTranspose2dOp(IRDLOperation):
     """
 
     name = "nn.conv_transpose2d"
-    input = operand_def(F32Tensor)
-    weight = operand_def(F32Tensor)
-    bias = opt_operand_def(F32Tensor)
-    result = result_def(F32Tensor)
-    strides = prop_def(DenseArrayBase[I64])
-    pads = prop_def(DenseArrayBase[I64])
-    dilations = prop_def(DenseArrayBase[I64])
     output_padding = prop_def(DenseArrayBase[I64])
-    group = prop_def(IntegerAttr[I64])
-    traits = traits_def(Pure())
-    irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
 
     def __init__(
         self,
@@ -481,10 +477,7 @@ class ConvTranspose2dOp(IRDLOperation):
             self, self.input, self.weight, ints(self.strides), ints(self.pads), ints(self.dilations),
             ints(self.output_padding), self.group.value.data,
         )
-        if self.bias is not None and shape_of(self.bias) != (expected[1],):
-            raise VerifyException(
-                f"nn.conv_transpose2d: bias shape must be [{expected[1]}], got {list(shape_of(self.bias))}"
-            )
+        self.verify_bias(expected[1])
         expect_shape(self, expected)
 
 

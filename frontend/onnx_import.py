@@ -416,16 +416,22 @@ def _forward(importer: _Importer, source: str, target: str) -> None:
         importer.operand(source)  # raises the "not produced" error
 
 
-@converts("Conv")
-def _conv(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
-    _reject_unknown(attrs, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})
-    x_shape = _expect_rank4(importer, node.input[0])
+def _conv_weight(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> tuple[SSAValue, tuple[int, ...]]:
+    """A (transposed) convolution's 4-D weight, checked against kernel_shape."""
     weight = importer.operand(node.input[1])
     w_shape = nn.shape_of(weight)
     if len(w_shape) != 4:
         raise _NodeError(f"weight has shape {list(w_shape)}; only 2-D convolution is supported")
     if "kernel_shape" in attrs and [int(k) for k in attrs["kernel_shape"]] != list(w_shape[2:]):
         raise _NodeError(f"kernel_shape {list(attrs['kernel_shape'])} differs from the weight's {list(w_shape[2:])}")
+    return weight, w_shape
+
+
+@converts("Conv")
+def _conv(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    _reject_unknown(attrs, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})
+    x_shape = _expect_rank4(importer, node.input[0])
+    weight, w_shape = _conv_weight(importer, node, attrs)
     strides, dilations = _pair(attrs, "strides"), _pair(attrs, "dilations")
     pads, _ = _window_pads(attrs, x_shape[2:], w_shape[2:], strides, dilations)
     bias = _present(node, 2)
@@ -482,12 +488,7 @@ def _conv_transpose(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> N
     _reject_unknown(attrs, {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape",
                             "pads", "strides"})
     x_shape = _expect_rank4(importer, node.input[0])
-    weight = importer.operand(node.input[1])
-    w_shape = nn.shape_of(weight)
-    if len(w_shape) != 4:
-        raise _NodeError(f"weight has shape {list(w_shape)}; only 2-D transposed convolution is supported")
-    if "kernel_shape" in attrs and [int(k) for k in attrs["kernel_shape"]] != list(w_shape[2:]):
-        raise _NodeError(f"kernel_shape {list(attrs['kernel_shape'])} differs from the weight's {list(w_shape[2:])}")
+    weight, w_shape = _conv_weight(importer, node, attrs)
     strides, dilations = _pair(attrs, "strides"), _pair(attrs, "dilations")
     output_padding = _pair(attrs, "output_padding", 0)
     pads = _conv_transpose_pads(attrs, x_shape[2:], w_shape[2:], strides, dilations, output_padding)

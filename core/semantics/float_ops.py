@@ -196,10 +196,7 @@ def conv_transpose2d(
     """ONNX ConvTranspose: a convolution of the zero-inserted input with the flipped kernel."""
     conv_weight, conv_pads = conv_transpose_as_conv(weight, pads, dilations, output_padding, group)
     padded = pad_or_crop_nchw(zero_insert(x, strides), conv_pads)
-    out = conv2d_accumulate(padded, conv_weight, (1, 1), (0, 0, 0, 0), dilations, group, np.float32)
-    if bias is not None:
-        out = out + bias.reshape(1, -1, 1, 1)
-    return out.astype(np.float32, copy=False)
+    return conv2d(padded, conv_weight, bias, (1, 1), (0, 0, 0, 0), dilations, group)
 
 
 def gemm(

@@ -549,3 +549,27 @@ def test_resize_non_constant_scales_are_rejected():
     model.graph.input.append(helper.make_tensor_value_info("scales", TensorProto.FLOAT, [4]))
     message = import_error(model)
     assert "scales 'scales' must be a constant" in message
+
+
+@pytest.mark.parametrize("factor", [2, 3, 4, 8])
+def test_nearest_modes_that_are_pixel_replication(factor):
+    """docs/onnx-import.md: asymmetric + floor and half_pixel + round_prefer_* copy input i // k at any
+    factor k; asymmetric + round_prefer_floor only at x2; align_corners does not."""
+    from xnpu.semantics.float_ops import nearest_source_indices
+
+    replication = np.arange(5 * factor) // factor
+    for coordinates, rounding in [("asymmetric", "floor"), ("half_pixel", "round_prefer_floor"),
+                                  ("half_pixel", "round_prefer_ceil")]:
+        np.testing.assert_array_equal(nearest_source_indices(5, 5 * factor, coordinates, rounding), replication)
+    asymmetric_round = nearest_source_indices(5, 5 * factor, "asymmetric", "round_prefer_floor")
+    assert np.array_equal(asymmetric_round, replication) == (factor == 2)
+    assert not np.array_equal(nearest_source_indices(5, 5 * factor, "align_corners", "floor"), replication)
+
+
+@pytest.mark.parametrize("opset", [11, 13])
+@pytest.mark.parametrize("shape, axis", [((3, 5), a) for a in (-2, -1, 0, 1)] + [((2, 3, 4, 5), a) for a in (-1, 0, 1, 2, 3)])
+def test_softmax_any_axis_of_matrices_and_nchw_in_both_semantics(shape, axis, opset):
+    """Opset 13 normalizes along `axis`; before, over all dimensions from `axis` on."""
+    model = make_model([helper.make_node("Softmax", ["x"], ["y"], axis=axis)], {"x": list(shape)}, ["y"], opset=opset)
+    coerced = opset < 13 and axis % len(shape) != len(shape) - 1
+    check_against_onnxruntime(model, ["nn.flatten", "nn.softmax", "nn.reshape"] if coerced else ["nn.softmax"])
