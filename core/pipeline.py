@@ -114,7 +114,7 @@ def compile(
 ):
     """ONNX model (path, ModelProto or nn module) -> Binary for `target`, in one process.
 
-    import -> `quantize` (fold-batch-norm, remove-noop, calibrate, [compress-weights],
+    import -> `quantize` (fold-batch-norm, remove-noop, fuse-activations, calibrate, [compress-weights],
     lower-nn-to-fixed, fold-quantize-pairs; `quantize_options` are its options) -> legalize
     -> lower-fixed-to-isa -> emit, with no text in between. `stop_at` ("nn", "fixed", "isa")
     returns the module at that level instead of the Binary (npu: after legalize and
