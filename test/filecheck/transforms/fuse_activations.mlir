@@ -1,7 +1,7 @@
 // RUN: xnpu-opt %s --split-input-file -p fuse-activations | filecheck %s
 
-// (3 + x) clipped to [0, 6], times x, divided by 6: the constant moves right, then the whole
-// spelling is one hard_swish at the location of the op it replaces.
+// (3 + x) clipped to [0, 6], times x, divided by 6: the whole spelling is one hard_swish at the
+// location of the op it replaces.
 
 func.func @relu6_spelling(%x: tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32> {
   %three = nn.constant dense<3.0> : tensor<f32>
@@ -57,7 +57,7 @@ func.func @hard_sigmoid_spelling(%x: tensor<1x4xf32>) -> (tensor<1x4xf32>, tenso
 
 // -----
 
-// A near miss: clip to [0, 5] is not relu6, so nothing fuses (the scalar 3 still moves right).
+// A near miss: clip to [0, 5] is not relu6, so nothing changes.
 
 func.func @near_miss(%x: tensor<1x4xf32>) -> tensor<1x4xf32> {
   %three = nn.constant dense<3.0> : tensor<f32>
@@ -70,7 +70,7 @@ func.func @near_miss(%x: tensor<1x4xf32>) -> tensor<1x4xf32> {
 }
 
 // CHECK-LABEL: func.func @near_miss(%x: tensor<1x4xf32>)
-// CHECK:         %shifted = nn.add %x, %three : (tensor<1x4xf32>, tensor<f32>) -> tensor<1x4xf32>
+// CHECK:         %shifted = nn.add %three, %x : (tensor<f32>, tensor<1x4xf32>) -> tensor<1x4xf32>
 // CHECK-NEXT:    %clipped = nn.clip %shifted {min = 0.000000e+00 : f32, max = 5.000000e+00 : f32}
 // CHECK-NEXT:    %product = nn.mul %x, %clipped
 // CHECK-NEXT:    %y = nn.div %product, %six
