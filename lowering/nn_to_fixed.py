@@ -477,6 +477,11 @@ class RejectUnlowerable(RewritePattern):
             )
         if isinstance(op, nn.DivOp) and not isinstance(op.rhs.owner, nn.ConstantOp):
             raise XnpuError(f"{describe_op(op)}: division by a tensor has no fixed-point lowering")
+        if isinstance(op, nn.ClipOp) and op.has_operand_bounds:
+            raise XnpuError(
+                f"{describe_op(op)}: clip with a bound computed at run time has no fixed-point lowering; "
+                "make min and max constants (initializers) to quantize it"
+            )
 
 
 def lowering_patterns(variant: str) -> list[RewritePattern]:
