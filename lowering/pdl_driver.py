@@ -17,7 +17,8 @@ Matching extends xDSL's `PDLMatcher` with what MLIR's PDL has and xnpu's pattern
 
 Rewriting is xDSL's `PDLRewriteFunctions` run by xDSL's interpreter over the `pdl.rewrite`
 region, extended with `pdl.apply_native_rewrite` (the registry), constant `pdl.type`s,
-operand ranges, and the root's location on every created op (the ONNX provenance). Created
+operand ranges, and the root's location and name hint on every created op (the ONNX
+provenance, and the value names `PatternRewriter.replace` would give). Created
 ops are verified; a failure names the pattern.
 
 Patterns are tried per op by decreasing `benefit`, then file order; the first that matches
@@ -405,6 +406,19 @@ class RewriteFunctions(PDLRewriteFunctions):
         self.rewriter.insert(new)
         self.created.append(new)
         return (new,)
+
+    @impl(pdl.ReplaceOp)
+    def run_replace(self, interpreter: Interpreter, op: pdl.ReplaceOp, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """xDSL's replace, then, as `PatternRewriter.replace(op, new_ops)` does, the ops the
+        rewrite created take the replaced op's name hint, so the IR keeps reading after it."""
+        (old,) = interpreter.get_values((op.op_value,))
+        hint = old.results[0].name_hint if len(old.results) == 1 else None
+        PDLRewriteFunctions.run_replace(self, interpreter, op, args)
+        for new in self.created:
+            for result in new.results:
+                if hint is not None and result.name_hint is None:
+                    result.name_hint = hint
+        return ()
 
     @impl(pdl.TypeOp)
     def run_type(self, interpreter: Interpreter, op: pdl.TypeOp, args: tuple[Any, ...]) -> tuple[Any, ...]:
