@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from xdsl.context import Context
@@ -40,6 +41,7 @@ from xdsl.ir import BlockArgument
 from xnpu.dialects import fixed, nn
 from xnpu.errors import XnpuError
 from xnpu.ir_io import describe_op
+from xnpu.lowering.pdl_driver import Pattern, PatternContext, PatternSet, load_patterns
 from xnpu.semantics import fixed_point, float_ops
 
 SCALE_ATTR = "nn.scale"
@@ -133,9 +135,7 @@ class Island:
         return op
 
     def int_input(self, value: SSAValue, scale: float) -> SSAValue:
-        if isinstance(value.owner, nn.ConstantOp):
-            codes = fixed_point.quantize(value.owner.to_numpy(), scale, DATA_BITS)
-            return self.add(fixed.ConstantOp(codes, DATA_BITS)).results[0]
+        """`value` quantized at `scale` (a constant's quantize is folded by @quantize_constant)."""
         return self.add(fixed.QuantizeOp(value, scale, DATA_BITS)).results[0]
 
     def rescale(self, value: SSAValue, factor, bits: int = DATA_BITS, axis: int | None = None, scale=None) -> SSAValue:
@@ -286,44 +286,6 @@ class LowerMatMul(RewritePattern):
         lower_dense(op, rewriter, op.lhs, _constant(op.rhs, op, "right operand"), None, False)
 
 
-@dataclass
-class LowerAddSub(RewritePattern):
-    """R10/R11, seed 000: widening add into int24 at the base scale, then two-stage or direct."""
-
-    variant: str
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
-        if not isinstance(op, (nn.AddOp, nn.SubOp)):
-            return
-        island = Island(op)
-        s_l, s_r, s_y = scale_of(op.lhs), scale_of(op.rhs), scale_of(op.result)
-        plan = fixed_point.add_plan(s_l, s_r, s_y, self.variant, subtract=isinstance(op, nn.SubOp))
-        lhs, rhs = island.int_input(op.lhs, s_l), island.int_input(op.rhs, s_r)
-        adder = fixed.SubOp if plan.subtract else fixed.AddOp
-        wide = island.add(adder(lhs, rhs, plan.lhs_multiplier, plan.lhs_shift, plan.rhs_multiplier,
-                                plan.rhs_shift, 24, scale=plan.base_scale)).results[0]
-        if plan.variant == "two_stage":
-            wide = island.add(fixed.ShiftOp(wide, plan.pre_shift, 16, rounding=False,
-                                            scale=plan.base_scale * 2**plan.pre_shift)).results[0]
-        y = island.add(fixed.RescaleOp(wide, plan.multiplier, plan.shift, DATA_BITS, scale=s_y)).results[0]
-        island.finish(rewriter, y, s_y)
-
-
-class LowerMul(RewritePattern):
-    """R12, seed 000: int8 x int8 -> int16, one rescale; broadcasting covers squeeze-excitation."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nn.MulOp, rewriter: PatternRewriter):
-        island = Island(op)
-        s_l, s_r, s_y = scale_of(op.lhs), scale_of(op.rhs), scale_of(op.result)
-        product = island.add(
-            fixed.MulOp(island.int_input(op.lhs, s_l), island.int_input(op.rhs, s_r), 16, scale=s_l * s_r)
-        ).results[0]
-        plan = fixed_point.mul_plan(s_l, s_r, s_y)
-        y = island.add(fixed.RescaleOp(product, plan.multiplier, plan.shift, DATA_BITS, scale=s_y)).results[0]
-        island.finish(rewriter, y, s_y)
-
-
 class LowerDivByConstant(RewritePattern):
     """x / c with a constant c is x * (1 / c)."""
 
@@ -337,29 +299,6 @@ class LowerDivByConstant(RewritePattern):
         mul.location = op.location
         mul.attributes[SCALE_ATTR] = FloatAttr(scale_of(op.result), nn.f32)
         rewriter.replace(op, [reciprocal, mul])
-
-
-def _clamp_codes(low: float, high: float, scale: float) -> tuple[int, int]:
-    limit = fixed_point.qmax(DATA_BITS)
-    lo = -limit if math.isinf(low) else int(np.clip(fixed_point.quantize(low, scale, 32), -limit, limit))
-    hi = limit if math.isinf(high) else int(np.clip(fixed_point.quantize(high, scale, 32), -limit, limit))
-    return lo, hi
-
-
-class LowerClamp(RewritePattern):
-    """R8: relu and clip are a clamp at the output scale (refine_scales made it the input's)."""
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
-        if not isinstance(op, (nn.ReluOp, nn.ClipOp)):
-            return
-        island = Island(op)
-        s_x, s_y = scale_of(op.input), scale_of(op.result)
-        x = island.int_input(op.input, s_x)
-        x = island.to_scale(x, s_x, s_y)
-        low, high = (0.0, math.inf) if isinstance(op, nn.ReluOp) else op.bounds()
-        lo, hi = _clamp_codes(low, high, s_y)
-        y = island.add(fixed.ClampOp(x, lo, hi, scale=s_y)).results[0]
-        island.finish(rewriter, y, s_y)
 
 
 TABLE_FUNCTIONS = {
@@ -484,16 +423,14 @@ class RejectUnlowerable(RewritePattern):
             )
 
 
-def lowering_patterns(variant: str) -> list[RewritePattern]:
+def python_patterns() -> list[RewritePattern]:
+    """The lowerings that stay Python (docs/extending.md says why), beside the pattern files."""
     return [
         LowerBatchNorm(),
         LowerDivByConstant(),
         LowerConv2d(),
         LowerGemm(),
         LowerMatMul(),
-        LowerAddSub(variant),
-        LowerMul(),
-        LowerClamp(),
         LowerPointwiseToTable(),
         LowerMaxPool(),
         LowerAveragePool(),
@@ -535,6 +472,16 @@ class EraseUnusedDequantize(RewritePattern):
             rewriter.erase_op(op)
 
 
+PATTERN_DIR = Path(__file__).resolve().parent
+
+
+def nn_to_fixed_patterns(extra=()) -> list[Pattern]:
+    """The shipped `nn -> fixed` pattern files and those in `extra` (files or directories)."""
+    import xnpu.lowering.nn_to_fixed.natives  # noqa: F401  (registers by decoration)
+
+    return load_patterns([PATTERN_DIR, *extra])
+
+
 def _functions(module: ModuleOp) -> list[func.FuncOp]:
     return [op for op in module.ops if isinstance(op, func.FuncOp)]
 
@@ -563,7 +510,8 @@ class LowerNNToFixedPass(ModulePass):
         for function in _functions(op):
             refine_scales(function)
         PatternRewriteWalker(GreedyRewritePatternApplier([RejectUnlowerable()]), apply_recursively=False).rewrite_module(op)
-        PatternRewriteWalker(GreedyRewritePatternApplier(lowering_patterns(self.variant))).rewrite_module(op)
+        declarative = PatternSet(nn_to_fixed_patterns(), PatternContext(options={"variant": self.variant}))
+        PatternRewriteWalker(GreedyRewritePatternApplier([declarative, *python_patterns()])).rewrite_module(op)
         _erase_dead_constants(op)
         op.attributes["fixed.add_variant"] = StringAttr(self.variant)
 
