@@ -6,20 +6,27 @@ at that value's scale) -> integer ops -> `fixed.dequantize` (at the op's output 
 (or turns it into one `fixed.rescale` where the scales differ), so a whole network is
 integer from its input quantize to its output dequantize.
 
+Most islands are PDL patterns, the `*.mlir` files of this directory (add, sub, mul, the
+clamps, tables, pools, data movement, and the compile-time quantize of a constant): the
+pattern says which fixed ops replace the float op, and the native rewrites of `natives.py`
+compute their numbers. The rest stay the Python patterns below, where a pattern would
+only wrap Python: conv/gemm/matmul (per-channel weights, int32 biases, codebooks), batch
+norm and division by a constant (float algebra before lowering), concat (any number of
+inputs). docs/extending.md walks through the split and how to add a lowering.
+
 Scales come from calibration (`nn.scale`, `nn.weight_scales`; see transforms/calibrate.py).
 Before rewriting, `refine_scales` moves scales where that saves a rounding: an op that
 does not change the range of its input (max pool, reshape, flatten, transpose) keeps its
 input's scale, and a rescaling producer (conv, gemm, add, ...) feeding only a relu/clip
 takes the activation's scale, so the activation becomes a bare clamp.
 
-The integer parameters (multipliers, shifts, int32 biases, tables) are computed here from
-the scales with the functions of `xnpu.semantics.fixed_point`; docs/fixed-point.md says what
+The integer parameters (multipliers, shifts, int32 biases, tables) are computed from the
+scales with the functions of `xnpu.semantics.fixed_point`; docs/fixed-point.md says what
 each one means (rule numbers in comments).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +34,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, ModuleOp, StringAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -36,13 +43,12 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.ir import BlockArgument
 
 from xnpu.dialects import fixed, nn
 from xnpu.errors import XnpuError
 from xnpu.ir_io import describe_op
-from xnpu.lowering.pdl_driver import Pattern, PatternContext, PatternSet, load_patterns
-from xnpu.semantics import fixed_point, float_ops
+from xnpu.lowering.pdl_driver import Pattern, PatternContext, PatternSet, load_natives, load_patterns, split_paths
+from xnpu.semantics import fixed_point
 
 SCALE_ATTR = "nn.scale"
 WEIGHT_SCALES_ATTR = "nn.weight_scales"
@@ -195,7 +201,7 @@ def _bias_codes(bias: np.ndarray | None, channels: int, accumulator_scales: np.n
 
 
 # --------------------------------------------------------------------------------------
-# Patterns: one per nn op family
+# Python patterns: the lowerings a PDL pattern would only wrap
 # --------------------------------------------------------------------------------------
 
 
@@ -301,94 +307,6 @@ class LowerDivByConstant(RewritePattern):
         rewriter.replace(op, [reciprocal, mul])
 
 
-TABLE_FUNCTIONS = {
-    nn.SigmoidOp: lambda op: float_ops.sigmoid,
-    nn.HardSwishOp: lambda op: float_ops.hard_swish,
-    nn.HardSigmoidOp: lambda op: lambda x: float_ops.hard_sigmoid(x, op.alpha.value.data, op.beta.value.data),
-}
-
-
-class LowerPointwiseToTable(RewritePattern):
-    """R15: a pointwise function of an int8 value has only 256 possible results: a table."""
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
-        make = TABLE_FUNCTIONS.get(type(op))
-        if make is None:
-            return
-        island = Island(op)
-        s_x, s_y = scale_of(op.operands[0]), scale_of(op.results[0])
-        table = fixed_point.build_table(lambda v: make(op)(np.asarray(v, np.float32)), s_x, s_y, DATA_BITS)
-        y = island.add(fixed.TableOp(island.int_input(op.operands[0], s_x), table, scale=s_y)).results[0]
-        island.finish(rewriter, y, s_y)
-
-
-class LowerMaxPool(RewritePattern):
-    """R14: max commutes with the (monotonic) scale, so pooling happens on the codes."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nn.MaxPoolOp, rewriter: PatternRewriter):
-        island = Island(op)
-        s_x, s_y = scale_of(op.input), scale_of(op.result)
-        pooled = island.add(
-            fixed.MaxPoolOp(island.int_input(op.input, s_x), nn.ints(op.kernel_shape), nn.ints(op.strides),
-                            nn.ints(op.pads), op.pool_dilations(), bool(op.ceil_mode.value.data), scale=s_x)
-        ).results[0]
-        island.finish(rewriter, island.to_scale(pooled, s_x, s_y), s_y)
-
-
-class LowerAveragePool(RewritePattern):
-    """R14: window sums times a per-position multiplier s_in / (count * s_out)."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nn.AveragePoolOp, rewriter: PatternRewriter):
-        island = Island(op)
-        s_x, s_y = scale_of(op.input), scale_of(op.result)
-        kernel, strides, pads = nn.ints(op.kernel_shape), nn.ints(op.strides), nn.ints(op.pads)
-        out_hw = nn.shape_of(op.result)[2:]
-        counts = float_ops.average_pool_counts(
-            nn.shape_of(op.input)[2:], kernel, strides, pads, out_hw, bool(op.count_include_pad.value.data)
-        )
-        multiplier, shift = fixed_point.multiplier_from_scale(s_x / (counts.astype(np.float64) * s_y))
-        if (multiplier == multiplier.flat[0]).all() and (shift == shift.flat[0]).all():
-            multiplier, shift = multiplier.flat[:1], shift.flat[:1]
-        y = island.add(
-            fixed.AvgPoolOp(island.int_input(op.input, s_x), kernel, strides, pads, multiplier.reshape(-1),
-                            shift.reshape(-1), bool(op.ceil_mode.value.data), DATA_BITS, scale=s_y)
-        ).results[0]
-        island.finish(rewriter, y, s_y)
-
-
-class LowerGlobalAveragePool(RewritePattern):
-    """R14: an int32 sum over H x W, then one rescale by s_in / (H * W * s_out)."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nn.GlobalAveragePoolOp, rewriter: PatternRewriter):
-        island = Island(op)
-        s_x, s_y = scale_of(op.input), scale_of(op.result)
-        area = math.prod(nn.shape_of(op.input)[2:])
-        total = island.add(fixed.GlobalAvgPoolOp(island.int_input(op.input, s_x), scale=s_x)).results[0]
-        island.finish(rewriter, island.rescale(total, s_x / (area * s_y), scale=s_y), s_y)
-
-
-class LowerDataMovement(RewritePattern):
-    """Reshape, flatten and transpose move codes, never change them."""
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
-        if not isinstance(op, (nn.ReshapeOp, nn.FlattenOp, nn.TransposeOp)):
-            return
-        island = Island(op)
-        s_x, s_y = scale_of(op.operands[0]), scale_of(op.results[0])
-        x = island.int_input(op.operands[0], s_x)
-        if isinstance(op, nn.ReshapeOp):
-            moved = fixed.ReshapeOp(x, nn.shape_of(op.result), scale=s_x)
-        elif isinstance(op, nn.FlattenOp):
-            moved = fixed.FlattenOp(x, op.axis.value.data, scale=s_x)
-        else:
-            moved = fixed.TransposeOp(x, nn.ints(op.perm), scale=s_x)
-        y = island.add(moved).results[0]
-        island.finish(rewriter, island.to_scale(y, s_x, s_y), s_y)
-
-
 class LowerConcat(RewritePattern):
     """Inputs are brought to the output's scale (one rescale each where they differ), then joined."""
 
@@ -431,11 +349,6 @@ def python_patterns() -> list[RewritePattern]:
         LowerConv2d(),
         LowerGemm(),
         LowerMatMul(),
-        LowerPointwiseToTable(),
-        LowerMaxPool(),
-        LowerAveragePool(),
-        LowerGlobalAveragePool(),
-        LowerDataMovement(),
         LowerConcat(),
     ]
 
@@ -473,6 +386,7 @@ class EraseUnusedDequantize(RewritePattern):
 
 
 PATTERN_DIR = Path(__file__).resolve().parent
+VARIANTS = ("two_stage", "direct")
 
 
 def nn_to_fixed_patterns(extra=()) -> list[Pattern]:
@@ -493,25 +407,39 @@ def _erase_dead_constants(module: ModuleOp) -> None:
             op.erase()
 
 
+def _reject_unlowered(module: ModuleOp) -> None:
+    """A float op no pattern matched is one clear error, not a float op in the fixed module."""
+    for op in module.walk():
+        if op.dialect_name() == "nn" and not isinstance(op, nn.ConstantOp):
+            raise XnpuError(f"{describe_op(op)}: no nn -> fixed lowering matches this op")
+
+
 @dataclass(frozen=True)
 class LowerNNToFixedPass(ModulePass):
     """Lower a calibrated nn graph to fixed-point islands (quantize -> integer ops -> dequantize).
 
     `variant` picks seed 000's requantization of an add: `two_stage` (int24 -> int16 -> int8)
-    or `direct` (int24 -> int8).
+    or `direct` (int24 -> int8). `patterns` and `natives` add pattern files (or directories)
+    and Python files of native functions, comma-separated (docs/extending.md).
     """
 
     name = "lower-nn-to-fixed"
     variant: str = "two_stage"
+    patterns: str = ""
+    natives: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.variant not in ("two_stage", "direct"):
+        if self.variant not in VARIANTS:
             raise XnpuError(f"lower-nn-to-fixed: variant must be 'two_stage' or 'direct', got '{self.variant}'")
+        for path in split_paths(self.natives):
+            load_natives(path)
+        patterns = nn_to_fixed_patterns(split_paths(self.patterns))
         for function in _functions(op):
             refine_scales(function)
         PatternRewriteWalker(GreedyRewritePatternApplier([RejectUnlowerable()]), apply_recursively=False).rewrite_module(op)
-        declarative = PatternSet(nn_to_fixed_patterns(), PatternContext(options={"variant": self.variant}))
+        declarative = PatternSet(patterns, PatternContext(options={"variant": self.variant}))
         PatternRewriteWalker(GreedyRewritePatternApplier([declarative, *python_patterns()])).rewrite_module(op)
+        _reject_unlowered(op)
         _erase_dead_constants(op)
         op.attributes["fixed.add_variant"] = StringAttr(self.variant)
 

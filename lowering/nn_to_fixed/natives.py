@@ -61,10 +61,16 @@ def is_table_function(ctx: PatternContext, op: Operation) -> bool:
 
 
 @native_rewrite()
-def int8_codes(ctx: PatternContext, value: SSAValue, at: SSAValue | None = None):
-    """(scale, type) of `value` as int8 codes: the calibrated scale of `at` (default `value`
-    itself) as the f64 `scale` of quantize/dequantize, and the i8 tensor type of its shape."""
-    return fixed.scale_attr(scale_of(value if at is None else at)), fixed.int_tensor(DATA_BITS, shape_of(value))
+def int8_codes(ctx: PatternContext, value: SSAValue):
+    """(scale, type) of `value` as int8 codes: its calibrated scale, as the f64 `scale` of
+    quantize and dequantize, and the i8 tensor type of its shape."""
+    return fixed.scale_attr(scale_of(value)), int8_type(ctx, value)
+
+
+@native_rewrite()
+def int8_type(ctx: PatternContext, value: SSAValue):
+    """The i8 tensor type of `value`'s shape."""
+    return fixed.int_tensor(DATA_BITS, shape_of(value))
 
 
 @native_rewrite()
