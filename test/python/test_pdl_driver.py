@@ -323,3 +323,13 @@ def test_created_ops_take_the_name_of_the_replaced_op(tmp_path):
     assert "%relu = fixed.clamp %x {min = 0 : i64, max = 100 : i64}" in text
     assert "%relu_1 = fixed.clamp %relu {min = 0 : i64, max = 100 : i64}" in text
     assert "func.return %relu_1" in text
+
+
+def test_pattern_files_are_parsed_once_per_version(tmp_path):
+    path = tmp_path / "p.mlir"
+    path.write_text(pattern_text("t_first", 1, "test_never", 1))
+    first, again = load_patterns([path]), load_patterns([path])
+    assert first[0].op is again[0].op  # parsed once
+    assert first[0] is not again[0]  # each load orders its own patterns
+    path.write_text(pattern_text("t_second_version", 1, "test_never", 1))
+    assert [p.name for p in load_patterns([path])] == ["t_second_version"]
