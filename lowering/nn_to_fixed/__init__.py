@@ -54,6 +54,8 @@ SCALE_ATTR = "nn.scale"
 WEIGHT_SCALES_ATTR = "nn.weight_scales"
 DATA_BITS = 8
 
+# activations that are a clamp of their input's codes (relu6 and hard_tanh are clips)
+CLAMPS = (nn.ReluOp, nn.ClipOp)
 # ops whose output range is a subset of their input's: the input scale serves the output
 RANGE_PRESERVING = (nn.MaxPoolOp, nn.ReshapeOp, nn.FlattenOp, nn.TransposeOp)
 # ops that end in a rescale of their own, so their output scale is free to choose
@@ -113,7 +115,7 @@ def _single_user(value: SSAValue) -> Operation | None:
 def refine_scales(function: func.FuncOp) -> None:
     """Choose each activation's integer scale so that no step rounds twice (see module doc)."""
     for op in function.body.walk():
-        if isinstance(op, (nn.ReluOp, nn.ClipOp)):
+        if isinstance(op, CLAMPS):
             producer = op.input.owner
             if isinstance(producer, RESCALING) and _single_user(op.input) is op:
                 _set_scale(producer, scale_of(op.results[0]))

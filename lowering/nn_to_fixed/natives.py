@@ -17,7 +17,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from xnpu.dialects import fixed, nn
 from xnpu.dialects.nn import i64_array, i64_attr, ints, shape_of
-from xnpu.lowering.nn_to_fixed import DATA_BITS, scale_of
+from xnpu.lowering.nn_to_fixed import CLAMPS, DATA_BITS, scale_of
 from xnpu.lowering.pdl_driver import PatternContext, native_constraint, native_rewrite
 from xnpu.semantics import fixed_point, float_ops
 
@@ -31,9 +31,6 @@ def add_variant_is(ctx: PatternContext, variant: Attribute) -> bool:
     """The pass's `variant` option (seed 000's requantization of an add) is this one."""
     assert isinstance(variant, StringAttr)
     return ctx.options["variant"] == variant.data
-
-
-CLAMPS = (nn.ReluOp, nn.ClipOp)
 
 
 @native_constraint()
