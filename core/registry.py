@@ -27,6 +27,12 @@ def _remove_noop():
     return RemoveNoOpPass
 
 
+def _fuse_activations():
+    from xnpu.transforms.fuse_activations import FuseActivationsPass
+
+    return FuseActivationsPass
+
+
 def _constant_fold():
     from xnpu.transforms.constant_fold import ConstantFoldPass
 
@@ -92,6 +98,7 @@ def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "calibrate": _calibrate,
         "fold-batch-norm": _fold_batch_norm,
         "remove-noop": _remove_noop,
+        "fuse-activations": _fuse_activations,
         "constant-fold": _constant_fold,
         "compress-weights": _compress_weights,
         "lower-nn-to-fixed": _lower_nn_to_fixed,

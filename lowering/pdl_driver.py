@@ -17,7 +17,8 @@ Matching extends xDSL's `PDLMatcher` with what MLIR's PDL has and xnpu's pattern
 
 Rewriting is xDSL's `PDLRewriteFunctions` run by xDSL's interpreter over the `pdl.rewrite`
 region, extended with `pdl.apply_native_rewrite` (the registry), constant `pdl.type`s,
-operand ranges, and the root's location on every created op (the ONNX provenance). Created
+operand ranges, and the root's location and name hint on every created op (the ONNX
+provenance, and the value names `PatternRewriter.replace` would give). Created
 ops are verified; a failure names the pattern.
 
 Patterns are tried per op by decreasing `benefit`, then file order; the first that matches
@@ -28,8 +29,10 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -116,19 +119,19 @@ class Pattern:
     source: Path
     order: int = 0
 
-    @property
+    @cached_property
     def rewrite(self) -> pdl.RewriteOp:
         last = self.op.body.block.last_op
         assert isinstance(last, pdl.RewriteOp)
         return last
 
-    @property
+    @cached_property
     def root(self) -> pdl.OperationOp:
         root = self.rewrite.root
         assert root is not None and isinstance(root.owner, pdl.OperationOp)
         return root.owner
 
-    @property
+    @cached_property
     def constraints(self) -> list[pdl.ApplyNativeConstraintOp]:
         return [op for op in self.op.body.block.ops if isinstance(op, pdl.ApplyNativeConstraintOp)]
 
@@ -205,9 +208,21 @@ def pattern_files(sources: Iterable[str | Path]) -> list[Path]:
     return files
 
 
+_PARSED: dict[tuple[Path, int, int], list[Pattern]] = {}
+
+
+def _parsed(path: Path) -> list[Pattern]:
+    """`parse_pattern_file`, once per version of the file: a pass loads its patterns each run."""
+    stat = path.stat()
+    key = (path.resolve(), stat.st_mtime_ns, stat.st_size)
+    if key not in _PARSED:
+        _PARSED[key] = parse_pattern_file(path)
+    return _PARSED[key]
+
+
 def load_patterns(sources: Iterable[str | Path]) -> list[Pattern]:
     """Every pattern of `sources` (files or directories), by decreasing benefit, then file order."""
-    patterns = [p for path in pattern_files(sources) for p in parse_pattern_file(path)]
+    patterns = [replace(p) for path in pattern_files(sources) for p in _parsed(path)]
     names: dict[str, Path] = {}
     for order, pattern in enumerate(patterns):
         if pattern.name in names:
@@ -230,6 +245,32 @@ def _is_range(value: SSAValue) -> bool:
     return isinstance(value.owner, (pdl.OperandsOp, pdl.TypesOp))
 
 
+@dataclass(frozen=True)
+class _Parts:
+    """What the matcher reads of a `pdl.operation`, decoded once (xDSL decodes the operand
+    segment sizes again on every access to its operands, attributes or types)."""
+
+    name: str | None
+    attributes: tuple[tuple[str, SSAValue], ...]
+    operands: tuple[SSAValue, ...]
+    types: tuple[SSAValue, ...]
+    swappable: bool  # two single operands: tried in both orders on a Commutative op
+
+
+_PARTS: weakref.WeakKeyDictionary[pdl.OperationOp, _Parts] = weakref.WeakKeyDictionary()
+
+
+def _parts(pattern: pdl.OperationOp) -> _Parts:
+    parts = _PARTS.get(pattern)
+    if parts is None:
+        operands = tuple(pattern.operand_values)
+        parts = _PARTS[pattern] = _Parts(
+            pattern.opName.data if pattern.opName is not None else None,
+            tuple(zip((n.data for n in pattern.attributeValueNames.data), pattern.attribute_values)),
+            operands, tuple(pattern.type_values), len(operands) == 2 and not any(map(_is_range, operands)))
+    return parts
+
+
 class PatternMatcher(PDLMatcher):
     """xDSL's PDLMatcher as a backtracking search: each `_match_*` generator yields once per
     way the pattern fits, leaving its bindings in `matching_context` while suspended and
@@ -247,30 +288,29 @@ class PatternMatcher(PDLMatcher):
             if self.matching_context[value] is op:
                 yield
             return
-        if pattern.opName is not None and op.name != pattern.opName.data:
+        parts = _parts(pattern)
+        if parts.name is not None and op.name != parts.name:
             return
         saved = dict(self.matching_context)
-        names = [n.data for n in pattern.attributeValueNames.data]
-        for name, attr_value in zip(names, pattern.attribute_values):
+        for name, attr_value in parts.attributes:
             attr = op.get_attr_or_prop(name)
             assert isinstance(attr_value.owner, pdl.AttributeOp)
             if attr is None or not self.match_attribute(attr_value, attr_value.owner, name, attr):
                 self._restore(saved)
                 return
         with_attributes = dict(self.matching_context)
-        for operands in self._operand_orders(pattern, op):
+        for operands in self._operand_orders(parts, op):
             self._restore(with_attributes)
-            for _ in self._match_values(list(pattern.operand_values), operands):
-                if self._match_types(list(pattern.type_values), [r.type for r in op.results]):
+            for _ in self._match_values(list(parts.operands), operands):
+                if self._match_types(list(parts.types), [r.type for r in op.results]):
                     self.matching_context[value] = op
                     yield
         self._restore(saved)
 
     @staticmethod
-    def _operand_orders(pattern: pdl.OperationOp, op: Operation) -> list[Sequence[SSAValue]]:
+    def _operand_orders(parts: _Parts, op: Operation) -> list[Sequence[SSAValue]]:
         operands = list(op.operands)
-        listed = list(pattern.operand_values)
-        if len(operands) == 2 == len(listed) and not any(map(_is_range, listed)) and op.has_trait(Commutative):
+        if parts.swappable and len(operands) == 2 and op.has_trait(Commutative):
             return [operands, operands[::-1]]
         return [operands]
 
@@ -405,6 +445,19 @@ class RewriteFunctions(PDLRewriteFunctions):
         self.rewriter.insert(new)
         self.created.append(new)
         return (new,)
+
+    @impl(pdl.ReplaceOp)
+    def run_replace(self, interpreter: Interpreter, op: pdl.ReplaceOp, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """xDSL's replace, then, as `PatternRewriter.replace(op, new_ops)` does, the ops the
+        rewrite created take the replaced op's name hint, so the IR keeps reading after it."""
+        (old,) = interpreter.get_values((op.op_value,))
+        hint = old.results[0].name_hint if len(old.results) == 1 else None
+        PDLRewriteFunctions.run_replace(self, interpreter, op, args)
+        for new in self.created:
+            for result in new.results:
+                if hint is not None and result.name_hint is None:
+                    result.name_hint = hint
+        return ()
 
     @impl(pdl.TypeOp)
     def run_type(self, interpreter: Interpreter, op: pdl.TypeOp, args: tuple[Any, ...]) -> tuple[Any, ...]:

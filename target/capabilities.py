@@ -6,10 +6,11 @@ range), so a new `target/*.toml` gets its capabilities for free. Two levels of a
 
 - `op_capabilities(target)`: per op name, whether the target has an instruction for it
   and within which limits (the supported-operators report, docs/supported-ops.md);
-- `is_native(target, op)`: for one op instance, whether lower-fixed-to-npu selects a unit for it as is
-  (a conv inside the limits, a clamp that is a relu flag or no-op saturation, ...).
+- `is_native(target, op)`: for one op instance, whether lower-fixed-to-npu selects a unit
+  for it as it stands (a conv inside the limits, a clamp that is a relu flag or no-op
+  saturation, ...), by the rules of target/legality.py.
 
-The legalize pass (lowering/pdl_driver.py) asks `is_native` through its native constraint
+The legalize pass (lowering/legalize/) asks `is_native` through its native constraint
 `not_native`, and the report's "otherwise" column lists the legalization patterns whose
 root is that op: the report and the decisions come from the same code.
 """
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 
 from xdsl.ir import Operation
 
+from xnpu.target import legality
 from xnpu.target.description import TargetDescription, load_target
 
 
@@ -120,51 +122,15 @@ def op_capabilities(target: TargetDescription | str) -> dict[str, Capability]:
 # --------------------------------------------------------------------------------------
 
 
-def relu_fusable(clamp: Operation) -> bool:
-    """Whether a clamp's input is a conv/gemm/eltwise rescale whose only user it is (the relu flag)."""
-    from xnpu.dialects import fixed
-
-    producer = clamp.operands[0].owner
-    if not isinstance(producer, fixed.RescaleOp) or len(list(producer.result.uses)) != 1:
-        return False
-    return isinstance(producer.input.owner, (fixed.Conv2dOp, fixed.GemmOp, fixed.AddOp, fixed.SubOp, fixed.MulOp, fixed.ShiftOp))
-
-
-def clamp_is_native(target: TargetDescription, clamp: Operation) -> bool:
-    low, high = clamp.min.value.data, clamp.max.value.data  # type: ignore[attr-defined]
-    data = target.data
-    if target.has_clamp or (low <= data.saturation_min and high >= data.saturation_max):
-        return True  # a CLAMP, or the saturation every unit applies (R3)
-    return low == 0 and high >= data.saturation_max and relu_fusable(clamp)
-
-
-def conv_is_native(target: TargetDescription, conv: Operation) -> bool:
-    from xnpu.dialects import fixed
-    from xnpu.dialects.nn import ints, shape_of
-
-    assert isinstance(conv, fixed.Conv2dOp)
-    x, w = shape_of(conv.input), shape_of(conv.weight)
-    group = conv.group.value.data
-    c = target.conv
-    if group == x[1] == w[0] and group > 1 and not c.depthwise:
-        return False
-    dilations = ints(conv.dilations)
-    extent = [d * (k - 1) + 1 for d, k in zip(dilations, w[2:])]
-    kernel = extent if max(dilations) > c.max_dilation else list(w[2:])
-    if max(dilations) > c.max_dilation and max(extent) > c.max_kernel:
-        return False
-    return (max(kernel) <= c.max_kernel and max(ints(conv.strides)) <= c.max_stride
-            and max(ints(conv.pads)) <= c.max_pad and w[1] <= c.max_channels)
-
-
 def is_native(target: TargetDescription, op: Operation) -> bool:
-    """Whether lower-fixed-to-npu has a unit for this op instance as it stands."""
+    """Whether lower-fixed-to-npu selects a unit for this op instance as it stands (the
+    questions are target/legality.py's; ops without a per-instance rule by their unit)."""
     from xnpu.dialects import fixed
 
     if isinstance(op, fixed.ClampOp):
-        return clamp_is_native(target, op)
+        return legality.fixed_clamp_problem(target, op) is None
     if isinstance(op, fixed.Conv2dOp):
-        return conv_is_native(target, op)
+        return legality.fixed_conv_problem(target, op, dense_dilation=True) is None
     capability = op_capabilities(target).get(op.name)
     return capability is None or capability.native
 

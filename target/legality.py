@@ -19,6 +19,7 @@ Each function returns None when the operation is legal, else the reason in a few
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -106,3 +107,118 @@ def clamp_is_saturation(target: TargetDescription, low: int, high: int) -> bool:
 def clamp_is_relu(target: TargetDescription, low: int, high: int) -> bool:
     """A clamp a CONV or ELTWISE relu flag computes: [0, smax] after saturation."""
     return low == 0 and high >= target.data.saturation_max
+
+
+# --------------------------------------------------------------------------------------
+# One fixed-level op instance: can the unit that would run it take it as it stands?
+# (legalize asks this before rewriting, lower-fixed-to-npu before selecting a unit)
+# --------------------------------------------------------------------------------------
+
+
+def fixed_conv_problem(target: TargetDescription, conv, dense_dilation: bool = False) -> str | None:
+    """A fixed.conv2d on the CONV unit: kernels that are constants or an activation read as
+    DW kernels (seed 002), constant biases, the unit's limits. With `dense_dilation`, a
+    dilation beyond the unit's limit counts as the dense kernel lower-fixed-to-npu makes of it."""
+    from xnpu.dialects import fixed
+    from xnpu.dialects.shapes import ints, shape_of
+
+    x, w = shape_of(conv.input), shape_of(conv.weight)
+    group = conv.group.value.data
+    depthwise = group > 1 and group == x[1] == w[0]
+    constant_kernels = isinstance(conv.weight.owner, fixed.ConstantOp)
+    if not constant_kernels and not activation_kernels(conv.weight):
+        return "convolution weights must be constants or an activation reshaped to kernels"
+    if conv.bias is not None and not isinstance(conv.bias.owner, fixed.ConstantOp):
+        return "convolution biases must be constants"
+    kernel, dilations = w[2:], ints(conv.dilations)
+    if dense_dilation and constant_kernels and max(dilations) > target.conv.max_dilation:
+        extent = dense_dilated_kernel(target, kernel, dilations)
+        if extent is not None:
+            kernel, dilations = extent, (1, 1)
+    return conv_problem(target, kernel=kernel, strides=ints(conv.strides), dilations=dilations,
+                        pads=ints(conv.pads), in_channels=w[1], depthwise=depthwise)
+
+
+def activation_kernels(value) -> bool:
+    """Seed 002: O x 1 x KH x KW kernels that are an activation reshaped (its row-major bytes
+    are the DW kernel layout)."""
+    from xnpu.dialects import fixed, npu
+    from xnpu.dialects.shapes import shape_of
+
+    shape = shape_of(value)
+    return isinstance(value.owner, (npu.ReshapeOp, fixed.ReshapeOp)) and len(shape) == 4 and shape[1] == 1
+
+
+def fixed_gemm_problem(target: TargetDescription, gemm) -> str | None:
+    """A fixed.gemm as a fully connected layer on the CONV unit (1x1, K input channels)."""
+    from xnpu.dialects import fixed
+    from xnpu.dialects.shapes import shape_of
+
+    if not isinstance(gemm.b.owner, fixed.ConstantOp):
+        return "gemm B must be a constant (the weights)"
+    if gemm.bias is not None and not isinstance(gemm.bias.owner, fixed.ConstantOp):
+        return "gemm bias must be a constant"
+    columns = shape_of(gemm.result)[1]
+    bias = () if gemm.bias is None else shape_of(gemm.bias)
+    if gemm.bias is not None and bias not in ((columns,), (1, columns)) and math.prod(bias) != 1:
+        return f"gemm bias of shape {list(bias)} is not one value per output column"
+    return conv_problem(target, kernel=(1, 1), strides=(1, 1), dilations=(1, 1), pads=(0, 0, 0, 0),
+                        in_channels=shape_of(gemm.a)[1], depthwise=False)
+
+
+def fixed_eltwise_problem(target: TargetDescription, op) -> str | None:
+    """A fixed.add/sub/mul on the ELTWISE unit: the op, and operands it can read (the first
+    of the result's shape, after swapping a commutative add or mul; the second broadcast
+    per channel, as one value, or not at all)."""
+    from xnpu.dialects import npu
+    from xnpu.dialects.shapes import shape_of
+
+    kind = op.name.split(".")[1]
+    problem = eltwise_problem(target, kind)
+    if problem:
+        return problem
+    lhs, rhs = (shape_of(v) for v in op.operands)
+    result = shape_of(op.results[0])
+    if lhs != result and (kind == "sub" or rhs != result):
+        return f"broadcasting the first operand {list(lhs)} to {list(result)} has no instruction"
+    if lhs != result:
+        lhs, rhs = rhs, lhs
+    if npu.broadcast_kind(lhs, rhs) is None:
+        return f"broadcasting {list(rhs)} to {list(lhs)} has no instruction (only per-channel or scalar)"
+    return None
+
+
+def fixed_pool_problem(target: TargetDescription, pool) -> str | None:
+    from xnpu.dialects import fixed
+    from xnpu.dialects.shapes import ints
+
+    if isinstance(pool, fixed.GlobalAvgPoolOp):
+        return pool_problem(target, "global_avg")
+    if isinstance(pool, fixed.MaxPoolOp) and any(d != 1 for d in pool.pool_dilations()):
+        return "dilated max pooling has no instruction"
+    if fixed.width_of(pool.result) != 8:
+        return "pooling must produce int8"
+    kind = "max" if isinstance(pool, fixed.MaxPoolOp) else "avg"
+    return pool_problem(target, kind, ints(pool.kernel_shape), ints(pool.strides), ints(pool.pads))
+
+
+def relu_flaggable(clamp) -> bool:
+    """A clamp whose input is the output stage of a CONV or ELTWISE (the rescale after a
+    conv, gemm, add, sub, mul or int16 stage, used by nothing else): its relu flag."""
+    from xnpu.dialects import fixed
+
+    producer = clamp.operands[0].owner
+    if not isinstance(producer, fixed.RescaleOp) or len(list(producer.result.uses)) != 1:
+        return False
+    return isinstance(producer.input.owner, (fixed.Conv2dOp, fixed.GemmOp, fixed.AddOp, fixed.SubOp, fixed.MulOp, fixed.ShiftOp))
+
+
+def fixed_clamp_problem(target: TargetDescription, clamp) -> str | None:
+    """A fixed.clamp runs as it stands on a CLAMP unit, as the saturation every unit applies,
+    or as the relu flag of its producer."""
+    low, high = clamp.bounds()
+    if target.has_clamp or clamp_is_saturation(target, low, high):
+        return None
+    if clamp_is_relu(target, low, high) and relu_flaggable(clamp):
+        return None
+    return f"the target has no clamp unit for [{low}, {high}]"

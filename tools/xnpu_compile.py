@@ -3,6 +3,7 @@
     xnpu-compile model.onnx --calibration calib.npy -o model.xnb
     xnpu-compile model.onnx --calibration calib.npy --target xnpu_lite -o model.xnb
     xnpu-compile model.onnx --calibration calib.npy --emit=isa -o model.isa.mlir
+    xnpu-compile model.onnx --input-shape input=1,3,320,320 --calibration calib.npy -o model.xnb
     xnpu-compile --list-targets
 
 Runs import -> quantize (calibrate, lower-nn-to-fixed) -> legalize -> lower-fixed-to-npu ->
@@ -22,6 +23,7 @@ from pathlib import Path
 from xnpu.errors import XnpuError
 from xnpu.pipeline import LEVELS
 from xnpu.tools.cli import run_reporting_errors, write_output
+from xnpu.tools.shape_option import add_input_shape_option, input_shapes
 
 PROG = "xnpu-compile"
 
@@ -48,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="leave layers with fewer than N weights uncompressed")
     parser.add_argument("--compress-exclude", default="", metavar="NAMES",
                         help="comma-separated layer (ONNX node) names to leave uncompressed")
+    add_input_shape_option(parser)
     return parser
 
 
@@ -70,6 +73,7 @@ def compile_main(args: argparse.Namespace) -> None:
         raise XnpuError("no model given (xnpu-compile model.onnx --calibration calib.npy -o model.xnb)")
     if not Path(args.model).is_file():
         raise XnpuError(f"{args.model}: cannot read: No such file")
+    shapes = input_shapes(args)
     if args.emit == "bin" and (args.output is None or args.output == "-") and sys.stdout.isatty():
         raise XnpuError("refusing to write a binary to a terminal; give -o model.xnb")
     calibration = None
@@ -89,6 +93,7 @@ def compile_main(args: argparse.Namespace) -> None:
         variant=args.variant, progress=False, stop_at=args.emit, after_pass=after_pass,
         compress_bits=args.compress_bits, compress_step=args.compress_step, compress_method=args.compress_method,
         compress_min_elements=args.compress_min_elements, compress_exclude=args.compress_exclude,
+        input_shapes=shapes,
     )
     write_output(args.output, result.to_bytes() if args.emit == "bin" else print_ir(result))
 

@@ -50,19 +50,17 @@ class SelectionError(XnpuError):
 
 def why_not(op: Operation, ctx: PatternContext) -> str:
     """Why no pattern selected a unit for `op` (the first reason that applies)."""
-    from xnpu.lowering.fixed_to_npu import natives
-
     target = ctx.target
     assert target is not None
     if isinstance(op, (fixed.Conv2dOp, fixed.GemmOp, fixed.AddOp, fixed.SubOp, fixed.MulOp, fixed.GlobalAvgPoolOp)):
-        check = {fixed.Conv2dOp: natives.conv_problem, fixed.GemmOp: natives.fully_connected_problem,
-                 fixed.GlobalAvgPoolOp: natives.pool_problem}.get(type(op), natives.eltwise_problem)
-        problem = check(ctx, op)
+        check = {fixed.Conv2dOp: legality.fixed_conv_problem, fixed.GemmOp: legality.fixed_gemm_problem,
+                 fixed.GlobalAvgPoolOp: legality.fixed_pool_problem}.get(type(op), legality.fixed_eltwise_problem)
+        problem = check(target, op)
         if problem:
             return problem
         return "its wide result must be rescaled to int8 by its only user (the unit writes int8)"
     if isinstance(op, (fixed.MaxPoolOp, fixed.AvgPoolOp)):
-        return natives.pool_problem(ctx, op) or "no POOL form"
+        return legality.fixed_pool_problem(target, op) or "no POOL form"
     if isinstance(op, fixed.ShiftOp):
         return "only a truncating right shift by 0..15 to int16 between an add and its rescale fits the ELTWISE unit"
     if isinstance(op, fixed.RescaleOp):

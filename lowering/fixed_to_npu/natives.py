@@ -68,27 +68,7 @@ def int16_stage(ctx: PatternContext, shift: Operation) -> bool:
 def conv_fits(ctx: PatternContext, conv: Operation) -> bool:
     """The CONV unit takes this convolution (kernel, stride, dilation, pads, channels, depthwise)
     and its kernels are constants or an activation read as DW kernels (seed 002)."""
-    return conv_problem(ctx, conv) is None
-
-
-def conv_problem(ctx: PatternContext, conv: Operation) -> str | None:
-    assert isinstance(conv, fixed.Conv2dOp)
-    x, w = shape_of(conv.input), shape_of(conv.weight)
-    group = conv.group.value.data
-    depthwise = group > 1 and group == x[1] == w[0]
-    if not isinstance(conv.weight.owner, fixed.ConstantOp) and not activation_kernels(conv.weight):
-        return "convolution weights must be constants or an activation reshaped to kernels"
-    if conv.bias is not None and not isinstance(conv.bias.owner, fixed.ConstantOp):
-        return "convolution biases must be constants"
-    return legality.conv_problem(_target(ctx), kernel=w[2:], strides=ints(conv.strides), dilations=ints(conv.dilations),
-                                 pads=ints(conv.pads), in_channels=w[1], depthwise=depthwise)
-
-
-def activation_kernels(value: SSAValue) -> bool:
-    """Seed 002: O x 1 x KH x KW kernels that are an activation reshaped (its row-major bytes
-    are the DW kernel layout)."""
-    shape = shape_of(value)
-    return isinstance(value.owner, (npu.ReshapeOp, fixed.ReshapeOp)) and len(shape) == 4 and shape[1] == 1
+    return legality.fixed_conv_problem(_target(ctx), conv) is None
 
 
 @native_constraint()
@@ -103,48 +83,12 @@ def dilation_beyond_unit(ctx: PatternContext, conv: Operation) -> bool:
 
 @native_constraint()
 def fully_connected_fits(ctx: PatternContext, gemm: Operation) -> bool:
-    return fully_connected_problem(ctx, gemm) is None
-
-
-def fully_connected_problem(ctx: PatternContext, gemm: Operation) -> str | None:
-    assert isinstance(gemm, fixed.GemmOp)
-    if not isinstance(gemm.b.owner, fixed.ConstantOp):
-        return "gemm B must be a constant (the weights)"
-    if gemm.bias is not None and not isinstance(gemm.bias.owner, fixed.ConstantOp):
-        return "gemm bias must be a constant"
-    out = shape_of(gemm.result)
-    if gemm.bias is not None and shape_of(gemm.bias) not in ((out[1],), (1, out[1])) and np.prod(shape_of(gemm.bias)) != 1:
-        return f"gemm bias of shape {list(shape_of(gemm.bias))} is not one value per output column"
-    k = shape_of(gemm.a)[1]
-    return legality.conv_problem(_target(ctx), kernel=(1, 1), strides=(1, 1), dilations=(1, 1), pads=(0, 0, 0, 0),
-                                 in_channels=k, depthwise=False)
+    return legality.fixed_gemm_problem(_target(ctx), gemm) is None
 
 
 @native_constraint()
 def eltwise_fits(ctx: PatternContext, op: Operation) -> bool:
-    return eltwise_problem(ctx, op) is None
-
-
-def eltwise_kind(op: Operation) -> str:
-    return op.name.split(".")[1]
-
-
-def eltwise_problem(ctx: PatternContext, op: Operation) -> str | None:
-    """The ELTWISE unit runs this add/sub/mul: the op, and operands it can read (the first of
-    the result's shape, after swapping a commutative add; the second broadcast or not)."""
-    kind = eltwise_kind(op)
-    problem = legality.eltwise_problem(_target(ctx), kind)
-    if problem:
-        return problem
-    lhs, rhs = op.operands
-    result = shape_of(op.results[0])
-    if shape_of(lhs) != result and (kind == "sub" or shape_of(rhs) != result):
-        return f"broadcasting the first operand {list(shape_of(lhs))} to {list(result)} has no instruction"
-    if shape_of(lhs) != result:
-        lhs, rhs = rhs, lhs
-    if npu.broadcast_kind(shape_of(lhs), shape_of(rhs)) is None:
-        return f"broadcasting {list(shape_of(rhs))} to {list(shape_of(lhs))} has no instruction (only per-channel or scalar)"
-    return None
+    return legality.fixed_eltwise_problem(_target(ctx), op) is None
 
 
 @native_constraint()
@@ -155,20 +99,7 @@ def full_shape_first(ctx: PatternContext, lhs: SSAValue, op: Operation) -> bool:
 
 @native_constraint()
 def pool_fits(ctx: PatternContext, pool: Operation) -> bool:
-    return pool_problem(ctx, pool) is None
-
-
-def pool_problem(ctx: PatternContext, pool: Operation) -> str | None:
-    target = _target(ctx)
-    if isinstance(pool, fixed.GlobalAvgPoolOp):
-        return legality.pool_problem(target, "global_avg")
-    assert isinstance(pool, fixed.WindowPoolOp)
-    if isinstance(pool, fixed.MaxPoolOp) and any(d != 1 for d in pool.pool_dilations()):
-        return "dilated max pooling has no instruction"
-    if fixed.width_of(pool.result) != 8:
-        return "pooling must produce int8"
-    kind = "max" if isinstance(pool, fixed.MaxPoolOp) else "avg"
-    return legality.pool_problem(target, kind, ints(pool.kernel_shape), ints(pool.strides), ints(pool.pads))
+    return legality.fixed_pool_problem(_target(ctx), pool) is None
 
 
 @native_constraint()
@@ -264,7 +195,7 @@ def eltwise_operands(ctx: PatternContext, op: Operation):
     lhs, rhs = op.lhs, op.rhs
     if shape_of(lhs) != shape_of(op.result):
         lhs, rhs, lm, ls, rm, rs = rhs, lhs, rm, rs, lm, ls
-    return lhs, rhs, StringAttr(eltwise_kind(op)), lm, ls, rm, rs
+    return lhs, rhs, StringAttr(op.name.split(".")[1]), lm, ls, rm, rs
 
 
 @native_rewrite()

@@ -285,3 +285,51 @@ def test_operand_ranges_and_unlisted_results(tmp_path):
     assert fired == ["t_dilate_conv", "t_dilate_conv"]
     assert re.search(r"fixed.conv2d %x, %w, %b \{[^}]*dilations = array<i64: 2, 2>", text)
     assert re.search(r"fixed.conv2d %x, %w \{[^}]*dilations = array<i64: 2, 2>", text)
+
+
+NAMED_MODULE = """
+builtin.module {
+  func.func @main(%x: tensor<2xi8>) -> tensor<2xi8> {
+    %relu = fixed.clamp %x {min = 0 : i64, max = 127 : i64} : tensor<2xi8> -> tensor<2xi8>
+    func.return %relu : tensor<2xi8>
+  }
+}
+"""
+
+# two created ops: the inner one is no replacement value, yet it is named after the root too
+SPLIT_CLAMP = """
+pdl.pattern @t_split_clamp : benefit(1) {
+  %t = pdl.type
+  %x = pdl.operand : %t
+  %lo = pdl.attribute = 0 : i64
+  %hi = pdl.attribute = 127 : i64
+  %clamp = pdl.operation "fixed.clamp"(%x : !pdl.value) {"min" = %lo, "max" = %hi} -> (%t : !pdl.type)
+  pdl.rewrite %clamp {
+    %mid = pdl.attribute = 100 : i64
+    %first = pdl.operation "fixed.clamp"(%x : !pdl.value) {"min" = %lo, "max" = %mid} -> (%t : !pdl.type)
+    %y = pdl.result 0 of %first
+    %second = pdl.operation "fixed.clamp"(%y : !pdl.value) {"min" = %lo, "max" = %mid} -> (%t : !pdl.type)
+    pdl.replace %clamp with %second
+  }
+}
+"""
+
+
+def test_created_ops_take_the_name_of_the_replaced_op(tmp_path):
+    (tmp_path / "p.mlir").write_text(SPLIT_CLAMP)
+    module = parse_ir(NAMED_MODULE)
+    assert apply_patterns(module, load_patterns([tmp_path]), PatternContext()) == ["t_split_clamp"]
+    text = print_ir(module)
+    assert "%relu = fixed.clamp %x {min = 0 : i64, max = 100 : i64}" in text
+    assert "%relu_1 = fixed.clamp %relu {min = 0 : i64, max = 100 : i64}" in text
+    assert "func.return %relu_1" in text
+
+
+def test_pattern_files_are_parsed_once_per_version(tmp_path):
+    path = tmp_path / "p.mlir"
+    path.write_text(pattern_text("t_first", 1, "test_never", 1))
+    first, again = load_patterns([path]), load_patterns([path])
+    assert first[0].op is again[0].op  # parsed once
+    assert first[0] is not again[0]  # each load orders its own patterns
+    path.write_text(pattern_text("t_second_version", 1, "test_never", 1))
+    assert [p.name for p in load_patterns([path])] == ["t_second_version"]
