@@ -136,8 +136,9 @@ def compile(
     -> lower-fixed-to-npu -> npu-assign-layout -> npu-tile -> npu-allocate -> lower-npu-to-isa
     -> emit, with no text in between. `stop_at` ("nn", "fixed", "npu", "isa") returns the
     module at that level instead of the Binary (npu: after lower-fixed-to-npu, before any
-    annotation); `after_pass(name, module)` is called after every step (--print-ir-after-all). `legalize{target}` (docs/extending.md)
-    makes the ops the target lacks into ones it has (`clamp_method`: auto, saturate or bias).
+    annotation); `after_pass(name, module)` is called after every step (--print-ir-after-all).
+    `legalize{target}` (docs/extending.md) makes the ops the target lacks into ones it has
+    (`clamp_method`: auto, saturate or bias).
     `input_shapes` ({input name: shape}) fixes dynamic input dimensions of an ONNX model.
     """
     from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass

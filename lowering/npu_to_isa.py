@@ -36,7 +36,6 @@ from xnpu.transforms.npu_annotations import (
     SRAM,
     TILE,
     Epilogue,
-    LoweringError,
     Stored,
     address_of,
     epilogue_of,
@@ -162,7 +161,9 @@ class Emitter:
                 p.load_raw(sram["records"], constants["records"], 4)
             p.load_epilogue(epilogue, sram, constants)
             for (row0, band), (col0, width) in ((r, c) for r in bands(g.y[0], rows) for c in bands(g.y[1], cols)):
-                (first, count, pad_top, pad_bottom), (left, span, pad_left, pad_right) = g.input_tile(row0, band, col0, width)
+                rows_read, cols_read = g.input_tile(row0, band, col0, width)
+                first, count, pad_top, pad_bottom = rows_read
+                left, span, pad_left, pad_right = cols_read
                 p.map_dma("LOAD", x, sram["input"], first, count, ic0, icn, left, span)
                 p.emit(
                     "CONV", depthwise=int(g.depthwise), relu=int(unit_relu(op)), per_channel=int(per_channel),
@@ -212,7 +213,9 @@ class Emitter:
         for c0, cn in channel_chunks(y.c, chunk):
             p.load_epilogue(epilogue, sram, constants)
             for (row0, band), (col0, width) in ((r, c) for r in bands(y.h, rows) for c in bands(y.w, cols)):
-                (first, count, pad_top, pad_bottom), (left, span, pad_left, pad_right) = g.input_tile(row0, band, col0, width)
+                rows_read, cols_read = g.input_tile(row0, band, col0, width)
+                first, count, pad_top, pad_bottom = rows_read
+                left, span, pad_left, pad_right = cols_read
                 p.map_dma("LOAD", x, sram["input"], first, count, c0, cn, left, span)
                 if positions:
                     for r in range(band):  # the records of this tile, row by row of the OH x OW grid
@@ -255,7 +258,8 @@ class Emitter:
         if (rows, chunk) == (h, c):
             for mnemonic, tensor in (("LOAD", x), ("STORE", y)):
                 if tensor.layout == "NCHW":
-                    p.emit(mnemonic, layout=DMA_LAYOUTS["NCHW"], sram_addr=staging, ddr_addr=tensor.address, d0=c, d1=h, d2=w)
+                    p.emit(mnemonic, layout=DMA_LAYOUTS["NCHW"], sram_addr=staging, ddr_addr=tensor.address,
+                           d0=c, d1=h, d2=w)
                 else:
                     p.map_dma(mnemonic, tensor, staging, 0, h)
             return
@@ -286,8 +290,9 @@ def io_ops(function: func.FuncOp) -> list[isa.IoOp]:
     for op in function.body.block.ops:
         if isinstance(op, fixed.QuantizeOp):
             shape = shape_of(op.result)
-            entries.append(isa.IoOp(argument_name(function, op.input.index, "input"), "input", shape, "int8",  # type: ignore[attr-defined]
-                                    op.scale.value.data, 0, address_of(op.result), "NCHW" if len(shape) == 4 else "RAW"))
+            name = argument_name(function, op.input.index, "input")  # type: ignore[attr-defined]
+            entries.append(isa.IoOp(name, "input", shape, "int8", op.scale.value.data, 0, address_of(op.result),
+                                    "NCHW" if len(shape) == 4 else "RAW"))
     returned = function.body.block.last_op
     assert isinstance(returned, func.ReturnOp)
     for index, value in enumerate(returned.operands):

@@ -217,7 +217,8 @@ class Allocator:
                 storage.address = base  # empty
         top = max((s.address + s.size for s in placed), default=base)
         if top > self.target.memory.ddr_bytes:
-            raise LoweringError(f"the program needs {top} bytes of DDR; {self.target.name} has {self.target.memory.ddr_bytes}")
+            raise LoweringError(f"the program needs {top} bytes of DDR; "
+                                f"{self.target.name} has {self.target.memory.ddr_bytes}")
         return top - base
 
     # SRAM ----------------------------------------------------------------------------------

@@ -46,7 +46,6 @@ from xnpu.transforms.npu_annotations import (
     row_major_layout,
     stored,
 )
-from xnpu.ir_io import describe_op
 
 
 def argument_name(function: func.FuncOp, index: int, prefix: str, results: bool = False) -> str:
@@ -206,7 +205,8 @@ class LayoutAssigner:
             if order == nhwc_order:
                 self.annotate(op, "NHWC")
                 return
-        raise self.fail(op, f"transpose {list(perm)} of {list(in_shape)} is neither the NHWC nor the NCHW order of its input")
+        raise self.fail(op, f"transpose {list(perm)} of {list(in_shape)} is neither the NHWC nor the NCHW order "
+                            "of its input")
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,6 @@ from xnpu.transforms.npu_tiling import (
     window_of,
     working_set,
 )
-from xnpu.ir_io import describe_op
 
 ANY_CHUNK = 1 << 16  # units without a channel limit of their own
 
@@ -66,11 +65,12 @@ class TilePlanner:
         self.sram = target.memory.sram_bytes
         self.a = target.memory.channel_alignment
 
-    def need(self, op: Operation, tiling: Tiling, window: Window | None = None) -> int:
-        return sram_offsets(working_set(op, tiling.as_list(), self.target, window))[1]
+    def need(self, op: Operation, tile: list[int], window: Window | None = None) -> int:
+        """SRAM bytes of one tile's working set, laid out as npu-allocate will."""
+        return sram_offsets(working_set(op, tile, self.target, window))[1]
 
     def fits(self, op: Operation, tile: list[int]) -> bool:
-        return sram_offsets(working_set(op, tile, self.target))[1] <= self.sram
+        return self.need(op, tile) <= self.sram
 
     def no_fit(self, op: Operation, what: str, detail: str = "") -> LoweringError:
         return LoweringError(f"{node_names(op)}: no tiling of this {what} fits the {self.sram}-byte SRAM "
@@ -101,7 +101,8 @@ class TilePlanner:
             return chunks * (dma_cost(g.weight_bytes(t.chunk, a)) + tiles * per_tile)
 
         candidates = chunk_candidates(g.chunk_unit(), a, self.target.conv.max_channels)
-        tiling = choose_tiling(oh, ow, candidates, self.sram, lambda t: self.need(op, t, g), cost, split_columns=True)
+        tiling = choose_tiling(oh, ow, candidates, self.sram, lambda t: self.need(op, t.as_list(), g), cost,
+                               split_columns=True)
         if tiling is None:
             x = g.x
             raise self.no_fit(op, "convolution", f" (input {x[0]}x{x[1]}x{x[2]}, output {oh}x{ow}x{oc}, "
@@ -124,8 +125,8 @@ class TilePlanner:
             return tiles * (dma_cost(g.in_rows(t.rows) * g.in_cols(t.cols) * align(t.chunk, a))
                             + dma_cost(t.rows * t.cols * align(t.chunk, a)) + INSTRUCTION_COST)
 
-        tiling = choose_tiling(oh, ow, chunk_candidates(oc, a, ANY_CHUNK), self.sram, lambda t: self.need(op, t, g), cost,
-                               split_columns=op.pool_kind != "global_avg")
+        tiling = choose_tiling(oh, ow, chunk_candidates(oc, a, ANY_CHUNK), self.sram,
+                               lambda t: self.need(op, t.as_list(), g), cost, split_columns=op.pool_kind != "global_avg")
         if tiling is None:
             raise self.no_fit(op, f"{op.pool_kind} pool")
         return tiling
@@ -136,10 +137,11 @@ class TilePlanner:
         loads = 3 if isinstance(op, npu.EltwiseOp) else 2  # a, b and the result; or in and out
 
         def cost(t: Tiling) -> float:
-            return _ceil(c, t.chunk) * _ceil(h, t.rows) * (loads * dma_cost(t.rows * w * align(t.chunk, a)) + INSTRUCTION_COST)
+            tiles = _ceil(c, t.chunk) * _ceil(h, t.rows)
+            return tiles * (loads * dma_cost(t.rows * w * align(t.chunk, a)) + INSTRUCTION_COST)
 
         limit = self.target.eltwise.max_channels if isinstance(op, npu.EltwiseOp) else ANY_CHUNK
-        tiling = choose_tiling(h, w, chunk_candidates(c, a, limit), self.sram, lambda t: self.need(op, t), cost)
+        tiling = choose_tiling(h, w, chunk_candidates(c, a, limit), self.sram, lambda t: self.need(op, t.as_list()), cost)
         if tiling is None:
             what = f"element-wise {op.kind}" if isinstance(op, npu.EltwiseOp) else op.name.removeprefix("npu.")
             raise self.no_fit(op, what)

@@ -28,7 +28,7 @@ from xnpu.target.description import load_target
 from xnpu.target.emit import emit_binary
 from xnpu.target.simulator import run_binary
 from xnpu.transforms.npu_allocate import NpuAllocatePass
-from xnpu.transforms.npu_annotations import SRAM, TILE, get_ints, layers
+from xnpu.transforms.npu_annotations import TILE, get_ints, layers
 from xnpu.transforms.npu_assign_layout import NpuAssignLayoutPass
 from xnpu.transforms.npu_tile import NpuTilePass
 from xnpu.transforms.npu_tiling import Tiling, choose_tiling, most_rows, sram_offsets, working_set
