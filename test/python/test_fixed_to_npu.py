@@ -19,7 +19,7 @@ from xnpu.ir_io import parse_ir, print_ir
 from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass, lower_fixed_to_npu
 from xnpu.lowering.legalize import LegalizePass
 from xnpu.registry import all_passes
-from models import fixed_text, model_and_data
+from models import ROOT, fixed_text, model_and_data
 
 TARGETS = ("xnpu_default", "xnpu_lite", str(Path(__file__).resolve().parent / "data" / "xnpu_test_16k.toml"))
 
