@@ -57,6 +57,12 @@ def _lower_fixed_to_isa():
     return LowerFixedToIsaPass
 
 
+def _convert_fixed_to_tosa():
+    from xnpu.lowering.fixed_to_tosa import ConvertFixedToTosaPass
+
+    return ConvertFixedToTosaPass
+
+
 def _legalize():
     from xnpu.lowering.pdl_driver import LegalizePass
 
@@ -74,4 +80,5 @@ def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "fold-quantize-pairs": _fold_quantize_pairs,
         "legalize": _legalize,
         "lower-fixed-to-isa": _lower_fixed_to_isa,
+        "convert-fixed-to-tosa": _convert_fixed_to_tosa,
     }
