@@ -86,7 +86,7 @@ def lower_to_isa(module: ModuleOp, target: str = "xnpu_default") -> ModuleOp:
     return module
 
 
-LEVELS = ("nn", "fixed", "isa", "bin")
+LEVELS = ("nn", "fixed", "isa", "bin", "tosa")  # tosa: the fixed level exported (docs/tosa.md)
 
 
 def compile(
@@ -129,6 +129,11 @@ def compile(
         raise XnpuError("compiling below the nn level needs calibration data")
     quantize(module, calibration, after_pass=notify, **quantize_options)
     if stop_at == "fixed":
+        return module
+    if stop_at == "tosa":
+        from xnpu.lowering.fixed_to_tosa import ConvertFixedToTosaPass
+
+        _apply(module, ConvertFixedToTosaPass(), notify)
         return module
     for step in (LegalizePass(target=str(target), clamp_method=clamp_method), LowerFixedToIsaPass(target=str(target))):
         _apply(module, step, notify)

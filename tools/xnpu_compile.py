@@ -3,11 +3,12 @@
     xnpu-compile model.onnx --calibration calib.npy -o model.xnb
     xnpu-compile model.onnx --calibration calib.npy --target xnpu_lite -o model.xnb
     xnpu-compile model.onnx --calibration calib.npy --emit=isa -o model.isa.mlir
+    xnpu-compile model.onnx --calibration calib.npy --emit=tosa -o model.tosa.mlir   # for IREE
     xnpu-compile --list-targets
 
 Runs import -> quantize (calibrate, lower-nn-to-fixed) -> lower-fixed-to-isa -> emit on
 the module in memory (`xnpu.pipeline.compile`); `--emit` stops at a level and writes its IR
-text (nn, fixed, isa) or the binary (bin, the default). `--print-ir-after-all` prints the
+text (nn, fixed, isa), the binary (bin, the default) or the fixed level as TOSA 1.0 (tosa). `--print-ir-after-all` prints the
 module after every step to stderr. Every failure is one line `xnpu-compile: error: ...` and
 exit status 1; the output file is written atomically, so a failed compile leaves none.
 """
@@ -23,7 +24,7 @@ from xnpu.errors import XnpuError
 from xnpu.tools.cli import run_reporting_errors, write_output
 
 PROG = "xnpu-compile"
-LEVELS = ("nn", "fixed", "isa", "bin")
+LEVELS = ("nn", "fixed", "isa", "bin", "tosa")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -90,7 +91,8 @@ def compile_main(args: argparse.Namespace) -> None:
         compress_bits=args.compress_bits, compress_step=args.compress_step, compress_method=args.compress_method,
         compress_min_elements=args.compress_min_elements, compress_exclude=args.compress_exclude,
     )
-    write_output(args.output, result.to_bytes() if args.emit == "bin" else print_ir(result))
+    # TOSA goes out in MLIR's generic form, the one every upstream parser reads (docs/tosa.md)
+    write_output(args.output, result.to_bytes() if args.emit == "bin" else print_ir(result, generic=args.emit == "tosa"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
