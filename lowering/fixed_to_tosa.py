@@ -178,10 +178,10 @@ def _clamp(cv: Converter, op: fixed.ClampOp, what: str) -> None:
 def _add(cv: Converter, op: fixed.WideningAddOp, what: str) -> None:
     lhs, rhs, layout = cv.pair(op.lhs, op.rhs)
     lm, ls, rm, rs = op.params()
-    left, left_bound = tb.apply_multipliers(cv.b, lhs, cv[op.lhs].bound, [lm], [ls], i32, f"{what} (lhs)")
-    right, right_bound = tb.apply_multipliers(cv.b, rhs, cv[op.rhs].bound, [rm], [rs], i32, f"{what} (rhs)")
+    left, left_bound = tb.apply_multipliers(cv.b, lhs, cv[op.lhs].bound, [lm], [ls], i32, what)
+    right, right_bound = tb.apply_multipliers(cv.b, rhs, cv[op.rhs].bound, [rm], [rs], i32, what)
     bound = left_bound + right_bound
-    tb.require_int32(bound, what)
+    tb.require_int32(bound, what, "the sum")
     total = cv.b.binary(tosa.SubOp if isinstance(op, fixed.SubOp) else tosa.AddOp, left, right)
     value, bound = tb.saturate(cv.b, total, bound, _bits(op.result))
     cv.define(op.result, value, layout, _bits(op.result), bound)
@@ -191,7 +191,7 @@ def _add(cv: Converter, op: fixed.WideningAddOp, what: str) -> None:
 def _mul(cv: Converter, op: fixed.MulOp, what: str) -> None:
     lhs, rhs, layout = cv.pair(op.lhs, op.rhs)
     bound = cv[op.lhs].bound * cv[op.rhs].bound
-    tb.require_int32(bound, what)
+    tb.require_int32(bound, what, "the product")
     product = cv.b.mul(cv.b.cast(lhs, i32), cv.b.cast(rhs, i32))
     value, bound = tb.saturate(cv.b, product, bound, _bits(op.result))
     cv.define(op.result, value, layout, _bits(op.result), bound)
@@ -255,7 +255,7 @@ def _conv2d(cv: Converter, op: fixed.Conv2dOp, what: str) -> None:
     o, group_channels, kh, kw = weight.shape
     bias = np.zeros(o, np.int64) if op.bias is None else cv.constant(op.bias, what).astype(np.int64)
     bound = group_channels * kh * kw * cv[op.input].bound * cv[op.weight].bound + int(np.abs(bias).max(initial=0))
-    tb.require_int32(bound, f"{what}: the accumulator")
+    tb.require_int32(bound, what, "the accumulator")
     n, _, oh, ow = shape_of(op.result)
     strides, dilations = ints(op.strides), ints(op.dilations)
     x, pad = _windowed_input(cv, op.input, (kh, kw), strides, dilations, ints(op.pads), (oh, ow))
@@ -281,7 +281,7 @@ def _gemm(cv: Converter, op: fixed.GemmOp, what: str) -> None:
     columns = shape_of(op.result)[1]
     bias_bound = 0 if op.bias is None else cv[op.bias].bound
     bound = depth * cv[op.a].bound * cv[op.b].bound + bias_bound
-    tb.require_int32(bound, f"{what}: the accumulator")
+    tb.require_int32(bound, what, "the accumulator")
     a = cv.b.reshape(cv.tosa(op.a, (0, 1)), [1, rows, depth])
     b = cv.b.reshape(cv.tosa(op.b, (1, 0) if trans_b else (0, 1)), [1, depth, columns])
     product = cv.b.op(tosa.MatMulOp, [a, b, cv.b.zero_point(i8), cv.b.zero_point(i8)], [1, rows, columns], i32)
@@ -402,7 +402,7 @@ def convert_function(function: func.FuncOp) -> func.FuncOp:
             continue
         convert = CONVERTERS.get(type(op))
         if convert is None:
-            raise XnpuError(f"{what}: no TOSA form for this op (convert-fixed-to-tosa)")
+            raise XnpuError(f"{what}: no TOSA form for this op")
         cv.b.location = op.location
         convert(cv, op, what)
     return converted

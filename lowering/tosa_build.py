@@ -73,7 +73,7 @@ class TosaBuilder:
     def __init__(self, block: Block):
         self.block = block
         self.location: Attribute = UnknownLoc()
-        self._small_constants: dict[tuple, SSAValue] = {}  # zero points, shifts: one op each
+        self._small_constants: dict[tuple, SSAValue] = {}  # zero points, shifts, shapes: one op each
 
     def emit(self, op: Operation) -> SSAValue:
         self.append(op)
@@ -107,7 +107,10 @@ class TosaBuilder:
         return self.const(np.zeros([1]), element)
 
     def shape(self, dims: Sequence[int]) -> SSAValue:
-        return self.emit(tosa.ConstShapeOp(dims))
+        key = ("shape", tuple(int(d) for d in dims))
+        if key not in self._small_constants:
+            self._small_constants[key] = self.emit(tosa.ConstShapeOp(dims))
+        return self._small_constants[key]
 
     # data movement and element types ---------------------------------------------------
 
@@ -173,9 +176,9 @@ class TosaBuilder:
 # --------------------------------------------------------------------------------------
 
 
-def require_int32(bound: int, what: str) -> None:
+def require_int32(bound: int, what: str, quantity: str) -> None:
     if bound > INT32_MAX:
-        raise XnpuError(f"{what} can reach {bound}, beyond TOSA's int32; no exact TOSA form")
+        raise XnpuError(f"{what}: {quantity} can reach {bound}, beyond TOSA's int32; no exact TOSA form")
 
 
 def saturate(b: TosaBuilder, value: SSAValue, bound: int, bits: int) -> tuple[SSAValue, int]:
@@ -203,13 +206,13 @@ def apply_multipliers(b: TosaBuilder, value: SSAValue, bound: int, multipliers, 
     shifts = np.asarray(shifts, dtype=np.int64).reshape(-1)
     extremes = np.abs(fp.apply_multiplier(np.array([[-bound], [bound]]), multipliers, shifts))
     reach = int(extremes.max())
-    require_int32(reach, what)
+    require_int32(reach, what, "the rescaled value")
     shifts = np.where(multipliers == 0, SHIFT16_MIN, shifts)
     scale32 = bool(np.any(shifts < SHIFT16_MIN))
     if scale32:
         multipliers = multipliers << np.maximum(SHIFT16_MIN - shifts, 0)
         shifts = np.maximum(shifts, SHIFT16_MIN)
-        require_int32(int(multipliers.max()), f"{what}: the 32-bit multiplier")
+        require_int32(int(multipliers.max()), what, "the 32-bit multiplier")
     per_channel = multipliers.size > 1
     operands = [
         value,
@@ -247,7 +250,7 @@ def shift(b: TosaBuilder, value: SSAValue, bound: int, amount: int, rounding: bo
         value = b.binary(tosa.ArithmeticRightShiftOp, value, b.scalar(amount, element, rank),
                          round=tosa.bool_attr(rounding))
     elif amount < 0:
-        require_int32(bound, what)
+        require_int32(bound, what, "the shifted value")
         value = b.cast(value, i32)
         value = b.binary(tosa.LogicalLeftShiftOp, value, b.scalar(-amount, i32, rank))
     return saturate(b, value, bound, bits)
