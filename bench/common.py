@@ -125,3 +125,16 @@ def table(rows: list[dict], columns: list[str]) -> str:
     for row in rows:
         lines.append("| " + " | ".join(fmt(row.get(c)) for c in columns) + " |")
     return "\n".join(lines)
+
+
+def ort_quantize(model_path: Path, calibration: np.ndarray, out: Path) -> float:
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
+    start = time.perf_counter()
+    quantize_static(
+        str(model_path), str(out), ArrayReader("input", calibration), quant_format=QuantFormat.QDQ,
+        per_channel=True, activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+        calibrate_method=CalibrationMethod.MinMax,
+        extra_options={"ActivationSymmetric": True, "WeightSymmetric": True},
+    )
+    return time.perf_counter() - start

@@ -4,7 +4,7 @@
 docs/fixed-point.md each as TOSA ops that compute exactly what `xnpu.semantics.fixed_point`
 computes:
 
-- R4 quantize divides in float64, which TOSA lacks (and IREE demotes f64 to f32): the
+- R4 quantize divides in float64, a type TOSA lacks: the
   float32 estimate |x| * (1 / s) is off by far less than one step, so its floor `m` is the
   result or one below it, and one comparison of |x| with the exact threshold of level m + 1
   (`fixed_point.quantize_thresholds`, gathered by m) decides.
