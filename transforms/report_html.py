@@ -18,6 +18,7 @@ from html import escape
 from xnpu.transforms.quant_report import INPUT_PREFIX, LayerStats, db_text, sqnr_colour, worst_layer
 
 NODE_WIDTH, NODE_HEIGHT, NODE_GAP, ROW_GAP, MARGIN = 168, 52, 24, 44, 20
+PLACEHOLDER_WIDTH = 12  # the slot an edge takes in a row it passes through
 BAR_ROW, BAR_LABEL, BAR_WIDTH = 18, 230, 420
 BARYCENTRE_SWEEPS = 4
 
@@ -26,19 +27,36 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
-def layered_layout(nodes: list[str], edges: list[tuple[str, str]]) -> dict[str, tuple[float, float]]:
-    """Top-left corner of every node: rows by longest path from the sources (nodes come in a
-    topological order), each row ordered by the mean position of its neighbours."""
-    predecessors: dict[str, list[str]] = {n: [] for n in nodes}
-    successors: dict[str, list[str]] = {n: [] for n in nodes}
+Point = tuple[float, float]
+
+
+def layered_layout(nodes: list[str], edges: list[tuple[str, str]]) -> tuple[dict[str, Point], dict[tuple[str, str], list[Point]]]:
+    """Top-left corner of every node, and for every edge that skips rows the points it passes
+    through. A node's row is the longest path from a source (nodes come in a topological
+    order); an edge over several rows gets a narrow placeholder in each row between, so it is
+    routed beside the nodes instead of through them; each row is ordered by the mean position
+    of its neighbours, sweeping down and up."""
+    parents: dict[str, list[str]] = {n: [] for n in nodes}
     for source, target in edges:
-        predecessors[target].append(source)
-        successors[source].append(target)
+        parents[target].append(source)
     rank: dict[str, int] = {}
     for node in nodes:
-        rank[node] = 1 + max((rank[p] for p in predecessors[node]), default=-1)
+        rank[node] = 1 + max((rank[p] for p in parents[node]), default=-1)
+    predecessors: dict[str, list[str]] = {n: [] for n in nodes}
+    successors: dict[str, list[str]] = {n: [] for n in nodes}
+    chains: dict[tuple[str, str], list[tuple[str, int]]] = {}
+    for source, target in edges:
+        chain = [((source, target, r), r) for r in range(rank[source] + 1, rank[target])]
+        chains[(source, target)] = chain
+        for placeholder, r in chain:
+            rank[placeholder] = r
+            predecessors[placeholder], successors[placeholder] = [], []
+        path = [source, *(p for p, _ in chain), target]
+        for upper, lower in zip(path, path[1:]):
+            predecessors[lower].append(upper)
+            successors[upper].append(lower)
     rows: list[list[str]] = [[] for _ in range(max(rank.values(), default=-1) + 1)]
-    for node in nodes:
+    for node in rank:
         rows[rank[node]].append(node)
     position = {node: float(i) for row in rows for i, node in enumerate(row)}
 
@@ -55,14 +73,34 @@ def layered_layout(nodes: list[str], edges: list[tuple[str, str]]) -> dict[str, 
         down = sweep % 2 == 0
         for row in rows[1:] if down else reversed(rows[:-1]):
             reorder(row, predecessors if down else successors)
-    widest = max((len(row) for row in rows), default=0)
-    total = widest * NODE_WIDTH + (widest - 1) * NODE_GAP
-    corners = {}
+
+    def width(node) -> float:
+        return PLACEHOLDER_WIDTH if isinstance(node, tuple) else NODE_WIDTH
+
+    extents = [sum(width(n) for n in row) + NODE_GAP * (len(row) - 1) for row in rows]
+    total = max(extents, default=0.0)
+    corners: dict[str, Point] = {}
     for r, row in enumerate(rows):
-        start = MARGIN + (total - (len(row) * NODE_WIDTH + (len(row) - 1) * NODE_GAP)) / 2
-        for i, node in enumerate(row):
-            corners[node] = (start + i * (NODE_WIDTH + NODE_GAP), MARGIN + r * (NODE_HEIGHT + ROW_GAP))
-    return corners
+        x = MARGIN + (total - extents[r]) / 2
+        for node in row:
+            corners[node] = (x, MARGIN + r * (NODE_HEIGHT + ROW_GAP))
+            x += width(node) + NODE_GAP
+    routes = {edge: [(corners[p][0] + PLACEHOLDER_WIDTH / 2, corners[p][1]) for p, _ in chain]
+              for edge, chain in chains.items()}
+    return {node: corners[node] for node in nodes}, routes
+
+
+def _edge_path(start: Point, waypoints: list[Point], end: Point) -> str:
+    """A smooth path from a node's bottom through the placeholders (top points) to a node's top."""
+    bend = ROW_GAP / 2 + 10
+    (x, y), d = start, [f"M{start[0]:.1f},{start[1]:.1f}"]
+    for wx, wy in [*waypoints, end]:
+        d.append(f"C{x:.1f},{y + bend:.1f} {wx:.1f},{wy - bend:.1f} {wx:.1f},{wy:.1f}")
+        x, y = wx, wy
+        if (wx, wy) != end:
+            y = wy + NODE_HEIGHT
+            d.append(f"L{x:.1f},{y:.1f}")
+    return " ".join(d)
 
 
 def graph_svg(stats: list[LayerStats]) -> str:
@@ -71,8 +109,9 @@ def graph_svg(stats: list[LayerStats]) -> str:
     inputs = [p for s in stats for p in s.inputs if p.startswith(INPUT_PREFIX)]
     nodes = list(dict.fromkeys(inputs)) + [s.name for s in stats]
     edges = [(p, s.name) for s in stats for p in s.inputs]
-    corners = layered_layout(nodes, edges)
+    corners, routes = layered_layout(nodes, edges)
     width = max((x for x, _ in corners.values()), default=0) + NODE_WIDTH + MARGIN
+    width = max([width, *(x + MARGIN for points in routes.values() for x, _ in points)])
     height = max((y for _, y in corners.values()), default=0) + NODE_HEIGHT + MARGIN
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="graph" width="{width:.0f}" height="{height:.0f}" '
@@ -82,12 +121,9 @@ def graph_svg(stats: list[LayerStats]) -> str:
     ]
     for source, target in edges:
         (x1, y1), (x2, y2) = corners[source], corners[target]
-        x1, y1, x2 = x1 + NODE_WIDTH / 2, y1 + NODE_HEIGHT, x2 + NODE_WIDTH / 2
-        bend = ROW_GAP / 2 + 10
-        parts.append(
-            f'<path class="edge" data-from="{escape(source)}" data-to="{escape(target)}" fill="none" stroke="#555" '
-            f'marker-end="url(#arrow)" d="M{x1:.1f},{y1:.1f} C{x1:.1f},{y1 + bend:.1f} {x2:.1f},{y2 - bend:.1f} {x2:.1f},{y2:.1f}"/>'
-        )
+        d = _edge_path((x1 + NODE_WIDTH / 2, y1 + NODE_HEIGHT), routes[(source, target)], (x2 + NODE_WIDTH / 2, y2))
+        parts.append(f'<path class="edge" data-from="{escape(source)}" data-to="{escape(target)}" fill="none" '
+                     f'stroke="#555" marker-end="url(#arrow)" d="{d}"/>')
     for name in dict.fromkeys(inputs):
         x, y = corners[name]
         parts.append(
@@ -170,7 +206,7 @@ h1 { font-size: 1.3em; } h2 { font-size: 1.1em; margin-top: 1.6em; }
 .scroll { overflow: auto; max-height: 80vh; border: 1px solid #ddd; }
 table.layers { border-collapse: collapse; font-size: 0.9em; }
 table.layers th, table.layers td { border: 1px solid #ccc; padding: 2px 8px; text-align: right; }
-table.layers td:nth-child(-n+3) { text-align: left; }
+table.layers td:nth-child(-n+3), table.layers th:nth-child(-n+3) { text-align: left; }
 tr.worst { font-weight: bold; outline: 2px solid #b00000; }
 .legend span { display: inline-block; padding: 0 0.6em; margin-right: 0.3em; border: 1px solid #999; }
 """

@@ -233,7 +233,7 @@ def test_html_report_draws_every_layer_in_its_colour_as_report_json(stats, tmp_p
 def test_graph_layout_puts_producers_above_and_never_overlaps():
     nodes = ["input:x", "a", "b", "c", "d", "e"]
     edges = [("input:x", "a"), ("a", "b"), ("a", "c"), ("b", "d"), ("c", "d"), ("a", "e"), ("d", "e")]
-    corners = layered_layout(nodes, edges)
+    corners, routes = layered_layout(nodes, edges)
     for source, target in edges:
         assert corners[source][1] < corners[target][1]
     assert corners["b"][1] == corners["c"][1]  # siblings share a row
@@ -241,6 +241,11 @@ def test_graph_layout_puts_producers_above_and_never_overlaps():
     boxes = sorted(corners.values())
     for (x1, y1), (x2, y2) in zip(boxes, boxes[1:]):
         assert y1 != y2 or x2 - x1 >= NODE_WIDTH
+    # a -> e skips the rows of b/c and d: it passes beside them, not through them
+    assert [y for _, y in routes[("a", "e")]] == [corners["b"][1], corners["d"][1]]
+    for (x, y), row_nodes in zip(routes[("a", "e")], (("b", "c"), ("d",))):
+        assert all(not corners[n][0] <= x <= corners[n][0] + NODE_WIDTH for n in row_nodes)
+    assert routes[("a", "b")] == []
 
 
 def last_rescale(module, name: str) -> fixed.RescaleOp:
