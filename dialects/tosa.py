@@ -199,28 +199,6 @@ class SliceOp(IRDLOperation):
 
 
 @irdl_op_definition
-class TableOp(IRDLOperation):
-    """`tosa.table`: int8 in, `table[x + 128]` out (a 256-entry int8 table operand)."""
-
-    name = "tosa.table"
-    input1 = operand_def(TensorType)
-    table = operand_def(TensorType)
-    output = result_def(TensorType)
-    traits = traits_def(Pure())
-
-
-@irdl_op_definition
-class GatherOp(IRDLOperation):
-    """`tosa.gather`: values N x K x C, int32 indices N x W -> N x W x C."""
-
-    name = "tosa.gather"
-    values = operand_def(TensorType)
-    indices = operand_def(TensorType)
-    output = result_def(TensorType)
-    traits = traits_def(Pure())
-
-
-@irdl_op_definition
 class SelectOp(IRDLOperation):
     """`tosa.select`: input2 where the i1 predicate input1 holds, else input3 (broadcasting)."""
 
@@ -261,6 +239,20 @@ class BinaryOp(IRDLOperation):
     input2 = operand_def(TensorType)
     output = result_def(TensorType)
     traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class TableOp(BinaryOp):
+    """`tosa.table`: int8 input1, `table[x + 128]` out (input2: a 256-entry int8 table)."""
+
+    name = "tosa.table"
+
+
+@irdl_op_definition
+class GatherOp(BinaryOp):
+    """`tosa.gather`: values (input1) N x K x C, int32 indices (input2) N x W -> N x W x C."""
+
+    name = "tosa.gather"
 
 
 @irdl_op_definition

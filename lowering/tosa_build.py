@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from xnpu.dialects import tosa
+from xnpu.dialects.fixed import dense_from_ints
 from xnpu.dialects.shapes import broadcast_shapes, shape_of
 from xnpu.errors import XnpuError
 from xnpu.semantics import fixed_point as fp
@@ -59,11 +60,9 @@ def element_of(value: SSAValue) -> Attribute:
 
 
 def _dense(array: np.ndarray, element: Attribute) -> DenseIntOrFPElementsAttr:
-    if element == f32:
-        dtype = np.dtype("<f4")
-    else:
-        dtype = fp.storage_dtype(element.width.data).newbyteorder("<")  # type: ignore[attr-defined]
-    data = np.ascontiguousarray(array, dtype=dtype)
+    if element != f32:
+        return dense_from_ints(array, element.width.data)  # type: ignore[attr-defined]
+    data = np.ascontiguousarray(array, dtype="<f4")
     return DenseIntOrFPElementsAttr(TensorType(element, data.shape), BytesAttr(data.tobytes()))
 
 
