@@ -58,12 +58,15 @@ def bench_models(names: list[str] | None = None, digits_eval: int | None = None)
     return [m for m in models if names is None or m.name in names]
 
 
-def ort_session(path: Path | str, threads: int = 2):
+def ort_session(path: Path | str, threads: int = 2, optimize: bool = True):
+    """An onnxruntime CPU session; optimize=False runs QDQ models as exact QDQ arithmetic."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.log_severity_level = 3
+    if not optimize:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
