@@ -30,16 +30,18 @@ IREE_FLAGS = ("--iree-input-type=tosa", "--iree-hal-target-device=local", "--ire
 
 
 class IreeProgram:
-    """TOSA text compiled by IREE for this machine's CPU; calling it runs `function`."""
+    """TOSA text compiled by IREE for this machine's CPU; calling it runs `function`.
 
-    def __init__(self, tosa_text: str, function: str = "main", cpu: str = "host"):
+    `flags` are more iree-compile options (bench/iree_cpu.py: FAST_FLAGS)."""
+
+    def __init__(self, tosa_text: str, function: str = "main", cpu: str = "host", flags: tuple[str, ...] = ()):
         try:
             import iree.compiler as compiler
             import iree.runtime as runtime
         except ImportError:
             raise XnpuError("IREE is not installed (pip install iree-base-compiler iree-base-runtime)") from None
         try:
-            self.vmfb = compiler.compile_str(tosa_text, extra_args=[*IREE_FLAGS, f"--iree-llvmcpu-target-cpu={cpu}"])
+            self.vmfb = compiler.compile_str(tosa_text, extra_args=[*IREE_FLAGS, f"--iree-llvmcpu-target-cpu={cpu}", *flags])
         except compiler.CompilerToolError as error:
             lines = [line for line in str(error).splitlines() if "error:" in line]
             raise XnpuError(f"iree-compile rejected the TOSA module: {lines[0] if lines else error}") from None
