@@ -27,6 +27,12 @@ def _remove_noop():
     return RemoveNoOpPass
 
 
+def _fuse_activations():
+    from xnpu.transforms.fuse_activations import FuseActivationsPass
+
+    return FuseActivationsPass
+
+
 def _constant_fold():
     from xnpu.transforms.constant_fold import ConstantFoldPass
 
@@ -63,8 +69,14 @@ def _convert_fixed_to_tosa():
     return ConvertFixedToTosaPass
 
 
+def _lower_fixed_to_npu():
+    from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
+
+    return LowerFixedToNpuPass
+
+
 def _legalize():
-    from xnpu.lowering.pdl_driver import LegalizePass
+    from xnpu.lowering.legalize import LegalizePass
 
     return LegalizePass
 
@@ -74,11 +86,13 @@ def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "calibrate": _calibrate,
         "fold-batch-norm": _fold_batch_norm,
         "remove-noop": _remove_noop,
+        "fuse-activations": _fuse_activations,
         "constant-fold": _constant_fold,
         "compress-weights": _compress_weights,
         "lower-nn-to-fixed": _lower_nn_to_fixed,
         "fold-quantize-pairs": _fold_quantize_pairs,
         "legalize": _legalize,
+        "lower-fixed-to-npu": _lower_fixed_to_npu,
         "lower-fixed-to-isa": _lower_fixed_to_isa,
         "convert-fixed-to-tosa": _convert_fixed_to_tosa,
     }

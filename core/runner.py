@@ -79,8 +79,9 @@ def interpreter_functions():
     """The interpreter functions of every dialect a module may contain."""
     from xnpu.interpreters.fixed import FixedFunctions
     from xnpu.interpreters.nn import NNFunctions
+    from xnpu.interpreters.npu import NpuFunctions
 
-    return [FuncFunctions(), NNFunctions(), FixedFunctions()]
+    return [FuncFunctions(), NNFunctions(), FixedFunctions(), NpuFunctions()]
 
 
 def bind_inputs(

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Callable
 
-from xnpu.errors import XnpuError
+from xnpu.errors import XnpuError, XnpuNote
 from xnpu.ir_io import write_atomically
 
 
@@ -16,6 +17,7 @@ def error_line(prog: str, error: XnpuError) -> str:
 
 def run_reporting_errors(prog: str, action: Callable[[], int | None]) -> int:
     """Run `action`; a user error becomes one line on stderr and exit status 1, never a traceback."""
+    print_notes_as_lines(prog)
     try:
         return action() or 0
     except XnpuError as error:
@@ -36,3 +38,16 @@ def write_output(output: str | None, payload: str | bytes) -> None:
         sys.stdout.buffer.write(payload)
     else:
         sys.stdout.write(payload)
+
+
+def print_notes_as_lines(prog: str) -> None:
+    """Show every XnpuNote warning as one `<prog>: note: ...` line on stderr (other warnings as usual)."""
+    show_warning = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, XnpuNote):
+            print(f"{prog}: note: {message}", file=sys.stderr)
+        else:
+            show_warning(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show

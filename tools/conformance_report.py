@@ -77,8 +77,9 @@ def is_candidate(model: onnx.ModelProto, supported: frozenset[str]) -> bool:
 
 # Inputs the importer needs as constants (they are parameters of the layer, not data); the
 # backend cases feed some of them as graph inputs, so the report freezes them to initializers
-# with the case's own values before importing.
-PARAMETER_INPUTS = {"Reshape": (1,), "Squeeze": (1,), "Unsqueeze": (1,), "Clip": (1, 2), "Dropout": (1, 2)}
+# with the case's own values before importing. (Clip's bounds may stay inputs: nn.clip takes
+# them as operands.)
+PARAMETER_INPUTS = {"Reshape": (1,), "Squeeze": (1,), "Unsqueeze": (1,), "Dropout": (1, 2), "Resize": (1, 2, 3)}
 
 
 def freeze_parameters(case) -> tuple[onnx.ModelProto, list[np.ndarray], list[str]]:

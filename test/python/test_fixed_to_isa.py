@@ -27,6 +27,7 @@ from xnpu.pipeline import lower_to_isa
 from xnpu.target.binary import Binary
 from xnpu.target.description import list_targets, load_target
 from xnpu.target.emit import disassemble, emit_binary
+from models import zoo_model
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -202,7 +203,8 @@ def test_compile_runs_exactly_the_steps_of_quantize():
     module = compile_model(path, calibration, stop_at="fixed", progress=False,
                            after_pass=lambda name, _: steps.append(name))
     assert print_ir(module) == fixed_text("tiny_cnn")
-    assert steps == ["import-onnx", "fold-batch-norm", "remove-noop", "calibrate", "lower-nn-to-fixed", "fold-quantize-pairs"]
+    assert steps == ["import-onnx", "fold-batch-norm", "remove-noop", "fuse-activations", "calibrate",
+                     "lower-nn-to-fixed", "fold-quantize-pairs"]
 
 
 # --------------------------------------------------------------------------------------
@@ -283,40 +285,6 @@ def test_a_layer_no_tiling_fits_names_its_node(tmp_path):
 # with per-position divisors, ceil-mode max pool, sigmoid (TABLE), channel concat with a
 # rescale (TABLE), a clip that is not a relu (CLAMP, or a TABLE without a clamp unit), a
 # multi-channel 4-D output (NHWC -> NCHW for the host) and a second output through a gemm.
-
-
-def zoo_model() -> onnx.ModelProto:
-    rng = np.random.default_rng(7)
-
-    def weight(name, *shape):
-        return numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
-
-    init = [
-        weight("wa", 8, 3, 3, 3), weight("ba", 8), weight("wd", 8, 1, 3, 3), weight("wg", 16, 4, 1, 1),
-        weight("wf", 5, 16), weight("bf", 5),
-        numpy_helper.from_array(np.array(0.0, np.float32), "lo"), numpy_helper.from_array(np.array(0.4, np.float32), "hi"),
-    ]
-    nodes = [
-        helper.make_node("Conv", ["x", "wa", "ba"], ["a"], name="conv_a", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
-        helper.make_node("Relu", ["a"], ["ar"], name="relu_a"),
-        helper.make_node("Conv", ["ar", "wd"], ["d"], name="dw", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=8),
-        helper.make_node("AveragePool", ["d"], ["ap"], name="avg", kernel_shape=[3, 3], strides=[2, 2],
-                         pads=[1, 1, 1, 1], count_include_pad=0),
-        helper.make_node("MaxPool", ["ar"], ["mp"], name="max", kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
-        helper.make_node("Sigmoid", ["mp"], ["sg"], name="sigmoid"),
-        helper.make_node("Concat", ["ap", "sg"], ["cat"], name="concat", axis=1),
-        helper.make_node("Clip", ["cat", "lo", "hi"], ["cl"], name="clip"),
-        helper.make_node("Conv", ["cl", "wg"], ["y"], name="grouped", kernel_shape=[1, 1], group=4),
-        helper.make_node("GlobalAveragePool", ["y"], ["gp"], name="gap"),
-        helper.make_node("Flatten", ["gp"], ["fl"], name="flatten"),
-        helper.make_node("Gemm", ["fl", "wf", "bf"], ["z"], name="fc", transB=1),
-    ]
-    graph = helper.make_graph(
-        nodes, "zoo", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 40, 40])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 20, 20]),
-         helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 5])], init,
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
 @needs_simulator

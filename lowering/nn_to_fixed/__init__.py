@@ -6,27 +6,35 @@ at that value's scale) -> integer ops -> `fixed.dequantize` (at the op's output 
 (or turns it into one `fixed.rescale` where the scales differ), so a whole network is
 integer from its input quantize to its output dequantize.
 
+Most islands are PDL patterns, the `*.mlir` files of this directory (add, sub, mul, the
+clamps, tables, pools, data movement, and the compile-time quantize of a constant): the
+pattern says which fixed ops replace the float op, and the native rewrites of `natives.py`
+compute their numbers. The rest stay the Python patterns below, where a pattern would
+only wrap Python: conv/gemm/matmul (per-channel weights, int32 biases, codebooks), batch
+norm and division by a constant (float algebra before lowering), concat (any number of
+inputs). docs/extending.md walks through the split and how to add a lowering.
+
 Scales come from calibration (`nn.scale`, `nn.weight_scales`; see transforms/calibrate.py).
 Before rewriting, `refine_scales` moves scales where that saves a rounding: an op that
 does not change the range of its input (max pool, reshape, flatten, transpose) keeps its
 input's scale, and a rescaling producer (conv, gemm, add, ...) feeding only a relu/clip
 takes the activation's scale, so the activation becomes a bare clamp.
 
-The integer parameters (multipliers, shifts, int32 biases, tables) are computed here from
-the scales with the functions of `xnpu.semantics.fixed_point`; docs/fixed-point.md says what
+The integer parameters (multipliers, shifts, int32 biases, tables) are computed from the
+scales with the functions of `xnpu.semantics.fixed_point`; docs/fixed-point.md says what
 each one means (rule numbers in comments).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, ModuleOp, StringAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -35,17 +43,19 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.ir import BlockArgument
 
 from xnpu.dialects import fixed, nn
 from xnpu.errors import XnpuError
 from xnpu.ir_io import describe_op
-from xnpu.semantics import fixed_point, float_ops
+from xnpu.lowering.pdl_driver import Pattern, PatternContext, PatternSet, load_natives, load_patterns, split_paths
+from xnpu.semantics import fixed_point
 
 SCALE_ATTR = "nn.scale"
 WEIGHT_SCALES_ATTR = "nn.weight_scales"
 DATA_BITS = 8
 
+# activations that are a clamp of their input's codes (relu6 and hard_tanh are clips)
+CLAMPS = (nn.ReluOp, nn.ClipOp)
 # ops whose output range is a subset of their input's: the input scale serves the output
 RANGE_PRESERVING = (nn.MaxPoolOp, nn.ReshapeOp, nn.FlattenOp, nn.TransposeOp)
 # ops that end in a rescale of their own, so their output scale is free to choose
@@ -105,7 +115,7 @@ def _single_user(value: SSAValue) -> Operation | None:
 def refine_scales(function: func.FuncOp) -> None:
     """Choose each activation's integer scale so that no step rounds twice (see module doc)."""
     for op in function.body.walk():
-        if isinstance(op, (nn.ReluOp, nn.ClipOp)):
+        if isinstance(op, CLAMPS):
             producer = op.input.owner
             if isinstance(producer, RESCALING) and _single_user(op.input) is op:
                 _set_scale(producer, scale_of(op.results[0]))
@@ -133,9 +143,7 @@ class Island:
         return op
 
     def int_input(self, value: SSAValue, scale: float) -> SSAValue:
-        if isinstance(value.owner, nn.ConstantOp):
-            codes = fixed_point.quantize(value.owner.to_numpy(), scale, DATA_BITS)
-            return self.add(fixed.ConstantOp(codes, DATA_BITS)).results[0]
+        """`value` quantized at `scale` (a constant's quantize is folded by @quantize_constant)."""
         return self.add(fixed.QuantizeOp(value, scale, DATA_BITS)).results[0]
 
     def rescale(self, value: SSAValue, factor, bits: int = DATA_BITS, axis: int | None = None, scale=None) -> SSAValue:
@@ -195,7 +203,7 @@ def _bias_codes(bias: np.ndarray | None, channels: int, accumulator_scales: np.n
 
 
 # --------------------------------------------------------------------------------------
-# Patterns: one per nn op family
+# Python patterns: the lowerings a PDL pattern would only wrap
 # --------------------------------------------------------------------------------------
 
 
@@ -286,44 +294,6 @@ class LowerMatMul(RewritePattern):
         lower_dense(op, rewriter, op.lhs, _constant(op.rhs, op, "right operand"), None, False)
 
 
-@dataclass
-class LowerAddSub(RewritePattern):
-    """R10/R11, seed 000: widening add into int24 at the base scale, then two-stage or direct."""
-
-    variant: str
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
-        if not isinstance(op, (nn.AddOp, nn.SubOp)):
-            return
-        island = Island(op)
-        s_l, s_r, s_y = scale_of(op.lhs), scale_of(op.rhs), scale_of(op.result)
-        plan = fixed_point.add_plan(s_l, s_r, s_y, self.variant, subtract=isinstance(op, nn.SubOp))
-        lhs, rhs = island.int_input(op.lhs, s_l), island.int_input(op.rhs, s_r)
-        adder = fixed.SubOp if plan.subtract else fixed.AddOp
-        wide = island.add(adder(lhs, rhs, plan.lhs_multiplier, plan.lhs_shift, plan.rhs_multiplier,
-                                plan.rhs_shift, 24, scale=plan.base_scale)).results[0]
-        if plan.variant == "two_stage":
-            wide = island.add(fixed.ShiftOp(wide, plan.pre_shift, 16, rounding=False,
-                                            scale=plan.base_scale * 2**plan.pre_shift)).results[0]
-        y = island.add(fixed.RescaleOp(wide, plan.multiplier, plan.shift, DATA_BITS, scale=s_y)).results[0]
-        island.finish(rewriter, y, s_y)
-
-
-class LowerMul(RewritePattern):
-    """R12, seed 000: int8 x int8 -> int16, one rescale; broadcasting covers squeeze-excitation."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nn.MulOp, rewriter: PatternRewriter):
-        island = Island(op)
-        s_l, s_r, s_y = scale_of(op.lhs), scale_of(op.rhs), scale_of(op.result)
-        product = island.add(
-            fixed.MulOp(island.int_input(op.lhs, s_l), island.int_input(op.rhs, s_r), 16, scale=s_l * s_r)
-        ).results[0]
-        plan = fixed_point.mul_plan(s_l, s_r, s_y)
-        y = island.add(fixed.RescaleOp(product, plan.multiplier, plan.shift, DATA_BITS, scale=s_y)).results[0]
-        island.finish(rewriter, y, s_y)
-
-
 class LowerDivByConstant(RewritePattern):
     """x / c with a constant c is x * (1 / c)."""
 
@@ -337,117 +307,6 @@ class LowerDivByConstant(RewritePattern):
         mul.location = op.location
         mul.attributes[SCALE_ATTR] = FloatAttr(scale_of(op.result), nn.f32)
         rewriter.replace(op, [reciprocal, mul])
-
-
-def _clamp_codes(low: float, high: float, scale: float) -> tuple[int, int]:
-    limit = fixed_point.qmax(DATA_BITS)
-    lo = -limit if math.isinf(low) else int(np.clip(fixed_point.quantize(low, scale, 32), -limit, limit))
-    hi = limit if math.isinf(high) else int(np.clip(fixed_point.quantize(high, scale, 32), -limit, limit))
-    return lo, hi
-
-
-class LowerClamp(RewritePattern):
-    """R8: relu and clip are a clamp at the output scale (refine_scales made it the input's)."""
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
-        if not isinstance(op, (nn.ReluOp, nn.ClipOp)):
-            return
-        island = Island(op)
-        s_x, s_y = scale_of(op.input), scale_of(op.result)
-        x = island.int_input(op.input, s_x)
-        x = island.to_scale(x, s_x, s_y)
-        low, high = (0.0, math.inf) if isinstance(op, nn.ReluOp) else op.bounds()
-        lo, hi = _clamp_codes(low, high, s_y)
-        y = island.add(fixed.ClampOp(x, lo, hi, scale=s_y)).results[0]
-        island.finish(rewriter, y, s_y)
-
-
-TABLE_FUNCTIONS = {
-    nn.SigmoidOp: lambda op: float_ops.sigmoid,
-    nn.HardSwishOp: lambda op: float_ops.hard_swish,
-    nn.HardSigmoidOp: lambda op: lambda x: float_ops.hard_sigmoid(x, op.alpha.value.data, op.beta.value.data),
-}
-
-
-class LowerPointwiseToTable(RewritePattern):
-    """R15: a pointwise function of an int8 value has only 256 possible results: a table."""
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
-        make = TABLE_FUNCTIONS.get(type(op))
-        if make is None:
-            return
-        island = Island(op)
-        s_x, s_y = scale_of(op.operands[0]), scale_of(op.results[0])
-        table = fixed_point.build_table(lambda v: make(op)(np.asarray(v, np.float32)), s_x, s_y, DATA_BITS)
-        y = island.add(fixed.TableOp(island.int_input(op.operands[0], s_x), table, scale=s_y)).results[0]
-        island.finish(rewriter, y, s_y)
-
-
-class LowerMaxPool(RewritePattern):
-    """R14: max commutes with the (monotonic) scale, so pooling happens on the codes."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nn.MaxPoolOp, rewriter: PatternRewriter):
-        island = Island(op)
-        s_x, s_y = scale_of(op.input), scale_of(op.result)
-        pooled = island.add(
-            fixed.MaxPoolOp(island.int_input(op.input, s_x), nn.ints(op.kernel_shape), nn.ints(op.strides),
-                            nn.ints(op.pads), op.pool_dilations(), bool(op.ceil_mode.value.data), scale=s_x)
-        ).results[0]
-        island.finish(rewriter, island.to_scale(pooled, s_x, s_y), s_y)
-
-
-class LowerAveragePool(RewritePattern):
-    """R14: window sums times a per-position multiplier s_in / (count * s_out)."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nn.AveragePoolOp, rewriter: PatternRewriter):
-        island = Island(op)
-        s_x, s_y = scale_of(op.input), scale_of(op.result)
-        kernel, strides, pads = nn.ints(op.kernel_shape), nn.ints(op.strides), nn.ints(op.pads)
-        out_hw = nn.shape_of(op.result)[2:]
-        counts = float_ops.average_pool_counts(
-            nn.shape_of(op.input)[2:], kernel, strides, pads, out_hw, bool(op.count_include_pad.value.data)
-        )
-        multiplier, shift = fixed_point.multiplier_from_scale(s_x / (counts.astype(np.float64) * s_y))
-        if (multiplier == multiplier.flat[0]).all() and (shift == shift.flat[0]).all():
-            multiplier, shift = multiplier.flat[:1], shift.flat[:1]
-        y = island.add(
-            fixed.AvgPoolOp(island.int_input(op.input, s_x), kernel, strides, pads, multiplier.reshape(-1),
-                            shift.reshape(-1), bool(op.ceil_mode.value.data), DATA_BITS, scale=s_y)
-        ).results[0]
-        island.finish(rewriter, y, s_y)
-
-
-class LowerGlobalAveragePool(RewritePattern):
-    """R14: an int32 sum over H x W, then one rescale by s_in / (H * W * s_out)."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: nn.GlobalAveragePoolOp, rewriter: PatternRewriter):
-        island = Island(op)
-        s_x, s_y = scale_of(op.input), scale_of(op.result)
-        area = math.prod(nn.shape_of(op.input)[2:])
-        total = island.add(fixed.GlobalAvgPoolOp(island.int_input(op.input, s_x), scale=s_x)).results[0]
-        island.finish(rewriter, island.rescale(total, s_x / (area * s_y), scale=s_y), s_y)
-
-
-class LowerDataMovement(RewritePattern):
-    """Reshape, flatten and transpose move codes, never change them."""
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
-        if not isinstance(op, (nn.ReshapeOp, nn.FlattenOp, nn.TransposeOp)):
-            return
-        island = Island(op)
-        s_x, s_y = scale_of(op.operands[0]), scale_of(op.results[0])
-        x = island.int_input(op.operands[0], s_x)
-        if isinstance(op, nn.ReshapeOp):
-            moved = fixed.ReshapeOp(x, nn.shape_of(op.result), scale=s_x)
-        elif isinstance(op, nn.FlattenOp):
-            moved = fixed.FlattenOp(x, op.axis.value.data, scale=s_x)
-        else:
-            moved = fixed.TransposeOp(x, nn.ints(op.perm), scale=s_x)
-        y = island.add(moved).results[0]
-        island.finish(rewriter, island.to_scale(y, s_x, s_y), s_y)
 
 
 class LowerConcat(RewritePattern):
@@ -477,23 +336,21 @@ class RejectUnlowerable(RewritePattern):
             )
         if isinstance(op, nn.DivOp) and not isinstance(op.rhs.owner, nn.ConstantOp):
             raise XnpuError(f"{describe_op(op)}: division by a tensor has no fixed-point lowering")
+        if isinstance(op, nn.ClipOp) and op.has_operand_bounds:
+            raise XnpuError(
+                f"{describe_op(op)}: clip with a bound computed at run time has no fixed-point lowering; "
+                "make min and max constants (initializers) to quantize it"
+            )
 
 
-def lowering_patterns(variant: str) -> list[RewritePattern]:
+def python_patterns() -> list[RewritePattern]:
+    """The lowerings that stay Python (docs/extending.md says why), beside the pattern files."""
     return [
         LowerBatchNorm(),
         LowerDivByConstant(),
         LowerConv2d(),
         LowerGemm(),
         LowerMatMul(),
-        LowerAddSub(variant),
-        LowerMul(),
-        LowerClamp(),
-        LowerPointwiseToTable(),
-        LowerMaxPool(),
-        LowerAveragePool(),
-        LowerGlobalAveragePool(),
-        LowerDataMovement(),
         LowerConcat(),
     ]
 
@@ -530,6 +387,17 @@ class EraseUnusedDequantize(RewritePattern):
             rewriter.erase_op(op)
 
 
+PATTERN_DIR = Path(__file__).resolve().parent
+VARIANTS = ("two_stage", "direct")
+
+
+def nn_to_fixed_patterns(extra=()) -> list[Pattern]:
+    """The shipped `nn -> fixed` pattern files and those in `extra` (files or directories)."""
+    import xnpu.lowering.nn_to_fixed.natives  # noqa: F401  (registers by decoration)
+
+    return load_patterns([PATTERN_DIR, *extra])
+
+
 def _functions(module: ModuleOp) -> list[func.FuncOp]:
     return [op for op in module.ops if isinstance(op, func.FuncOp)]
 
@@ -541,24 +409,39 @@ def _erase_dead_constants(module: ModuleOp) -> None:
             op.erase()
 
 
+def _reject_unlowered(module: ModuleOp) -> None:
+    """A float op no pattern matched is one clear error, not a float op in the fixed module."""
+    for op in module.walk():
+        if op.dialect_name() == "nn" and not isinstance(op, nn.ConstantOp):
+            raise XnpuError(f"{describe_op(op)}: no nn -> fixed lowering matches this op")
+
+
 @dataclass(frozen=True)
 class LowerNNToFixedPass(ModulePass):
     """Lower a calibrated nn graph to fixed-point islands (quantize -> integer ops -> dequantize).
 
     `variant` picks seed 000's requantization of an add: `two_stage` (int24 -> int16 -> int8)
-    or `direct` (int24 -> int8).
+    or `direct` (int24 -> int8). `patterns` and `natives` add pattern files (or directories)
+    and Python files of native functions, comma-separated (docs/extending.md).
     """
 
     name = "lower-nn-to-fixed"
     variant: str = "two_stage"
+    patterns: str = ""
+    natives: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.variant not in ("two_stage", "direct"):
+        if self.variant not in VARIANTS:
             raise XnpuError(f"lower-nn-to-fixed: variant must be 'two_stage' or 'direct', got '{self.variant}'")
+        for path in split_paths(self.natives):
+            load_natives(path)
+        patterns = nn_to_fixed_patterns(split_paths(self.patterns))
         for function in _functions(op):
             refine_scales(function)
         PatternRewriteWalker(GreedyRewritePatternApplier([RejectUnlowerable()]), apply_recursively=False).rewrite_module(op)
-        PatternRewriteWalker(GreedyRewritePatternApplier(lowering_patterns(self.variant))).rewrite_module(op)
+        declarative = PatternSet(patterns, PatternContext(options={"variant": self.variant}))
+        PatternRewriteWalker(GreedyRewritePatternApplier([declarative, *python_patterns()])).rewrite_module(op)
+        _reject_unlowered(op)
         _erase_dead_constants(op)
         op.attributes["fixed.add_variant"] = StringAttr(self.variant)
 

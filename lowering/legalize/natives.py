@@ -2,7 +2,7 @@
 
 Constraints answer questions PDL cannot ask (does the target run this op, is a scale a
 power of two); rewrites compute parameters (biases, identity weights, shapes). Each takes
-the `LegalizeContext` first, then the PDL values of the call. Register new ones the same
+the `PatternContext` first, then the PDL values of the call. Register new ones the same
 way in any module imported before the pass runs (docs/extending.md).
 """
 
@@ -16,7 +16,8 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from xnpu.dialects import fixed
 from xnpu.dialects.nn import i64_array, i64_attr, ints, shape_of
-from xnpu.lowering.pdl_driver import LegalizeContext, native_constraint, native_rewrite
+import xnpu.lowering.common_natives  # noqa: F401  (single_use, is_i8)
+from xnpu.lowering.pdl_driver import PatternContext, native_constraint, native_rewrite
 from xnpu.target.capabilities import is_native, op_capabilities
 
 
@@ -36,13 +37,13 @@ def _int(attr: Attribute) -> int:
 
 
 @native_constraint()
-def not_native(ctx: LegalizeContext, op: Operation) -> bool:
+def not_native(ctx: PatternContext, op: Operation) -> bool:
     """The target has no instruction for this op instance (target/capabilities.py)."""
     return not is_native(ctx.target, op)
 
 
 @native_constraint()
-def target_has(ctx: LegalizeContext, what: Attribute) -> bool:
+def target_has(ctx: PatternContext, what: Attribute) -> bool:
     """`"fixed.<op>"`: the target runs that op natively; `"depthwise"`: its conv unit does depthwise."""
     name = _text(what)
     if name == "depthwise":
@@ -54,40 +55,29 @@ def target_has(ctx: LegalizeContext, what: Attribute) -> bool:
 
 
 @native_constraint()
-def target_lacks(ctx: LegalizeContext, what: Attribute) -> bool:
+def target_lacks(ctx: PatternContext, what: Attribute) -> bool:
     return not target_has(ctx, what)
 
 
 @native_constraint()
-def single_use(ctx: LegalizeContext, value: SSAValue) -> bool:
-    return len(list(value.uses)) == 1
-
-
-@native_constraint()
-def is_i8(ctx: LegalizeContext, value: SSAValue | Operation) -> bool:
-    """An i8 value, or an op whose (first) result is i8."""
-    return fixed.width_of(value.results[0] if isinstance(value, Operation) else value) == 8
-
-
-@native_constraint()
-def one_rescale_pair(ctx: LegalizeContext, multiplier: Attribute) -> bool:
+def one_rescale_pair(ctx: PatternContext, multiplier: Attribute) -> bool:
     return len(ints(multiplier)) == 1  # type: ignore[arg-type]
 
 
 @native_constraint()
-def same_nchw_shape(ctx: LegalizeContext, a: SSAValue, b: SSAValue) -> bool:
+def same_nchw_shape(ctx: PatternContext, a: SSAValue, b: SSAValue) -> bool:
     shape = shape_of(a)
     return shape == shape_of(b) and len(shape) == 4 and shape[0] == 1
 
 
 @native_constraint()
-def channel_broadcast(ctx: LegalizeContext, x: SSAValue, s: SSAValue) -> bool:
+def channel_broadcast(ctx: PatternContext, x: SSAValue, s: SSAValue) -> bool:
     """x is 1 x C x H x W and s is 1 x C x 1 x 1 (a squeeze-excitation scale)."""
     xs, ss = shape_of(x), shape_of(s)
     return len(xs) == 4 and xs[0] == 1 and ss == (1, xs[1], 1, 1) and xs[2] * xs[3] > 1
 
 
-def chosen_clamp_method(ctx: LegalizeContext, clamp: Operation) -> str | None:
+def chosen_clamp_method(ctx: PatternContext, clamp: Operation) -> str | None:
     """bias (seed 001 method 2, exact) or saturate (method 1, power-of-two data) for this clamp."""
     method = ctx.options.get("clamp_method", "auto")
     if not ctx.target.conv.depthwise:
@@ -100,7 +90,7 @@ def chosen_clamp_method(ctx: LegalizeContext, clamp: Operation) -> str | None:
 
 
 @native_constraint()
-def clamp_method_is(ctx: LegalizeContext, clamp: Operation, method: Attribute) -> bool:
+def clamp_method_is(ctx: PatternContext, clamp: Operation, method: Attribute) -> bool:
     return chosen_clamp_method(ctx, clamp) == _text(method)
 
 
@@ -118,7 +108,7 @@ def scale_of_value(value: SSAValue) -> float | None:
 
 
 @native_constraint()
-def scale_is_pow2(ctx: LegalizeContext, value: SSAValue) -> bool:
+def scale_is_pow2(ctx: PatternContext, value: SSAValue) -> bool:
     scale = scale_of_value(value)
     return scale is not None and pow2_exponent(scale) is not None
 
@@ -133,7 +123,7 @@ def _absorbing_rescale(user: Operation) -> fixed.RescaleOp | None:
     return None
 
 
-def saturate_applies(ctx: LegalizeContext, clamp: Operation) -> bool:
+def saturate_applies(ctx: PatternContext, clamp: Operation) -> bool:
     """Method 1 fits: hard_tanh [-2^s, 2^s] on data x = q / 2^s (s < width - 1), and every
     user can take its input at scale 2^-(width-1) by a larger shift (nothing is rounded)."""
     assert isinstance(clamp, fixed.ClampOp)
@@ -169,7 +159,7 @@ def _dense(array: np.ndarray, bits: int) -> tuple[DenseIntOrFPElementsAttr, Tens
 
 
 @native_rewrite()
-def depthwise_1x1(ctx: LegalizeContext, x: SSAValue):
+def depthwise_1x1(ctx: PatternContext, x: SSAValue):
     """(strides, pads, dilations, group, i32 accumulator type) of a 1x1 depthwise conv over x."""
     shape = shape_of(x)
     return (i64_array([1, 1]), i64_array([0, 0, 0, 0]), i64_array([1, 1]), i64_attr(shape[1]),
@@ -177,13 +167,13 @@ def depthwise_1x1(ctx: LegalizeContext, x: SSAValue):
 
 
 @native_rewrite()
-def identity_depthwise_weight(ctx: LegalizeContext, x: SSAValue):
+def identity_depthwise_weight(ctx: PatternContext, x: SSAValue):
     """Weight 1 for every channel of x: C x 1 x 1 x 1 (i8)."""
     return _dense(np.ones((shape_of(x)[1], 1, 1, 1), dtype=np.int8), 8)
 
 
 @native_rewrite()
-def saturating_clamp_biases(ctx: LegalizeContext, x: SSAValue, low: Attribute, high: Attribute):
+def saturating_clamp_biases(ctx: PatternContext, x: SSAValue, low: Attribute, high: Attribute):
     """Seed 001 method 2: biases b1, b2, b3 of three saturating bias-adds giving clip(q, lo, hi).
 
     With the unit saturating to [smin, smax]: q + (smax - hi) saturates exactly the values
@@ -199,21 +189,21 @@ def saturating_clamp_biases(ctx: LegalizeContext, x: SSAValue, low: Attribute, h
 
 
 @native_rewrite()
-def pow2_saturate_weight(ctx: LegalizeContext, clamp: Operation):
+def pow2_saturate_weight(ctx: PatternContext, clamp: Operation):
     """Seed 001 method 1: weight 2^(width-1-s) moving x = q / 2^s to shift width - 1."""
     shift = _pow2_shift(ctx, clamp)
     channels = shape_of(clamp.operands[0])[1]
     return _dense(np.full((channels, 1, 1, 1), 1 << shift, dtype=np.int8), 8)
 
 
-def _pow2_shift(ctx: LegalizeContext, clamp: Operation) -> int:
+def _pow2_shift(ctx: PatternContext, clamp: Operation) -> int:
     s = pow2_exponent(scale_of_value(clamp.operands[0]))  # type: ignore[arg-type]
     assert s is not None
     return ctx.target.data.width - 1 - s
 
 
 @native_rewrite()
-def absorb_pow2_in_users(ctx: LegalizeContext, clamp: Operation, value: SSAValue):
+def absorb_pow2_in_users(ctx: PatternContext, clamp: Operation, value: SSAValue):
     """The users of `clamp` read `value` (the data times 2^k): each divides by 2^k exactly
     through a larger shift of the rescale after it (or a smaller dequantize scale)."""
     k = _pow2_shift(ctx, clamp)
@@ -234,7 +224,7 @@ def absorb_pow2_in_users(ctx: LegalizeContext, clamp: Operation, value: SSAValue
 
 
 @native_rewrite()
-def flat_mul_types(ctx: LegalizeContext, x: SSAValue):
+def flat_mul_types(ctx: PatternContext, x: SSAValue):
     """Seed 002: the 1 x C1 x 1 x 1 data type, the C1 x 1 x 1 x 1 kernel type and the conv
     attributes for H x W x C operands, C1 = H * W * C."""
     c1 = math.prod(shape_of(x))
@@ -243,7 +233,7 @@ def flat_mul_types(ctx: LegalizeContext, x: SSAValue):
 
 
 @native_rewrite()
-def channel_kernel_type(ctx: LegalizeContext, s: SSAValue):
+def channel_kernel_type(ctx: PatternContext, s: SSAValue):
     """Seed 002, squeeze-excitation: the 1 x C x 1 x 1 scale as C depthwise 1x1 kernels."""
     return fixed.int_tensor(8, (shape_of(s)[1], 1, 1, 1))
 

@@ -2,43 +2,12 @@
 // seed 002. The i32 accumulator of a 1x1 depthwise conv is the exact product, so the mul's
 // own rescale after it gives the mul's result bit for bit.
 
-// seed 002, squeeze-excitation: x [1,C,H,W] * s [1,C,1,1] as a depthwise conv of x with s as C 1x1 kernels
+// seed 002, squeeze-excitation: x [1,C,H,W] * s [1,C,1,1] (either operand order: mul commutes) as a depthwise conv of x with s as C 1x1 kernels
 pdl.pattern @channel_mul_as_depthwise_conv : benefit(3) {
   %x = pdl.operand
   %c = pdl.operand
   %pt = pdl.type
   %mul = pdl.operation "fixed.mul"(%x, %c : !pdl.value, !pdl.value) -> (%pt : !pdl.type)
-  %p = pdl.result 0 of %mul
-  %m = pdl.attribute
-  %s = pdl.attribute
-  %t = pdl.type
-  %rescale = pdl.operation "fixed.rescale"(%p : !pdl.value) {"multiplier" = %m, "shift" = %s} -> (%t : !pdl.type)
-  pdl.apply_native_constraint "not_native"(%mul : !pdl.operation)
-  pdl.apply_native_constraint "single_use"(%p : !pdl.value)
-  pdl.apply_native_constraint "is_i8"(%rescale : !pdl.operation)
-  pdl.apply_native_constraint "one_rescale_pair"(%m : !pdl.attribute)
-  pdl.apply_native_constraint "channel_broadcast"(%x, %c : !pdl.value, !pdl.value)
-  %dw = pdl.attribute = "depthwise"
-  pdl.apply_native_constraint "target_has"(%dw : !pdl.attribute)
-  pdl.rewrite %rescale {
-    %strides, %pads, %dilations, %group, %acc = pdl.apply_native_rewrite "depthwise_1x1"(%x : !pdl.value) : !pdl.attribute, !pdl.attribute, !pdl.attribute, !pdl.attribute, !pdl.type
-    %kt = pdl.apply_native_rewrite "channel_kernel_type"(%c : !pdl.value) : !pdl.type
-    %kernels = pdl.operation "fixed.reshape"(%c : !pdl.value) -> (%kt : !pdl.type)
-    %k = pdl.result 0 of %kernels
-    %conv = pdl.operation "fixed.conv2d"(%x, %k : !pdl.value, !pdl.value) {"strides" = %strides, "pads" = %pads, "dilations" = %dilations, "group" = %group} -> (%acc : !pdl.type)
-    %a = pdl.result 0 of %conv
-    %out = pdl.operation "fixed.rescale"(%a : !pdl.value) {"multiplier" = %m, "shift" = %s} -> (%t : !pdl.type)
-    pdl.replace %rescale with %out
-    pdl.erase %mul
-  }
-}
-
-// seed 002, squeeze-excitation with the scale first: s [1,C,1,1] * x [1,C,H,W]
-pdl.pattern @channel_mul_swapped_as_depthwise_conv : benefit(3) {
-  %c = pdl.operand
-  %x = pdl.operand
-  %pt = pdl.type
-  %mul = pdl.operation "fixed.mul"(%c, %x : !pdl.value, !pdl.value) -> (%pt : !pdl.type)
   %p = pdl.result 0 of %mul
   %m = pdl.attribute
   %s = pdl.attribute

@@ -1,0 +1,98 @@
+"""fixed -> npu: unit selection by PDL patterns, bit-identical to the fixed level.
+
+The central property: `lower-fixed-to-npu` (after `legalize`, as xnpu.compile runs them)
+gives a module whose outputs equal the fixed module's exactly, for every model and target.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import xnpu
+from xnpu.context import make_context
+from xnpu.dialects import npu
+from xnpu.errors import XnpuError
+from xnpu.ir_io import parse_ir, print_ir
+from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass, lower_fixed_to_npu
+from xnpu.lowering.legalize import LegalizePass
+from xnpu.registry import all_passes
+from models import zoo_model
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+DIGITS = ROOT / ".." / "shared" / "bench" / "digits"
+TARGETS = ("xnpu_default", "xnpu_lite", str(Path(__file__).resolve().parent / "data" / "xnpu_test_16k.toml"))
+
+
+def model_and_data(name: str):
+    if name == "tiny_cnn":
+        data = np.load(EXAMPLES / "tiny_calib.npy")
+        return EXAMPLES / "tiny_cnn.onnx", data, data[:6]
+    if name == "zoo":
+        data = np.random.default_rng(3).standard_normal((8, 3, 40, 40)).astype(np.float32)
+        return zoo_model(), data, data[:3]
+    if not DIGITS.is_dir():
+        pytest.skip(f"bench data not found at {DIGITS} (../shared/bench/digits)")
+    return DIGITS / f"{name}.onnx", np.load(DIGITS / "calib_x.npy")[:40], np.load(DIGITS / "test_x.npy")[:6]
+
+
+@functools.lru_cache(maxsize=None)
+def fixed_text(name: str) -> str:
+    model, calibration, _ = model_and_data(name)
+    return print_ir(xnpu.quantize(xnpu.import_onnx(model), calibration, progress=False))
+
+
+def to_npu(name: str, target: str):
+    module = parse_ir(fixed_text(name))
+    LegalizePass(target=target).apply(make_context(), module)
+    fired = lower_fixed_to_npu(module, target)
+    return module, fired
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", ("tiny_cnn", "zoo", "digits_plain", "digits_resnet", "digits_se"))
+def test_npu_level_is_bit_identical_to_the_fixed_level(name, target):
+    module, _ = to_npu(name, target)
+    module.verify()  # npu.target is set: every op is checked against the target's limits too
+    assert module.attributes[npu.TARGET_ATTRIBUTE].data == target
+    leftover = {op.name for op in module.walk() if op.name.startswith("fixed.")}
+    assert leftover <= {"fixed.constant", "fixed.quantize", "fixed.dequantize"}
+    _, _, x = model_and_data(name)
+    expected = xnpu.run(parse_ir(fixed_text(name)), x)
+    actual = xnpu.run(parse_ir(print_ir(module)), x)  # through the text: the npu level prints and parses
+    for key in expected:
+        assert np.array_equal(expected[key], actual[key]), key
+
+
+def test_fusion_on_digits_se():
+    module, fired = to_npu("digits_se", "xnpu_default")
+    ops = [op for op in module.walk() if isinstance(op, npu.NpuOp)]
+    convs = [op for op in ops if isinstance(op, npu.ConvOp)]
+    # the stem's HardSwish and the two SE sigmoids are tables in their convs' output stage;
+    # hard_tanh spans the whole int8 range after calibration (a saturation, removed); the SE
+    # muls are ELTWISE
+    assert sum(op.table is not None for op in convs) == 3
+    assert [op.kind for op in ops if isinstance(op, npu.EltwiseOp)] == ["mul", "mul"]
+    assert not any(isinstance(op, (npu.TableOp, npu.ClampOp)) for op in ops)
+    assert fired.count("mul") == 2 and "table_epilogue" in fired
+
+
+def test_lite_muls_are_depthwise_convs_with_activation_kernels():
+    module, fired = to_npu("digits_se", "xnpu_lite")
+    assert not any(isinstance(op, npu.EltwiseOp) and op.kind == "mul" for op in module.walk())
+    kernel_convs = [op for op in module.walk() if isinstance(op, npu.ConvOp) and isinstance(op.weight.owner, npu.ReshapeOp)]
+    assert len(kernel_convs) == 2 and all(op.is_depthwise for op in kernel_convs)
+
+
+def test_unselected_op_is_one_error_naming_node_and_target():
+    module = parse_ir(fixed_text("digits_se"))  # not legalized: xnpu_lite has no element-wise mul
+    with pytest.raises(XnpuError, match=r"^'fixed.mul' at loc\(\"/se1/Mul\"\): element-wise mul is not supported .*\(target xnpu_lite\)$"):
+        LowerFixedToNpuPass(target="xnpu_lite").apply(make_context(), module)
+
+
+def test_pass_is_registered():
+    assert all_passes()["lower-fixed-to-npu"]() is LowerFixedToNpuPass
