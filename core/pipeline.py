@@ -118,7 +118,7 @@ def compile(
     lower-nn-to-fixed, fold-quantize-pairs; `quantize_options` are its options) -> legalize
     -> lower-fixed-to-isa -> emit, with no text in between. `stop_at` ("nn", "fixed", "isa")
     returns the module at that level instead of the Binary (npu: after legalize and
-    lower-fixed-to-npu); `after_pass(name, module)` is
+    lower-fixed-to-npu; tosa: the fixed level after convert-fixed-to-tosa, docs/tosa.md); `after_pass(name, module)` is
     called after every step (--print-ir-after-all). `legalize{target}` (docs/extending.md)
     makes the ops the target lacks into ones it has (`clamp_method`: auto, saturate or bias).
     `input_shapes` ({input name: shape}) fixes dynamic input dimensions of an ONNX model.
