@@ -105,7 +105,7 @@ def lower_to_isa(module: ModuleOp, target: str = "xnpu_default", after_pass: Aft
     return module
 
 
-LEVELS = ("nn", "fixed", "npu", "isa", "bin")
+LEVELS = ("nn", "fixed", "npu", "isa", "bin", "tosa")  # tosa: the fixed level exported (docs/tosa.md)
 
 
 def load_model(model, input_shapes: Mapping[str, Sequence[int]] | None = None) -> ModuleOp:
@@ -134,9 +134,10 @@ def compile(
     import -> `quantize` (fold-batch-norm, remove-noop, fuse-activations, calibrate, [compress-weights],
     lower-nn-to-fixed, fold-quantize-pairs; `quantize_options` are its options) -> legalize
     -> lower-fixed-to-npu -> npu-assign-layout -> npu-tile -> npu-allocate -> lower-npu-to-isa
-    -> emit, with no text in between. `stop_at` ("nn", "fixed", "npu", "isa") returns the
-    module at that level instead of the Binary (npu: after lower-fixed-to-npu, before any
-    annotation); `after_pass(name, module)` is called after every step (--print-ir-after-all).
+    -> emit, with no text in between. `stop_at` ("nn", "fixed", "tosa", "npu", "isa") returns
+    the module at that level instead of the Binary (npu: after lower-fixed-to-npu, before any
+    annotation; tosa: the fixed level after convert-fixed-to-tosa, docs/tosa.md);
+    `after_pass(name, module)` is called after every step (--print-ir-after-all).
     `legalize{target}` (docs/extending.md) makes the ops the target lacks into ones it has
     (`clamp_method`: auto, saturate or bias).
     `input_shapes` ({input name: shape}) fixes dynamic input dimensions of an ONNX model.
@@ -158,6 +159,11 @@ def compile(
         raise XnpuError("compiling below the nn level needs calibration data")
     quantize(module, calibration, after_pass=notify, **quantize_options)
     if stop_at == "fixed":
+        return module
+    if stop_at == "tosa":
+        from xnpu.lowering.fixed_to_tosa import ConvertFixedToTosaPass
+
+        _apply(module, ConvertFixedToTosaPass(), notify)
         return module
     _verified(module, [LegalizePass(target=str(target), clamp_method=clamp_method),
                        LowerFixedToNpuPass(target=str(target))], notify)

@@ -57,6 +57,12 @@ def _fold_quantize_pairs():
     return FoldQuantizePairsPass
 
 
+def _convert_fixed_to_tosa():
+    from xnpu.lowering.fixed_to_tosa import ConvertFixedToTosaPass
+
+    return ConvertFixedToTosaPass
+
+
 def _lower_fixed_to_npu():
     from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
 
@@ -109,4 +115,5 @@ def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "npu-tile": _npu_tile,
         "npu-allocate": _npu_allocate,
         "lower-npu-to-isa": _lower_npu_to_isa,
+        "convert-fixed-to-tosa": _convert_fixed_to_tosa,
     }

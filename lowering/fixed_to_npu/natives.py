@@ -152,7 +152,7 @@ def _constant(ctx: PatternContext, values: np.ndarray, bits: int, like: Operatio
     if like is not None:
         constant.attributes.update({k: v for k, v in like.attributes.items() if k.startswith("fixed.codebook")})
     constant.location = ctx.root.location  # type: ignore[union-attr]
-    ctx.rewriter.insert_op(constant, InsertPoint.before(ctx.root))  # type: ignore[union-attr]
+    ctx.rewriter.insert(constant, InsertPoint.before(ctx.root))  # type: ignore[union-attr]
     return constant.result
 
 
