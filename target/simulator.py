@@ -531,10 +531,6 @@ class Machine:
             raise XnpuError(f"depthwise needs in_c == out_c, got {c} and {o}")
         _disjoint(("input", i["in_addr"], self._map_bytes(h, w, c)), ("output", i["out_addr"], self._map_bytes(oh, ow, o)))
         x = self._feature_map(i["in_addr"], h, w, c)[None]
-        bias = None
-        if i["bias"]:
-            bias = self._span(self._sram_array, "SRAM", i["bias_addr"], 4 * o).view("<i4")
-        multiplier, shift = self._rescale_records(i["rescale_addr"], o if i["per_channel"] else 1)
         strides = (i["stride_h"], i["stride_w"])
         pads = (i["pad_top"], i["pad_left"], i["pad_bottom"], i["pad_right"])
         dilations = (i["dilation_h"], i["dilation_w"])
@@ -544,9 +540,37 @@ class Machine:
         else:
             acc = fp.conv_sums_nhwc(x, self._conv_weights(i, depthwise=False), strides, pads, dilations)
             reduction = kh * kw * c
-        low = 0 if i["relu"] else -fp.qmax(INT8_BITS)  # ReLU: R8's clamp to [0, 127] of the int8 result
-        y = fp.requantize(acc[0], bias, reduction, multiplier, shift, low, fp.qmax(INT8_BITS))
+        y = self._requantization(i, reduction)(acc[0])
         self._output_map(i["out_addr"], oh, ow, o)[...] = y
+
+    def _constant_origin(self, address: int, size: int) -> tuple | None:
+        """Which constants SRAM [address, address + size) holds (the LOAD that brought them and
+        the offset into it), or None if it is not known to hold constants."""
+        for start, entry in self._sram_constants.items():
+            if start <= address and address + size <= entry[0]:
+                return entry[1], address - start
+        return None
+
+    def _requantization(self, i: Instruction, reduction: int) -> fp.Requantization:
+        """The CONV's bias and rescale records as fp.Requantization; once per binary when
+        both came from the constant image."""
+        o = i["out_c"]
+        count = o if i["per_channel"] else 1
+        rescale = self._constant_origin(i["rescale_addr"], count * RESCALE_RECORD.itemsize)
+        bias_origin = self._constant_origin(i["bias_addr"], 4 * o) if i["bias"] else ()
+        key = None
+        if rescale is not None and bias_origin is not None:
+            key = ("requantize", rescale, bias_origin, count, o, i["relu"], reduction)
+            cached = self._prepared.get(key)
+            if cached is not None:
+                return cached
+        bias = self._span(self._sram_array, "SRAM", i["bias_addr"], 4 * o).view("<i4") if i["bias"] else None
+        multiplier, shift = self._rescale_records(i["rescale_addr"], count)
+        low = 0 if i["relu"] else -fp.qmax(INT8_BITS)  # ReLU: R8's clamp to [0, 127] of the int8 result
+        prepared = fp.requantization(bias, reduction, multiplier, shift, low, fp.qmax(INT8_BITS))
+        if key is not None:
+            self._prepared[key] = prepared
+        return prepared
 
     def _conv_weights(self, i: Instruction, depthwise: bool):
         """The CONV's weights: KH x KW x C int8 (depthwise), or fp.ExactWeights of the O x KH x
@@ -558,14 +582,14 @@ class Machine:
         else:
             op, ip = self.align(o), self.align(c)
             size = op * kh * kw * ip
-        raw = self._span(self._sram_array, "SRAM", address, size).view(np.int8)
-        origin = self._sram_constants.get(address)
+        origin = self._constant_origin(address, size)
         key = None
-        if origin is not None and origin[0] >= address + size:
-            key = (origin[1], address, depthwise, c, o, kh, kw)
+        if origin is not None:
+            key = ("weights", origin, depthwise, c, o, kh, kw)
             prepared = self._prepared.get(key)
             if prepared is not None:
                 return prepared
+        raw = self._span(self._sram_array, "SRAM", address, size).view(np.int8)
         weight = raw.reshape(cp, kh, kw)[:c].transpose(1, 2, 0) if depthwise else raw.reshape(op, kh, kw, ip)[:o, :, :, :c]
         if key is not None:
             weight = np.array(weight)  # a copy: what is kept must not follow later writes to this SRAM

@@ -535,24 +535,46 @@ def conv2d_accumulate_exact(x, weight, strides, pads, dilations, group: int, dty
     return total.transpose(0, 3, 1, 2)
 
 
-def requantize(acc, bias, reduction: int, multiplier, shift, low: int, high: int, axis: int = -1) -> np.ndarray:
-    """R13 then R9 (and R8's clamp): clip(rescale(saturate(acc + bias, 32), M, shift, 8), low, high),
-    as float64 integers; bias, M and shift per channel along `axis` (bias may be None).
+@dataclass(frozen=True)
+class Requantization:
+    """R13 then R9 (and R8's clamp) of conv/gemm sums, with the per-channel constants of R6
+    computed once: clip(rescale(saturate(acc + bias, 32), M, shift, 8), low, high), channels
+    along the last axis of `acc`. Built by `requantization`."""
 
-    `acc` holds the exact sums of a conv or gemm whose reduction over int8 operands has
-    length `reduction`, so |acc| <= reduction * 2^14. When that plus max|bias| stays within
-    int32, the saturation cannot act and the bias joins R6's constant term (`rescale_float`).
+    factor: np.ndarray  # M * 2^-shift (float64, exact)
+    constant: np.ndarray  # R6's rounding term, plus bias * factor when the bias is folded in
+    bias: np.ndarray | None  # kept apart when the int32 saturation could act
+    low: int
+    high: int
+
+    def __call__(self, acc) -> np.ndarray:
+        """float64 integers: the exactness argument of `rescale_float` holds term by term."""
+        acc = np.asarray(acc)
+        if self.bias is not None:
+            limit = qmax(32)
+            acc = np.clip(acc.astype(np.float64) + self.bias, -limit, limit)
+        result = np.multiply(acc, self.factor, dtype=np.float64)
+        result += self.constant
+        np.floor(result, out=result)
+        return np.clip(result, self.low, self.high, out=result)
+
+
+def requantization(bias, reduction: int, multiplier, shift, low: int, high: int) -> Requantization:
+    """R13/R9: the Requantization of sums over a reduction of length `reduction` of int8
+    operands (|acc| <= reduction * 2^14), per-channel (or one) bias, M and shift.
+
+    When |acc| + max|bias| stays within int32 the saturation cannot act and the bias joins
+    R6's constant term: (acc + bias) * f + 1/2 = acc * f + (bias * f + 1/2), exact as in
+    `rescale_float` because (acc + bias) * M < 2^46.
     """
-    acc = np.asarray(acc)
+    factor, rounding = rescale_factors(multiplier, shift, -1, 1)
     if bias is None:
-        return rescale_float(acc, multiplier, shift, low, high, axis)
-    bias = _ints(bias)
-    limit = qmax(32)
+        return Requantization(factor, rounding, None, low, high)
+    bias = _ints(bias).reshape(-1)
     largest_bias = int(np.abs(bias).max()) if bias.size else 0
-    if reduction * (1 << 14) + largest_bias <= limit:
-        return rescale_float(acc, multiplier, shift, low, high, axis, offset=bias)
-    total = np.clip(acc.astype(np.float64) + _along(bias, axis, acc.ndim), -limit, limit)
-    return rescale_float(total, multiplier, shift, low, high, axis)
+    if reduction * (1 << 14) + largest_bias <= qmax(32):
+        return Requantization(factor, bias.astype(np.float64) * factor + rounding, None, low, high)
+    return Requantization(factor, rounding, bias.astype(np.float64), low, high)
 
 
 def conv2d_int(
