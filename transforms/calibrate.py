@@ -515,9 +515,11 @@ def calibrate(
     histograms as data arrives. By default it is on for entropy, whose KL search reacts to
     small changes of the histogram, and off for percentile. `pow2` rounds every activation
     scale up to a power of two (weights keep their scales). `progress` shows a bar on stderr (default: when stderr is a
-    terminal). Modifies `module` in place and returns it.
+    terminal). `calibration_batch` samples run through the float graph at once (default: as
+    many as fit xnpu.runner.BATCH_MEMORY_BYTES, at most MAX_BATCH); the scales do not depend
+    on it beyond float rounding. Modifies `module` in place and returns it.
     """
-    _check_options(method, percentile, bins, batch_average, batch_size)
+    _check_options(method, percentile, bins, batch_average, batch_size, calibration_batch)
     make_statistic: Callable[[SSAValue], RunningMax | Histogram]
     if method == "minmax":
         make_statistic = lambda value: RunningMax(batch_average)
