@@ -77,14 +77,13 @@ def signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
 
 
 def interpreter_functions():
-    """The interpreter functions of every dialect a module may contain."""
-    from xdsl.interpreters.func import FuncFunctions
-
+    """The interpreter functions of xnpu's dialects (xDSL's `func` is only needed by its own
+    Interpreter, and importing xdsl.interpreters loads every xDSL interpreter: seconds)."""
     from xnpu.interpreters.fixed import FixedFunctions
     from xnpu.interpreters.nn import NNFunctions
     from xnpu.interpreters.npu import NpuFunctions
 
-    return [FuncFunctions(), NNFunctions(), FixedFunctions(), NpuFunctions()]
+    return [NNFunctions(), FixedFunctions(), NpuFunctions()]
 
 
 def bind_inputs(
@@ -274,6 +273,8 @@ def _stack_outputs(output_specs: list[TensorSpec], per_batch: list[tuple], sampl
 
 def _run_interpreted(module: ModuleOp, arrays, samples: int, output_specs) -> dict[str, np.ndarray]:
     """xDSL's Interpreter, sample by sample (functions CompiledFunction cannot take)."""
+    from xdsl.interpreters.func import FuncFunctions
+
     function = entry_function(module)
     if any(op.dialect_name() == "tosa" for op in function.walk()):  # the TOSA export runs on IREE (docs/tosa.md)
         from xnpu.ir_io import print_ir
@@ -283,7 +284,7 @@ def _run_interpreted(module: ModuleOp, arrays, samples: int, output_specs) -> di
         call = lambda args: tuple(program(*args))  # noqa: E731
     else:
         interpreter = Interpreter(module)
-        for functions in interpreter_functions():
+        for functions in (FuncFunctions(), *interpreter_functions()):
             interpreter.register_implementations(functions)
         call = lambda args: interpreter.call_op(function, args)  # noqa: E731
     per_sample = [call(tuple(a if samples == 1 else a[index : index + 1] for a in arrays)) for index in range(samples)]

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from xnpu.errors import XnpuError
 from xnpu.semantics import float_ops
@@ -382,15 +381,6 @@ class ExactWeights:
         return chunks
 
 
-def _padded_float(x: np.ndarray, pads: Sequence[int], dtype) -> np.ndarray:
-    """R13: an N x H x W x C integer map as `dtype`, zero padded by ONNX-ordered pads."""
-    n, h, w, c = x.shape
-    top, left, bottom, right = pads
-    padded = np.zeros((n, h + top + bottom, w + left + right, c), dtype=dtype)
-    padded[:, top : top + h, left : left + w] = x
-    return padded
-
-
 def conv_sums_nhwc(x, weights: ExactWeights, strides, pads, dilations) -> np.ndarray:
     """R13: the exact sums of a dense convolution (no bias), N x OH x OW x O, as float32 (one
     provably exact chunk) or float64 integers.
@@ -398,16 +388,16 @@ def conv_sums_nhwc(x, weights: ExactWeights, strides, pads, dilations) -> np.nda
     `x` is an N x H x W x C integer map (any integer dtype, or a strided view of one). The
     GEMMs read the padded input in place where they can: a 1x1 kernel is one GEMM on the
     map itself; with vertical stride 1 each kernel row is one GEMM on a slice of the
-    horizontally gathered windows (no copy per kernel row); otherwise one im2col GEMM.
+    horizontally gathered windows; otherwise one im2col GEMM (float_ops.conv_gemms_nhwc).
     """
     x = np.asarray(x)
     o, kh, kw, c = weights.shape
     chunks = weights.channel_chunks(channel_max_abs(x))
     dtype = np.float32 if chunks is not None else np.float64
-    padded = _padded_float(x, pads, dtype)
+    padded = float_ops.pad_nhwc(x, pads, dtype)
     total = None
     for channels in chunks or [(0, c)]:
-        part = _conv_gemms(padded[..., channels[0] : channels[1]], weights, channels, x.shape, strides, dilations, dtype)
+        part = _conv_gemms(padded[..., channels[0] : channels[1]], weights, channels, strides, dilations, dtype)
         if total is None:
             total = part
         else:
@@ -416,35 +406,11 @@ def conv_sums_nhwc(x, weights: ExactWeights, strides, pads, dilations) -> np.nda
     return total
 
 
-def _conv_gemms(padded, weights: ExactWeights, channels, in_shape, strides, dilations, dtype) -> np.ndarray:
-    n, hp, wp, cc = padded.shape
-    o, kh, kw, _ = weights.shape
-    (sh, sw), (dh, dw) = strides, dilations
-    oh = (hp - (dh * (kh - 1) + 1)) // sh + 1
-    ow = (wp - (dw * (kw - 1) + 1)) // sw + 1
-    if kh == 1 and kw == 1:
-        cols = padded[:, : sh * (oh - 1) + 1 : sh, : sw * (ow - 1) + 1 : sw].reshape(-1, cc)
-        return (cols @ weights.matrix((0, 1), channels, dtype)).reshape(n, oh, ow, o)
-    span_w = dw * (kw - 1) + 1
-    if sh == 1:
-        # horizontal windows once: rows (n, hp) x OW x (kw, c); kernel row i is rows shifted by i*dh
-        windows = sliding_window_view(padded, span_w, axis=2)[:, :, : sw * (ow - 1) + 1 : sw, :, ::dw]
-        cols = np.ascontiguousarray(windows.transpose(0, 1, 2, 4, 3)).reshape(n * hp, ow, kw * cc)
-        rows = (n - 1) * hp + oh  # one GEMM per kernel row covers every sample (rows between are unused)
-        out = np.empty((n * hp, ow, o), dtype=dtype)
-        for i in range(kh):
-            lhs = cols[i * dh : i * dh + rows].reshape(rows * ow, kw * cc)
-            matrix = weights.matrix((i, i + 1), channels, dtype)
-            if i == 0:
-                np.matmul(lhs, matrix, out=out[:rows].reshape(rows * ow, o))
-            else:
-                out[:rows] += (lhs @ matrix).reshape(rows, ow, o)
-        return out.reshape(n, hp, ow, o)[:, :oh]
-    span_h = dh * (kh - 1) + 1
-    windows = sliding_window_view(padded, (span_h, span_w), axis=(1, 2))
-    windows = windows[:, : sh * (oh - 1) + 1 : sh, : sw * (ow - 1) + 1 : sw, :, ::dh, ::dw]
-    cols = np.ascontiguousarray(windows.transpose(0, 1, 2, 4, 5, 3)).reshape(n * oh * ow, kh * kw * cc)
-    return (cols @ weights.matrix((0, kh), channels, dtype)).reshape(n, oh, ow, o)
+def _conv_gemms(padded, weights: ExactWeights, channels, strides, dilations, dtype) -> np.ndarray:
+    _, kh, kw, _ = weights.shape
+    return float_ops.conv_gemms_nhwc(
+        padded, lambda rows: weights.matrix(rows, channels, dtype), (kh, kw), strides, dilations, weights.shape[0]
+    )
 
 
 def depthwise_sums_nhwc(x, weight_hwc, strides, pads, dilations) -> np.ndarray:
@@ -458,7 +424,7 @@ def depthwise_sums_nhwc(x, weight_hwc, strides, pads, dilations) -> np.ndarray:
     kh, kw, c = weight.shape
     bound = channel_max_abs(x) * np.abs(weight.astype(np.int64)).sum(axis=(0, 1))
     dtype = np.float32 if bound.max(initial=0.0) < FLOAT32_EXACT_LIMIT else np.float64
-    padded = _padded_float(x, pads, dtype)
+    padded = float_ops.pad_nhwc(x, pads, dtype)
     (sh, sw), (dh, dw) = strides, dilations
     oh = (padded.shape[1] - (dh * (kh - 1) + 1)) // sh + 1
     ow = (padded.shape[2] - (dw * (kw - 1) + 1)) // sw + 1
@@ -526,8 +492,8 @@ def conv2d_accumulate_exact(x, weight, strides, pads, dilations, group: int, dty
         prepared = prepared_weights(group_weight) if group == 1 else ExactWeights(group_weight.transpose(0, 2, 3, 1))
         group_x = nhwc if group == 1 else nhwc[..., g * c_per_group : (g + 1) * c_per_group]
         if dtype == np.float64:
-            sums = _conv_gemms(_padded_float(group_x, pads, np.float64), prepared, (0, c_per_group), group_x.shape,
-                               strides, dilations, np.float64)
+            sums = _conv_gemms(float_ops.pad_nhwc(group_x, pads, np.float64), prepared, (0, c_per_group), strides,
+                               dilations, np.float64)
         else:
             sums = conv_sums_nhwc(group_x, prepared, strides, pads, dilations)
         parts.append(sums.astype(np.int64))
