@@ -540,8 +540,7 @@ class Machine:
         else:
             acc = fp.conv_sums_nhwc(x, self._conv_weights(i, depthwise=False), strides, pads, dilations)
             reduction = kh * kw * c
-        y = self._requantization(i, reduction)(acc[0])
-        self._output_map(i["out_addr"], oh, ow, o)[...] = y
+        self._requantization(i, reduction)(acc[0], out=self._output_map(i["out_addr"], oh, ow, o))
 
     def _constant_origin(self, address: int, size: int) -> tuple | None:
         """Which constants SRAM [address, address + size) holds (the LOAD that brought them and

@@ -513,16 +513,26 @@ class Requantization:
     low: int
     high: int
 
-    def __call__(self, acc) -> np.ndarray:
-        """float64 integers: the exactness argument of `rescale_float` holds term by term."""
+    def __call__(self, acc, out: np.ndarray | None = None) -> np.ndarray:
+        """The result, exact by the argument of `rescale_float` term by term: float64 integers,
+        or written into the integer array `out` (its dtype must hold [low, high]) and returned."""
         acc = np.asarray(acc)
         if self.bias is not None:
             limit = qmax(32)
             acc = np.clip(acc.astype(np.float64) + self.bias, -limit, limit)
         result = np.multiply(acc, self.factor, dtype=np.float64)
         result += self.constant
+        if out is not None and self.low >= 0:
+            # clip, then the integer cast truncates: floor, for values that are not negative
+            np.clip(result, self.low, self.high, out=result)
+            out[...] = result
+            return out
         np.floor(result, out=result)
-        return np.clip(result, self.low, self.high, out=result)
+        np.clip(result, self.low, self.high, out=result)
+        if out is None:
+            return result
+        out[...] = result
+        return out
 
 
 def requantization(bias, reduction: int, multiplier, shift, low: int, high: int) -> Requantization:

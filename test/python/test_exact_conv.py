@@ -92,3 +92,14 @@ def test_requantization_saturates_the_accumulator_when_the_bias_can_reach_int32(
     assert folded.bias is None
     expected = fixed_point.clamp(fixed_point.rescale(acc.astype(np.int64) + [3, -4, 7], multiplier, shift, 8, axis=1), 0, 127)
     assert np.array_equal(folded(acc), expected)
+
+
+@pytest.mark.parametrize("low", [0, -127])
+def test_requantization_into_int8_equals_its_float_result(low):
+    rng = np.random.default_rng(9)
+    acc = rng.integers(-(2**20), 2**20, (6, 5, 4)).astype(np.float32)
+    multiplier, shift = rng.integers(2**14, 2**15, 4), rng.integers(10, 24, 4)
+    requantize = fixed_point.requantization(rng.integers(-999, 999, 4), 64, multiplier, shift, low, 127)
+    out = np.full(acc.shape, 99, np.int8)
+    assert requantize(acc, out=out) is out
+    assert np.array_equal(out, requantize(acc).astype(np.int8))
