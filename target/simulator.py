@@ -90,6 +90,26 @@ class RunStats:
         self.tokens.extend(other.tokens)
 
 
+@dataclass(frozen=True)
+class _Transfer:
+    """One DMA instruction's views (bytes with a trailing element axis) and spans."""
+
+    instruction: Instruction
+    ddr: np.ndarray
+    sram: np.ndarray
+    padded: np.ndarray | None  # the whole padded SRAM region, or None
+    sram_start: int
+    sram_size: int
+    ddr_start: int
+    ddr_end: int
+    fields: tuple
+
+    def copy_in(self) -> None:
+        if self.padded is not None:
+            self.padded[...] = 0  # every padded lane the LOAD covers is defined: zero, then the data
+        self.sram[...] = self.ddr
+
+
 @dataclass
 class _Plan:
     """What a binary's run does that does not depend on data: the instructions executed (up
@@ -98,6 +118,7 @@ class _Plan:
     instructions: list
     steps: list[tuple[int, str, Instruction]]
     stats: RunStats
+    transfers: dict = field(default_factory=dict)  # id(instruction) -> _Transfer, built on first use
 
     @staticmethod
     def of(binary: Binary, machine: Machine) -> _Plan | None:
@@ -172,6 +193,7 @@ class Machine:
         self._image_owner: Binary | None = None
         self._sram_constants: dict[int, list] = {}
         self._views_only = False
+        self._transfers: dict[int, _Transfer] | None = None  # a binary's DMA views, while it runs
         self._prepared: dict[tuple, object] = {}
         self._plans: dict[int, tuple[Binary, _Plan]] = {}
 
@@ -335,11 +357,15 @@ class Machine:
         self._halted = False
         self._tokens = stats.tokens
         units = self._units
-        for index, mnemonic, instruction in plan.steps:
-            try:
-                units[mnemonic](instruction)
-            except XnpuError as error:
-                raise XnpuError(f"instruction {index} ({mnemonic}): {error}") from None
+        self._transfers = plan.transfers
+        try:
+            for index, mnemonic, instruction in plan.steps:
+                try:
+                    units[mnemonic](instruction)
+                except XnpuError as error:
+                    raise XnpuError(f"instruction {index} ({mnemonic}): {error}") from None
+        finally:
+            self._transfers = None
         return stats
 
     def _plan(self, binary: Binary) -> _Plan | None:
@@ -487,33 +513,42 @@ class Machine:
             return ddr, padded[:c], padded
         raise XnpuError(f"unknown DMA layout {layout}")
 
-    def _load(self, i: Instruction) -> None:
-        self._views_only = True  # the views; what they overwrite is settled by _sram_written
+    def _transfer(self, i: Instruction, loading: bool) -> _Transfer:
+        """A DMA's views and spans. Within a binary's run they are built once per instruction
+        (its fields and the memories do not change); the checks of `_dma` ran then."""
+        cached = self._transfers.get(id(i)) if self._transfers is not None else None
+        if cached is not None and cached.instruction is i:
+            return cached
+        self._views_only = True  # the views; what they read or overwrite is settled by the caller
         try:
-            ddr, sram, padded = self._dma(i, loading=True)
+            ddr, sram, padded = self._dma(i, loading)
         finally:
             self._views_only = False
         region = padded if padded is not None else sram
-        start, extent = i["sram_addr"], _strided_extent(region.shape, region.strides)
-        self._sram_written(start, extent)
+        ddr_start, ddr_end = dma_ddr_span(i)
+        transfer = _Transfer(i, ddr, sram, padded, i["sram_addr"], _strided_extent(region.shape, region.strides),
+                             ddr_start, ddr_end, tuple(i.fields.values()))
+        if self._transfers is not None:
+            self._transfers[id(i)] = transfer
+        return transfer
 
-        def copy() -> None:
-            if padded is not None:
-                padded[...] = 0  # every padded lane the LOAD covers is defined: zero, then the data
-            sram[...] = ddr
-
-        if self._image is not None and dma_ddr_span(i)[1] <= self._image[1]:
+    def _load(self, i: Instruction) -> None:
+        t = self._transfer(i, loading=True)
+        self._sram_written(t.sram_start, t.sram_size)
+        if self._image is not None and t.ddr_end <= self._image[1]:
             # constants: copied when SRAM is read there; a unit may reuse what it derived from them
-            self._sram_constants[start] = [start + extent, tuple(i.fields.values()), copy]
+            self._sram_constants[t.sram_start] = [t.sram_start + t.sram_size, t.fields, t.copy_in]
         else:
-            copy()
+            t.copy_in()
 
     def _store(self, i: Instruction) -> None:
         if i["layout"] in (DMA_LAYOUTS["OHWI"], DMA_LAYOUTS["DW"]):
             raise XnpuError(f"layout {_layout_name(i['layout'])} is LOAD-only")
-        ddr, sram, _ = self._dma(i, loading=False)
-        self._before_ddr_write(*_span_of(dma_ddr_span(i)))
-        ddr[...] = sram  # only the unpadded elements reach DDR
+        t = self._transfer(i, loading=False)
+        if self._sram_constants:
+            self._materialize(t.sram_start, t.sram_size)
+        self._before_ddr_write(t.ddr_start, t.ddr_end - t.ddr_start)
+        t.ddr[...] = t.sram  # only the unpadded elements reach DDR
 
     # ----------------------------------------------------------------------------------
     # Compute units: read int8 maps, call fixed_point, write saturated int8 maps
