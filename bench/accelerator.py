@@ -7,7 +7,9 @@ One run measures, side by side, for every model (default: all five bench models)
   calibration samples, imagenet_like: the 32 calibration images) vs onnxruntime
   `quantize_static` (QDQ, MinMax, per-channel, symmetric int8) on the same samples;
 - latency of one sample: the binary on the bit-exact simulator vs onnxruntime float32 and
-  onnxruntime's int8 model (2 threads each);
+  onnxruntime's int8 model (2 threads each); the simulator also with one OpenBLAS thread
+  (OPENBLAS_NUM_THREADS=1): on a machine whose cores other processes keep busy, OpenBLAS's
+  waiting threads spin against the main one and two threads are several times slower;
 - the peak RSS of each step's process: every step runs in a fresh process, xnpu's and
   onnxruntime's alike, and the rounds alternate between them (best time of the rounds);
 - that the binary is bit-identical to the fixed IR, on evaluation samples;
@@ -131,6 +133,8 @@ def bench_model(model, target: str, rounds: int, runs: int, eval_count: int, wor
     one = model.evaluation[:1]
     latency = interleaved_best({
         "xnpu": lambda: _timed(measure_in_child(xnpu_latency, str(binary_path), one, runs)),
+        "xnpu 1t": lambda: _timed(measure_in_child(xnpu_latency, str(binary_path), one, runs,
+                                                   env={"OPENBLAS_NUM_THREADS": "1"})),
         "fp32": lambda: _timed(measure_in_child(ort_latency, str(model.path), one, runs * 3)),
         "int8": lambda: _timed(measure_in_child(ort_latency, ort_int8, one, runs * 3)),
     }, rounds)
@@ -154,6 +158,8 @@ def bench_model(model, target: str, rounds: int, runs: int, eval_count: int, wor
         "sim ms": latency["xnpu"].seconds * 1e3,
         "ort fp32 ms": latency["fp32"].seconds * 1e3,
         "sim/fp32": latency["xnpu"].seconds / latency["fp32"].seconds,
+        "sim 1 BLAS thread ms": latency["xnpu 1t"].seconds * 1e3,
+        "sim 1t/fp32": latency["xnpu 1t"].seconds / latency["fp32"].seconds,
         "ort int8 ms": latency["int8"].seconds * 1e3,
         "sim MB": latency["xnpu"].peak_rss_mb,
         "ort fp32 MB": latency["fp32"].peak_rss_mb,

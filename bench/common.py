@@ -183,16 +183,24 @@ def _child(connection, function, args, repeat: int) -> None:
         connection.send((None, None, None, f"{type(error).__name__}: {error}"))
 
 
-def measure_in_child(function: Callable, *args, repeat: int = 1) -> Measured:
+def measure_in_child(function: Callable, *args, repeat: int = 1, env: dict[str, str] | None = None) -> Measured:
     """Call `function(*args)` `repeat` times in a fresh (spawned) process: the best time, the
     process's peak RSS and the last result. Imports happen before the clock starts only as
-    far as `function` does them itself; each engine pays its own the same way."""
+    far as `function` does them itself; each engine pays its own the same way. `env` adds
+    environment variables for the child (e.g. OPENBLAS_NUM_THREADS, read when numpy loads)."""
     import multiprocessing
+    import os
 
     context = multiprocessing.get_context("spawn")
     parent, child = context.Pipe(duplex=False)
     process = context.Process(target=_child, args=(child, function, args, repeat))
-    process.start()
+    saved = dict(os.environ)
+    os.environ.update(env or {})
+    try:
+        process.start()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
     child.close()
     seconds, rss, result, error = parent.recv()
     process.join()

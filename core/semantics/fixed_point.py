@@ -324,6 +324,10 @@ def mul_widening(lhs, rhs, out_bits: int = 16) -> np.ndarray:
 FLOAT32_EXACT_LIMIT = float(1 << 24)
 
 
+def _max_abs(x: np.ndarray) -> float:
+    return max(float(x.max()), -float(x.min()))
+
+
 def channel_max_abs(x: np.ndarray) -> np.ndarray:
     """R13: max|x| per channel of an N... x C integer array (the last axis), as float64: the input of the exactness bound."""
     flat = x.reshape(-1, x.shape[-1])
@@ -349,6 +353,7 @@ class ExactWeights:
         self.shape = weight.shape
         self.weight = weight
         self.channel_l1 = np.abs(weight.astype(np.int64)).sum(axis=(1, 2)).T.astype(np.float64)
+        self.largest_l1 = float(self.channel_l1.sum(axis=0).max(initial=0.0))  # max over o of sum |w[o]|
         self._matrices: dict[tuple, np.ndarray] = {}
 
     def matrix(self, rows: tuple[int, int], channels: tuple[int, int], dtype) -> np.ndarray:
@@ -392,7 +397,10 @@ def conv_sums_nhwc(x, weights: ExactWeights, strides, pads, dilations) -> np.nda
     """
     x = np.asarray(x)
     o, kh, kw, c = weights.shape
-    chunks = weights.channel_chunks(channel_max_abs(x))
+    chunks = [(0, c)]
+    if x.size and _max_abs(x) * weights.largest_l1 >= FLOAT32_EXACT_LIMIT:
+        # the whole-tensor bound does not settle it: bound per input channel, chunk if needed
+        chunks = weights.channel_chunks(channel_max_abs(x))
     dtype = np.float32 if chunks is not None else np.float64
     padded = float_ops.pad_nhwc(x, pads, dtype)
     total = None
