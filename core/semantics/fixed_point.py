@@ -109,11 +109,16 @@ def quantize(x, scale: float, bits: int = 8) -> np.ndarray:
     scale = float(scale)
     if not (scale > 0 and math.isfinite(scale)):
         raise XnpuError(f"quantize scale must be positive and finite, got {scale}")
-    v = np.asarray(x, dtype=np.float64) / scale
+    x = np.asarray(x)
+    v = np.divide(x, scale, out=np.empty(x.shape, np.float64))
     limit = qmax(bits)
-    v = np.nan_to_num(v, nan=0.0, posinf=limit, neginf=-limit)
-    v = np.clip(v, -limit, limit)
-    return (np.sign(v) * np.floor(np.abs(v) + 0.5)).astype(np.int64)
+    np.clip(v, -limit, limit, out=v)  # +-inf saturate; NaN stays NaN here
+    magnitude = np.asarray(np.abs(v))
+    magnitude += 0.5
+    np.floor(magnitude, out=magnitude)
+    np.copysign(magnitude, v, out=magnitude)
+    magnitude[np.isnan(v)] = 0.0
+    return magnitude.astype(np.int64)[()]  # a scalar in, a scalar out
 
 
 def quantize_thresholds(scale: float, bits: int = 8) -> np.ndarray:
