@@ -38,11 +38,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (  # noqa: E402
-    ArrayReader,
     accuracy,
     agreement,
     bench_models,
     measure_in_child,
+    ort_quantize,
     ort_run_each,
     ort_session,
     table,
@@ -82,24 +82,6 @@ def xnpu_quantize_and_run(path: str, calibration: np.ndarray, evaluation: np.nda
     return elapsed, only_output(xnpu.run(fixed, evaluation))
 
 
-def ort_quantize(path: str, input_name: str, calibration: np.ndarray, per_channel: bool, output: str) -> float:
-    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
-
-    start = time.perf_counter()
-    quantize_static(
-        path,
-        output,
-        ArrayReader(input_name, calibration),
-        quant_format=QuantFormat.QDQ,
-        activation_type=QuantType.QInt8,
-        weight_type=QuantType.QInt8,
-        per_channel=per_channel,
-        calibrate_method=CalibrationMethod.MinMax,
-        extra_options={"ActivationSymmetric": True, "WeightSymmetric": True},
-    )
-    return time.perf_counter() - start
-
-
 def xnpu_rows(model, reference: np.ndarray, evaluation: np.ndarray, ort_seconds: dict[bool, float]) -> list[dict]:
     rows = []
     for label, per_channel, variant in XNPU_CONFIGS:
@@ -117,29 +99,20 @@ def ort_rows(model, reference: np.ndarray, evaluation: np.ndarray, workdir: Path
     rows, seconds = [], {}
     for label, per_channel in ORT_CONFIGS:
         output = workdir / f"{model.name}.{label}.int8.onnx"
-        measured = measure_in_child(ort_quantize, str(model.path), input_name, model.calibration, per_channel,
-                                    str(output))
+        measured = measure_in_child(ort_quantize, str(model.path), model.calibration, str(output), per_channel,
+                                    input_name)
         elapsed = seconds[per_channel] = measured.result
-        for session, kind in ((reference_session(output), "QDQ in float"), (ort_session(output), "int8 kernels")):
+        # "QDQ in float": graph optimizations off, so quantize/dequantize pairs run in float and
+        # every product and sum is exact, as in xnpu's integer interpreter; the default session
+        # fuses them into int8 kernels that, on x86 CPUs without VNNI (AVX2's VPMADDUBSW sums
+        # pairs of u8 x s8 products into int16 with saturation), can lose accuracy of their own
+        for session, kind in ((ort_session(output, optimize=False), "QDQ in float"),
+                              (ort_session(output), "int8 kernels")):
             logits = ort_run_each(session, evaluation)
             rows.append(row(model, "onnxruntime", f"minmax, {label}, {kind}", reference, logits, elapsed, 1.0,
                             measured.peak_rss_mb))
             print(f"  onnxruntime {label}, {kind}: {rows[-1]['cos_mean']:.5f} ({elapsed:.2f} s)", file=sys.stderr)
     return rows, seconds
-
-
-def reference_session(path: Path):
-    """The QDQ model with graph optimizations off: quantize/dequantize pairs run in float, so
-    every product and sum is exact, as in xnpu's integer interpreter. The default session fuses
-    them into int8 kernels that, on x86 CPUs without VNNI (AVX2's VPMADDUBSW sums pairs of
-    u8 x s8 products into int16 with saturation), can lose accuracy of their own."""
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 2
-    options.log_severity_level = 3
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
 def row(model, engine: str, config: str, reference: np.ndarray, logits: np.ndarray, seconds: float | None,
