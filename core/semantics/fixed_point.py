@@ -110,7 +110,7 @@ def quantize(x, scale: float, bits: int = 8) -> np.ndarray:
     if not (scale > 0 and math.isfinite(scale)):
         raise XnpuError(f"quantize scale must be positive and finite, got {scale}")
     x = np.asarray(x)
-    v = np.divide(x, scale, out=np.empty(x.shape, np.float64))
+    v = np.divide(x, scale, out=np.empty(x.shape, np.float64), dtype=np.float64)  # the loop in float64, not x's
     limit = qmax(bits)
     np.clip(v, -limit, limit, out=v)  # +-inf saturate; NaN stays NaN here
     magnitude = np.asarray(np.abs(v))
