@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
     bench_models,
     best_time,
+    import_packages,
     interleaved_best,
     measure_in_child,
     ort_quantize,
@@ -52,13 +53,8 @@ def ort_quantize_step(model_path: str, calibration: np.ndarray, out: str) -> tup
 
 def xnpu_compile(model_path: str, calibration: np.ndarray, target: str) -> tuple[float, bytes]:
     import xnpu
-    import xnpu.frontend.onnx_import  # noqa: F401  (the libraries, not the work)
-    import xnpu.lowering.fixed_to_isa  # noqa: F401
-    import xnpu.lowering.nn_to_fixed  # noqa: F401
-    import xnpu.lowering.pdl_driver  # noqa: F401
-    import xnpu.target.emit  # noqa: F401
-    import xnpu.transforms.calibrate  # noqa: F401
 
+    import_packages("xnpu.frontend", "xnpu.transforms", "xnpu.lowering", "xnpu.target")  # the libraries, not the work
     start = time.perf_counter()
     binary = xnpu.compile(model_path, calibration, target=target, progress=False).to_bytes()
     return time.perf_counter() - start, binary

@@ -183,6 +183,17 @@ def _child(connection, function, args, repeat: int) -> None:
         connection.send((None, None, None, f"{type(error).__name__}: {error}"))
 
 
+def import_packages(*names: str) -> None:
+    """Import every module of these packages: a timed step then measures its work, not imports."""
+    import importlib
+    import pkgutil
+
+    for name in names:
+        package = importlib.import_module(name)
+        for module in pkgutil.walk_packages(package.__path__, f"{name}."):
+            importlib.import_module(module.name)
+
+
 def measure_in_child(function: Callable, *args, repeat: int = 1, env: dict[str, str] | None = None) -> Measured:
     """Call `function(*args)` `repeat` times in a fresh (spawned) process: the best time, the
     process's peak RSS and the last result. Imports happen before the clock starts only as

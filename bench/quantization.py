@@ -41,6 +41,7 @@ from common import (  # noqa: E402
     accuracy,
     agreement,
     bench_models,
+    import_packages,
     measure_in_child,
     ort_quantize,
     ort_run_each,
@@ -71,8 +72,7 @@ def only_output(outputs: dict[str, np.ndarray]) -> np.ndarray:
 def xnpu_quantize_and_run(path: str, calibration: np.ndarray, evaluation: np.ndarray, per_channel: bool,
                           variant: str) -> tuple[float, np.ndarray]:
     """In a fresh process: the quantize call's time (imports done first), then the int8 logits."""
-    import xnpu.lowering.nn_to_fixed  # noqa: F401  (the libraries, not the work)
-    import xnpu.transforms.calibrate  # noqa: F401
+    import_packages("xnpu.frontend", "xnpu.transforms", "xnpu.lowering")  # the libraries, not the work
 
     module = xnpu.import_onnx(path)
     start = time.perf_counter()
