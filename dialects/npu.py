@@ -187,8 +187,8 @@ class UnitOp(NpuOp):
         return None
 
     def finish(self, y: np.ndarray) -> np.ndarray:
-        """The epilogue applied to the unit's int8 result."""
-        return fixed_point.epilogue(y, self.relu is not None, self.clamp_bounds(), self.table_entries())
+        """The clamp or table after the unit's int8 result (its relu flag is the unit's own)."""
+        return fixed_point.epilogue(y, self.clamp_bounds(), self.table_entries())
 
 
 def epilogue_properties(relu: bool = False, clamp: Sequence[int] | None = None, table=None) -> dict[str, Attribute]:
@@ -295,11 +295,12 @@ class ConvOp(UnitOp):
 
     def compute(self, x, weight, bias) -> np.ndarray:
         m, s = ints(self.multiplier), ints(self.shift)
+        relu = self.relu is not None
         if self.is_gemm:
-            y = fixed_point.gemm_unit(x, weight, bias, m, s)
+            y = fixed_point.gemm_unit(x, weight, bias, m, s, relu)
         else:
             y = fixed_point.conv_unit(x, weight, bias, ints(self.strides), ints(self.pads), ints(self.dilations),
-                                      self.group.value.data, m, s)
+                                      self.group.value.data, m, s, relu)
         return self.finish(y)
 
 
@@ -403,7 +404,7 @@ class EltwiseOp(UnitOp):
         rescales = {} if self.kind == "mul" else dict(zip(("a_multiplier", "a_shift", "b_multiplier", "b_shift"),
                                                           self.input_rescales()))
         y = fixed_point.eltwise_unit(self.kind, a, b, self.multiplier.value.data, self.shift.value.data,
-                                     pre_shift=pre, **rescales)
+                                     pre_shift=pre, relu_flag=self.relu is not None, **rescales)
         return self.finish(y)
 
 
@@ -492,7 +493,8 @@ class PoolOp(UnitOp):
         kernel, strides, pads = ((), (), ()) if self.pool_kind == "global_avg" else self.window()
         y = fixed_point.pool_unit(self.pool_kind, x, kernel, strides, pads, self.out_hw(),
                                   ints(self.multiplier), ints(self.shift))
-        return self.finish(y)
+        # POOL has no relu flag: a relu here runs in the epilogue (one CLAMP or TABLE with the rest)
+        return self.finish(fixed_point.relu(y) if self.relu is not None else y)
 
 
 @irdl_op_definition

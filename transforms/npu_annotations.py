@@ -259,7 +259,7 @@ def epilogue_of(op: Operation, target: TargetDescription) -> Epilogue | None:
         if not target.has_table:
             raise fail(op, "a relu after pooling needs a clamp or a table unit", target)
         codes = np.arange(-fixed_point.TABLE_SIZE // 2, fixed_point.TABLE_SIZE // 2)
-        return Epilogue("table", entries=tuple(int(v) for v in op.finish(codes)))
+        return Epilogue("table", entries=tuple(int(v) for v in op.finish(fixed_point.relu(codes))))
     bounds = op.clamp_bounds()
     if bounds is not None:
         return Epilogue("clamp", *bounds)

@@ -808,30 +808,82 @@ def relu(y) -> np.ndarray:
     return clamp(y, 0, qmax(DATA_BITS))
 
 
-def conv_unit(x, weight, bias, strides, pads, dilations, group: int, multiplier, shift) -> np.ndarray:
-    """CONV: R13's exact int32 convolution, then R9's per-channel (or single) rescale to int8."""
-    acc = conv2d_int(x, weight, bias, strides, pads, dilations, group, ACCUMULATOR_BITS)
-    return rescale(acc, multiplier, shift, DATA_BITS, axis=1)
+def _output_low(relu_flag: bool) -> int:
+    """The least value a unit writes: R3's saturation, or 0 with its relu flag (R8)."""
+    return 0 if relu_flag else -qmax(DATA_BITS)
 
 
-def gemm_unit(a, weight, bias, multiplier, shift) -> np.ndarray:
-    """CONV as a fully connected layer: A (N x K) times weight (M x K) transposed, then R9."""
-    acc = gemm_int(a, weight, bias, trans_b=True, out_bits=ACCUMULATOR_BITS)
-    return rescale(acc, multiplier, shift, DATA_BITS, axis=1)
+def conv_unit_nhwc(x, weights, requant: Requantization, strides, pads, dilations, out=None) -> np.ndarray:
+    """CONV on N x H x W x C maps, as the simulator runs one instruction: R13's exact sums
+    (`weights` an ExactWeights of O x KH x KW x C for a dense convolution, or the KH x KW x C
+    integer kernels of a depthwise one), then R13's bias, R9's rescale and the relu flag as
+    `requant` (the `Requantization` of the unit's bias and records). Written into `out` when
+    given (an integer N x OH x OW x O array)."""
+    if isinstance(weights, ExactWeights):
+        sums = conv_sums_nhwc(x, weights, strides, pads, dilations)
+    else:
+        sums = depthwise_sums_nhwc(x, weights, strides, pads, dilations)
+    if out is None:
+        return requant(sums).astype(storage_dtype(DATA_BITS))
+    return requant(sums, out=out)
+
+
+def conv_unit(x, weight, bias, strides, pads, dilations, group: int, multiplier, shift,
+              relu_flag: bool = False) -> np.ndarray:
+    """CONV on an NCHW map with an OIHW weight (R13, then R9 per channel or with one pair, and
+    the relu flag, R8): `conv_unit_nhwc` per group (a depthwise convolution is one group of
+    KH x KW kernels)."""
+    x, weight = np.asarray(x), np.asarray(weight)
+    nhwc = x.transpose(0, 2, 3, 1)
+    out_channels, c_per_group, kh, kw = weight.shape
+    multipliers = np.broadcast_to(_ints(multiplier).reshape(-1), (out_channels,))
+    shifts = np.broadcast_to(_ints(shift).reshape(-1), (out_channels,))
+    biases = None if bias is None else _ints(bias).reshape(-1)
+    low, high = _output_low(relu_flag), qmax(DATA_BITS)
+    if group > 1 and c_per_group == 1 and out_channels == group:
+        requant = requantization(biases, kh * kw, multipliers, shifts, low, high)
+        y = conv_unit_nhwc(nhwc, weight[:, 0].transpose(1, 2, 0), requant, strides, pads, dilations)
+        return y.transpose(0, 3, 1, 2)
+    per_group, parts = out_channels // group, []
+    for g in range(group):
+        rows = slice(g * per_group, (g + 1) * per_group)
+        weights = prepared_weights(weight) if group == 1 else ExactWeights(weight[rows].transpose(0, 2, 3, 1))
+        requant = requantization(None if biases is None else biases[rows], c_per_group * kh * kw, multipliers[rows],
+                                 shifts[rows], low, high)
+        parts.append(conv_unit_nhwc(nhwc[..., g * c_per_group : (g + 1) * c_per_group], weights, requant, strides, pads,
+                                    dilations))
+    return (parts[0] if group == 1 else np.concatenate(parts, axis=3)).transpose(0, 3, 1, 2)
+
+
+def gemm_unit(a, weight, bias, multiplier, shift, relu_flag: bool = False) -> np.ndarray:
+    """CONV as a fully connected layer (R13, R9, R8): A (N x K) times weight (M x K)
+    transposed, a 1x1 `conv_unit_nhwc` over N x 1 x 1 x K."""
+    a = np.asarray(a)
+    outputs = np.asarray(weight).shape[0]
+    multipliers = np.broadcast_to(_ints(multiplier).reshape(-1), (outputs,))
+    shifts = np.broadcast_to(_ints(shift).reshape(-1), (outputs,))
+    requant = requantization(None if bias is None else _ints(bias).reshape(-1), a.shape[1], multipliers, shifts,
+                             _output_low(relu_flag), qmax(DATA_BITS))
+    y = conv_unit_nhwc(a.reshape(a.shape[0], 1, 1, a.shape[1]), prepared_weights(weight, "NK"), requant, (1, 1),
+                       (0, 0, 0, 0), (1, 1))
+    return y.reshape(a.shape[0], outputs)
 
 
 def eltwise_unit(
     op: str, a, b, multiplier: int, shift: int, a_multiplier: int = 0, a_shift: int = 0,
-    b_multiplier: int = 0, b_shift: int = 0, pre_shift: int | None = None,
+    b_multiplier: int = 0, b_shift: int = 0, pre_shift: int | None = None, relu_flag: bool = False,
 ) -> np.ndarray:
     """ELTWISE: mul is R12 then R9; add/sub is R10 into int24, the optional int16 stage
-    (a truncating R7 shift by `pre_shift`, seed 000's two-stage variant), then R9 to int8."""
+    (a truncating R7 shift by `pre_shift`, seed 000's two-stage variant), then R9 to int8;
+    then the relu flag (R8)."""
     if op == "mul":
-        return rescale(mul_widening(a, b, 16), multiplier, shift, DATA_BITS)
-    wide = add_widening(a, b, a_multiplier, a_shift, b_multiplier, b_shift, 24, subtract=op == "sub")
-    if pre_shift is not None:
-        wide = saturate(shift_arithmetic(wide, pre_shift, rounding=False), 16)
-    return rescale(wide, multiplier, shift, DATA_BITS)
+        y = rescale(mul_widening(a, b, 16), multiplier, shift, DATA_BITS)
+    else:
+        wide = add_widening(a, b, a_multiplier, a_shift, b_multiplier, b_shift, 24, subtract=op == "sub")
+        if pre_shift is not None:
+            wide = saturate(shift_arithmetic(wide, pre_shift, rounding=False), 16)
+        y = rescale(wide, multiplier, shift, DATA_BITS)
+    return relu(y) if relu_flag else y
 
 
 def pool_unit(kind: str, x, kernel, strides, pads, out_hw, multiplier, shift) -> np.ndarray:
@@ -844,10 +896,8 @@ def pool_unit(kind: str, x, kernel, strides, pads, out_hw, multiplier, shift) ->
     return avg_pool_int(x, kernel, strides, pads, out_hw, multiplier, shift, DATA_BITS)
 
 
-def epilogue(y, relu_flag: bool = False, bounds: Sequence[int] | None = None, table=None) -> np.ndarray:
-    """What follows a unit's int8 result in SRAM: its relu flag and a CLAMP (R8), or a TABLE (R15)."""
-    if relu_flag:
-        y = relu(y)
+def epilogue(y, bounds: Sequence[int] | None = None, table=None) -> np.ndarray:
+    """What follows a unit's int8 result in SRAM: a CLAMP (R8), or a TABLE (R15)."""
     if bounds is not None:
         y = clamp(y, bounds[0], bounds[1])
     if table is not None:
