@@ -122,7 +122,8 @@ CAPABILITIES: tuple[Callable[[TargetDescription], Capability], ...] = (
     _always("fixed.transpose", "NCHW <-> NHWC views by DMA"),
     _always("fixed.concat", "channel concatenation by DMA"),
     _always("fixed.resize", "nearest: the input (or its edge pad) stored once per output phase by strided DMA "
-                            "stores; not align_corners (position-dependent pixels)"),
+                            "stores; not where the pixel read varies with the position inside a phase (align_corners "
+                            "beyond x2)"),
     _resize_linear,
     _conv_transpose,
 )

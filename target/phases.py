@@ -143,13 +143,13 @@ def transpose_phase_kernel(conv_weight: np.ndarray, rows: TransposePhase, cols: 
 
 
 # --------------------------------------------------------------------------------------
-# The two ways to run a transposed convolution, in CONV instructions (target/cost.py)
+# The two ways to run an upsampling convolution, in CONV instructions (target/cost.py)
 # --------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class ConvShape:
-    """What one CONV instruction's cost depends on."""
+    """What one CONV instruction's cycles depend on (target/cost.py conv_cycles)."""
 
     out_hw: tuple[int, int]
     kernel: tuple[int, int]
@@ -162,14 +162,19 @@ def transpose_conv_phase_shapes(in_hw, out_hw, kernel, stride, pads, channels, o
     """The phase convolutions of a transposed convolution (one per output phase)."""
     axes = [transpose_axis(in_hw[i], out_hw[i], kernel[i], stride[i], pads[i]) for i in range(2)]
     assert axes[0] is not None and axes[1] is not None
-    shapes = []
-    for rows in axes[0]:
-        for cols in axes[1]:
-            hw = tuple(in_hw[i] + sum(p.pads) - p.taps + 1 for i, p in enumerate((rows, cols)))
-            shapes.append(ConvShape(hw, (rows.taps, cols.taps), channels, out_channels, depthwise))  # type: ignore[arg-type]
-    return shapes
+    return [ConvShape((in_hw[0] + sum(rows.pads) - rows.taps + 1, in_hw[1] + sum(cols.pads) - cols.taps + 1),
+                      (rows.taps, cols.taps), channels, out_channels, depthwise)
+            for rows in axes[0] for cols in axes[1]]
 
 
-def transpose_conv_zero_insert_shape(out_hw, kernel, channels, out_channels, depthwise) -> list[ConvShape]:
-    """The alternative: one stride-1 convolution of the zero-inserted input by the whole kernel."""
+def resize_linear_phase_shapes(in_hw, rows: ResizeAxis, cols: ResizeAxis, channels: int) -> list[ConvShape]:
+    """The depthwise phase convolutions of a linear resize over its edge-padded input."""
+    out_hw = (in_hw[0] + sum(rows.pad) - rows.taps + 1, in_hw[1] + sum(cols.pad) - cols.taps + 1)
+    return [ConvShape(out_hw, (rows.taps, cols.taps), channels, channels, True)] * (rows.factor * cols.factor)
+
+
+def zero_insert_shape(out_hw, kernel, channels, out_channels, depthwise) -> list[ConvShape]:
+    """The alternative: one stride-1 convolution over the zero-inserted input, one output per
+    output pixel, by the whole kernel (a transposed convolution's; for half_pixel linear x2 the
+    4 x 4 kernel outer([1, 3, 3, 1]) over the zero-inserted edge-padded input)."""
     return [ConvShape(tuple(out_hw), tuple(kernel), channels, out_channels, depthwise)]  # type: ignore[arg-type]
