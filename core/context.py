@@ -8,6 +8,7 @@ from xnpu.dialects.fixed import FIXED
 from xnpu.dialects.isa import ISA
 from xnpu.dialects.nn import NN
 from xnpu.dialects.npu import NPU
+from xnpu.dialects.tosa import TOSA
 
 
 def xnpu_dialects():
@@ -19,4 +20,5 @@ def make_context() -> Context:
     ctx = Context()
     for dialect in (Builtin, Func, *xnpu_dialects()):
         ctx.load_dialect(dialect)
+    ctx.load_dialect(TOSA)  # the export's dialect (dialects/tosa.py); xdsl-opt has its own `tosa`
     return ctx

@@ -88,7 +88,7 @@ def lower_to_isa(module: ModuleOp, target: str = "xnpu_default") -> ModuleOp:
     return module
 
 
-LEVELS = ("nn", "fixed", "npu", "isa", "bin")
+LEVELS = ("nn", "fixed", "npu", "isa", "bin", "tosa")  # tosa: the fixed level exported (docs/tosa.md)
 
 
 def load_model(model, input_shapes: Mapping[str, Sequence[int]] | None = None) -> ModuleOp:
@@ -118,7 +118,7 @@ def compile(
     lower-nn-to-fixed, fold-quantize-pairs; `quantize_options` are its options) -> legalize
     -> lower-fixed-to-isa -> emit, with no text in between. `stop_at` ("nn", "fixed", "isa")
     returns the module at that level instead of the Binary (npu: after legalize and
-    lower-fixed-to-npu); `after_pass(name, module)` is
+    lower-fixed-to-npu; tosa: the fixed level after convert-fixed-to-tosa, docs/tosa.md); `after_pass(name, module)` is
     called after every step (--print-ir-after-all). `legalize{target}` (docs/extending.md)
     makes the ops the target lacks into ones it has (`clamp_method`: auto, saturate or bias).
     `input_shapes` ({input name: shape}) fixes dynamic input dimensions of an ONNX model.
@@ -140,6 +140,11 @@ def compile(
         raise XnpuError("compiling below the nn level needs calibration data")
     quantize(module, calibration, after_pass=notify, **quantize_options)
     if stop_at == "fixed":
+        return module
+    if stop_at == "tosa":
+        from xnpu.lowering.fixed_to_tosa import ConvertFixedToTosaPass
+
+        _apply(module, ConvertFixedToTosaPass(), notify)
         return module
     if stop_at == "npu":
         from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass

@@ -63,6 +63,12 @@ def _lower_fixed_to_isa():
     return LowerFixedToIsaPass
 
 
+def _convert_fixed_to_tosa():
+    from xnpu.lowering.fixed_to_tosa import ConvertFixedToTosaPass
+
+    return ConvertFixedToTosaPass
+
+
 def _lower_fixed_to_npu():
     from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
 
@@ -88,4 +94,5 @@ def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "legalize": _legalize,
         "lower-fixed-to-npu": _lower_fixed_to_npu,
         "lower-fixed-to-isa": _lower_fixed_to_isa,
+        "convert-fixed-to-tosa": _convert_fixed_to_tosa,
     }

@@ -4,11 +4,13 @@
     xnpu-compile model.onnx --calibration calib.npy --target xnpu_lite -o model.xnb
     xnpu-compile model.onnx --calibration calib.npy --emit=isa -o model.isa.mlir
     xnpu-compile model.onnx --input-shape input=1,3,320,320 --calibration calib.npy -o model.xnb
+    xnpu-compile model.onnx --calibration calib.npy --emit=tosa -o model.tosa.mlir   # for IREE
     xnpu-compile --list-targets
 
 Runs import -> quantize (calibrate, lower-nn-to-fixed) -> lower-fixed-to-isa -> emit on
 the module in memory (`xnpu.pipeline.compile`); `--emit` stops at a level and writes its IR
-text (nn, fixed, npu, isa) or the binary (bin, the default). `--print-ir-after-all` prints the
+text (nn, fixed, npu, isa), the binary (bin, the default) or the fixed level as TOSA 1.0
+(tosa). `--print-ir-after-all` prints the
 module after every step to stderr. Every failure is one line `xnpu-compile: error: ...` and
 exit status 1; the output file is written atomically, so a failed compile leaves none.
 """
@@ -95,7 +97,8 @@ def compile_main(args: argparse.Namespace) -> None:
         compress_min_elements=args.compress_min_elements, compress_exclude=args.compress_exclude,
         input_shapes=shapes,
     )
-    write_output(args.output, result.to_bytes() if args.emit == "bin" else print_ir(result))
+    # TOSA goes out in MLIR's generic form, the one every upstream parser reads (docs/tosa.md)
+    write_output(args.output, result.to_bytes() if args.emit == "bin" else print_ir(result, generic=args.emit == "tosa"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

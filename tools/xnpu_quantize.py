@@ -8,7 +8,7 @@
 The model is an ONNX file or nn-level IR (.mlir); the calibration data an .npy holding N
 samples along the batch axis (one-input model) or an .npz of arrays by input name.
 `--report DIR` compares every layer of the int8 model with the float one on the calibration
-data (or its first `--report-samples N`) and writes report.{txt,csv,json,dot,svg} there
+data (or its first `--report-samples N`) and writes report.{txt,csv,json,html,dot,svg} there
 (transforms/quant_report.py). Errors are one line `xnpu-quantize: error: ...` with exit
 status 1; the output is written atomically, so a failed run leaves no output file.
 """

@@ -118,6 +118,26 @@ def quantize(x, scale: float, bits: int = 8) -> np.ndarray:
     return (np.sign(v) * np.floor(np.abs(v) + 0.5)).astype(np.int64)
 
 
+def quantize_thresholds(scale: float, bits: int = 8) -> np.ndarray:
+    """R4 on float32 inputs as a step function: entry k - 1 is the smallest non-negative
+    float32 x with quantize(x, scale, bits) >= k, for k = 1 .. qmax(bits).
+
+    quantize is monotone in x (float64 division rounds monotonically), so a float32 x >= 0
+    quantizes to the number of thresholds it reaches. Exporters that compute in float32 (TOSA,
+    docs/tosa.md) compare against these instead of dividing in float64. Found by bisection over
+    the bit patterns of non-negative float32 values (ordered as integers), with quantize itself.
+    """
+    levels = np.arange(1, qmax(bits) + 1)
+    below = np.zeros(levels.shape, np.uint32)  # 0.0 quantizes to 0 < k
+    reach = np.full(levels.shape, np.float32(np.inf).view(np.uint32))  # +inf saturates to qmax >= k
+    while np.any(reach - below > 1):
+        middle = below + (reach - below) // 2
+        reaches = quantize(middle.view(np.float32), scale, bits) >= levels
+        reach = np.where(reaches, middle, reach)
+        below = np.where(reaches, below, middle)
+    return reach.view(np.float32)
+
+
 def dequantize(q, scale, axis: int | None = None) -> np.ndarray:
     """R4: x = q * scale, computed in float64, returned as float32; per-channel scales along `axis`."""
     q = _ints(q)

@@ -28,6 +28,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import BlockArgument, Operation
 from xdsl.passes import ModulePass
+from xdsl.transforms.dead_code_elimination import dce
 
 from xnpu.dialects import fixed, npu
 from xnpu.errors import XnpuError
@@ -108,6 +109,7 @@ def lower_fixed_to_npu(module: ModuleOp, target_name: str, extra_patterns=()) ->
     target = load_target(target_name)
     ctx = PatternContext(target)
     fired = apply_patterns(module, fixed_to_npu_patterns(extra_patterns), ctx)
+    dce(module)  # constants a pattern replaced (a reshaped or densified kernel's original)
     check_selected(module, target, ctx)
     module.attributes[npu.TARGET_ATTRIBUTE] = StringAttr(target_name)
     return fired

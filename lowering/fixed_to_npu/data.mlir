@@ -51,3 +51,16 @@ pdl.pattern @concat : benefit(1) {
     pdl.replace %op with %y
   }
 }
+
+// a reshape of a constant (seed 002's kernels when the multiplier is a weight) is a constant
+pdl.pattern @reshape_constant : benefit(2) {
+  %ct = pdl.type
+  %const = pdl.operation "fixed.constant" -> (%ct : !pdl.type)
+  %c = pdl.result 0 of %const
+  %t = pdl.type
+  %op = pdl.operation "fixed.reshape"(%c : !pdl.value) -> (%t : !pdl.type)
+  pdl.rewrite %op {
+    %value = pdl.apply_native_rewrite "reshaped_constant"(%c, %t : !pdl.value, !pdl.type) : !pdl.value
+    pdl.replace %op with (%value : !pdl.value)
+  }
+}

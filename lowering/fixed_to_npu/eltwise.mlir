@@ -67,3 +67,29 @@ pdl.pattern @mul : benefit(1) {
     pdl.erase %mul
   }
 }
+
+// mul by a constant (one value, or one per channel) + rescale -> a depthwise 1x1 CONV with the
+// constant as kernels, where the target's cost model says it takes fewer cycles than ELTWISE
+// reading the constant from memory (both exact: R12's int16 product and R13's int32 sum of
+// one product are the same integer)
+pdl.pattern @mul_by_constant_as_conv : benefit(2) {
+  %x = pdl.operand
+  %ct = pdl.type
+  %const = pdl.operation "fixed.constant" -> (%ct : !pdl.type)
+  %c = pdl.result 0 of %const
+  %mul = pdl.operation "fixed.mul"(%x, %c : !pdl.value, !pdl.value)
+  %p = pdl.result 0 of %mul
+  %m = pdl.attribute
+  %s = pdl.attribute
+  %t = pdl.type
+  %rescale = pdl.operation "fixed.rescale"(%p : !pdl.value) {"multiplier" = %m, "shift" = %s} -> (%t : !pdl.type)
+  pdl.apply_native_constraint "rescaled_to_i8"(%mul, %rescale : !pdl.operation, !pdl.operation)
+  pdl.apply_native_constraint "one_pair"(%rescale : !pdl.operation)
+  pdl.apply_native_constraint "conv_cheaper_than_eltwise"(%mul, %x : !pdl.operation, !pdl.value)
+  pdl.rewrite %rescale {
+    %kernels, %strides, %pads, %dilations, %group = pdl.apply_native_rewrite "channel_kernels"(%x, %c : !pdl.value, !pdl.value) : !pdl.value, !pdl.attribute, !pdl.attribute, !pdl.attribute, !pdl.attribute
+    %y = pdl.operation "npu.conv"(%x, %kernels : !pdl.value, !pdl.value) {"strides" = %strides, "pads" = %pads, "dilations" = %dilations, "group" = %group, "multiplier" = %m, "shift" = %s} -> (%t : !pdl.type)
+    pdl.replace %rescale with %y
+    pdl.erase %mul
+  }
+}

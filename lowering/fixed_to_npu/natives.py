@@ -18,7 +18,7 @@ from xnpu.dialects.shapes import i64_array, i64_attr, ints, shape_of
 import xnpu.lowering.common_natives  # noqa: F401  (single_use, is_i8)
 from xnpu.lowering.pdl_driver import PatternContext, native_constraint, native_rewrite
 from xnpu.semantics import fixed_point
-from xnpu.target import legality
+from xnpu.target import cost, legality
 
 UNIT_OPS = (npu.ConvOp, npu.EltwiseOp, npu.PoolOp)
 # fixed ops a unit pattern consumes: a clamp or table after one waits until it is selected
@@ -152,7 +152,7 @@ def _constant(ctx: PatternContext, values: np.ndarray, bits: int, like: Operatio
     if like is not None:
         constant.attributes.update({k: v for k, v in like.attributes.items() if k.startswith("fixed.codebook")})
     constant.location = ctx.root.location  # type: ignore[union-attr]
-    ctx.rewriter.insert_op(constant, InsertPoint.before(ctx.root))  # type: ignore[union-attr]
+    ctx.rewriter.insert(constant, InsertPoint.before(ctx.root))  # type: ignore[union-attr]
     return constant.result
 
 
@@ -354,3 +354,44 @@ def conv_transpose_phase(ctx: PatternContext, op: Operation, row_phase: Attribut
     out_hw = (h + rows.pads[0] + rows.pads[1] - rows.taps + 1, w + cols.pads[0] + cols.pads[1] - cols.taps + 1)
     return (_constant(ctx, kernel, 8, op.weight.owner), i64_array(pads),
             fixed.int_tensor(8, (n, conv_weight.shape[0], *out_hw)))
+
+
+def _per_channel_constant(x: SSAValue, c: SSAValue) -> bool:
+    xs, cs = shape_of(x), shape_of(c)
+    return len(xs) == 4 and xs[0] == 1 and (int(np.prod(cs)) == 1 or cs == (1, xs[1], 1, 1))
+
+
+@native_constraint()
+def conv_cheaper_than_eltwise(ctx: PatternContext, mul: Operation, x: SSAValue) -> bool:
+    """x * c (c one value or one per channel of an NCHW map) as a depthwise 1x1 CONV costs fewer
+    cycles than the ELTWISE mul on this target (or the ELTWISE unit has no mul): the compute
+    instruction and the constant's loads, by target/cost.py's formulas."""
+    (c,) = [v for v in mul.operands if v is not x]
+    target = _target(ctx)
+    if not _per_channel_constant(x, c) or shape_of(mul.results[0]) != shape_of(x):
+        return False
+    if legality.conv_problem(target, kernel=(1, 1), strides=(1, 1), dilations=(1, 1), pads=(0, 0, 0, 0),
+                             in_channels=1, depthwise=True):
+        return False
+    if legality.eltwise_problem(target, "mul"):
+        return True
+    _, channels, h, w = shape_of(x)
+    return cost.depthwise_scale_cycles(target, h, w, channels) < cost.eltwise_scale_cycles(target, h, w, channels)
+
+
+@native_rewrite()
+def channel_kernels(ctx: PatternContext, x: SSAValue, c: SSAValue):
+    """The constant as C depthwise 1x1 kernels (one value broadcast to every channel), and the
+    conv's strides, pads, dilations and group."""
+    channels = shape_of(x)[1]
+    codes = c.owner.to_numpy().reshape(-1)  # type: ignore[union-attr]
+    kernels = np.broadcast_to(codes, (channels,)).reshape(channels, 1, 1, 1)
+    return (_constant(ctx, kernels, 8, c.owner), i64_array([1, 1]), i64_array([0, 0, 0, 0]), i64_array([1, 1]),
+            i64_attr(channels))
+
+
+@native_rewrite()
+def reshaped_constant(ctx: PatternContext, c: SSAValue, result_type: Attribute):
+    """The constant's codes in the reshape's result shape."""
+    codes = c.owner.to_numpy()  # type: ignore[union-attr]
+    return _constant(ctx, codes.reshape(shape_of(result_type)), fixed.width_of(c), c.owner)

@@ -37,6 +37,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, ModuleOp, StringAttr
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.transforms.dead_code_elimination import dce
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -434,13 +435,6 @@ def _functions(module: ModuleOp) -> list[func.FuncOp]:
     return [op for op in module.ops if isinstance(op, func.FuncOp)]
 
 
-def _erase_dead_constants(module: ModuleOp) -> None:
-    for op in list(module.walk()):
-        if isinstance(op, (nn.ConstantOp, fixed.ConstantOp)) and not op.results[0].uses:
-            op.detach()
-            op.erase()
-
-
 def _reject_unlowered(module: ModuleOp) -> None:
     """A float op no pattern matched is one clear error, not a float op in the fixed module."""
     for op in module.walk():
@@ -474,7 +468,7 @@ class LowerNNToFixedPass(ModulePass):
         declarative = PatternSet(patterns, PatternContext(options={"variant": self.variant}))
         PatternRewriteWalker(GreedyRewritePatternApplier([declarative, *python_patterns()])).rewrite_module(op)
         _reject_unlowered(op)
-        _erase_dead_constants(op)
+        dce(op)  # the float constants the quantize_constant pattern replaced
         op.attributes["fixed.add_variant"] = StringAttr(self.variant)
 
 
