@@ -204,13 +204,15 @@ def fixed_pool_problem(target: TargetDescription, pool) -> str | None:
 
 def relu_flaggable(clamp) -> bool:
     """A clamp whose input is the output stage of a CONV or ELTWISE (the rescale after a
-    conv, gemm, add, sub, mul or int16 stage, used by nothing else): its relu flag."""
+    conv, gemm, add, sub, mul or int16 stage, used by nothing else; or after a transposed
+    convolution or linear resize, whose phase CONVs each take the flag): its relu flag."""
     from xnpu.dialects import fixed
 
     producer = clamp.operands[0].owner
     if not isinstance(producer, fixed.RescaleOp) or len(list(producer.result.uses)) != 1:
         return False
-    return isinstance(producer.input.owner, (fixed.Conv2dOp, fixed.GemmOp, fixed.AddOp, fixed.SubOp, fixed.MulOp, fixed.ShiftOp))
+    return isinstance(producer.input.owner, (fixed.Conv2dOp, fixed.GemmOp, fixed.AddOp, fixed.SubOp, fixed.MulOp,
+                                             fixed.ShiftOp, fixed.ConvTranspose2dOp, fixed.ResizeLinearOp))
 
 
 def fixed_clamp_problem(target: TargetDescription, clamp) -> str | None:

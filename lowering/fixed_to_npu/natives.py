@@ -122,17 +122,33 @@ def is_relu(ctx: PatternContext, clamp: Operation) -> bool:
     return legality.clamp_is_relu(_target(ctx), *clamp.bounds())
 
 
+def epilogue_units(producer: Operation) -> list[Operation]:
+    """The unit ops whose output stages run an epilogue of `producer`'s result: the unit
+    itself, or every phase unit of an interleave (an element-wise epilogue commutes with the
+    moves that interleave the phases), each read once by it."""
+    if not isinstance(producer, npu.InterleaveOp):
+        return [producer]
+    phases = [value.owner for value in producer.inputs]
+    return phases if len({id(op) for op in phases}) == len(phases) else []
+
+
 @native_constraint()
 def flags_relu(ctx: PatternContext, producer: Operation) -> bool:
-    """A CONV or ELTWISE whose only user this is and whose output stage is still free."""
-    return isinstance(producer, (npu.ConvOp, npu.EltwiseOp)) and takes_epilogue(ctx, producer) and producer.relu is None
+    """A CONV or ELTWISE (or an interleave of their phases) whose only user this is and whose
+    output stage is still free."""
+    units = epilogue_units(producer)
+    return (takes_epilogue(ctx, producer)
+            and all(isinstance(unit, (npu.ConvOp, npu.EltwiseOp)) and unit.relu is None for unit in units))
 
 
 @native_constraint()
 def takes_epilogue(ctx: PatternContext, producer: Operation) -> bool:
-    """A unit op whose only user this is, with no clamp or table after it yet."""
-    return (isinstance(producer, UNIT_OPS) and _uses(producer.results[0]) == 1
-            and producer.clamp is None and producer.table is None)
+    """A unit op (or an interleave of unit phases) whose only user this is, with no clamp or
+    table after it yet."""
+    units = epilogue_units(producer)
+    return bool(units) and _uses(producer.results[0]) == 1 and all(
+        isinstance(unit, UNIT_OPS) and _uses(unit.results[0]) == 1 and unit.clamp is None and unit.table is None
+        for unit in units)
 
 
 @native_constraint()
@@ -227,26 +243,29 @@ def clamp_table_rewrite(ctx: PatternContext, clamp: Operation):
 
 @native_rewrite()
 def set_relu(ctx: PatternContext, producer: Operation) -> None:
-    """The unit's relu flag computes the clamp to [0, smax] (the op is changed in place)."""
-    producer.properties["relu"] = UnitAttr()
+    """The unit's relu flag (each phase unit's) computes the clamp to [0, smax] (ops changed in place)."""
+    for unit in epilogue_units(producer):
+        unit.properties["relu"] = UnitAttr()
 
 
 @native_rewrite()
 def fuse_clamp(ctx: PatternContext, producer: Operation, clamp: Operation) -> None:
     """A clamp after a unit's result, in SRAM: a CLAMP where the target has the unit, else an
-    exact TABLE (the op is changed in place)."""
+    exact TABLE (the ops are changed in place)."""
     assert isinstance(clamp, fixed.ClampOp)
-    if legality.unit_problem(_target(ctx), "clamp") is None:
-        producer.properties["clamp"] = i64_array(clamp.bounds())
-    else:
-        producer.properties["table"] = npu.table_attr(clamp_table(*clamp.bounds()))
+    for unit in epilogue_units(producer):
+        if legality.unit_problem(_target(ctx), "clamp") is None:
+            unit.properties["clamp"] = i64_array(clamp.bounds())
+        else:
+            unit.properties["table"] = npu.table_attr(clamp_table(*clamp.bounds()))
 
 
 @native_rewrite()
 def fuse_table(ctx: PatternContext, producer: Operation, table: Operation) -> None:
-    """A table after a unit's result runs as its epilogue (the op is changed in place)."""
+    """A table after a unit's result runs as its epilogue (the ops are changed in place)."""
     assert isinstance(table, fixed.TableOp)
-    producer.properties["table"] = npu.table_attr(table.entries())
+    for unit in epilogue_units(producer):
+        unit.properties["table"] = npu.table_attr(table.entries())
 
 
 @native_constraint()

@@ -37,8 +37,8 @@ IMAGENET_STD = np.array([0.229, 0.224, 0.225], np.float32).reshape(1, 3, 1, 1)
 def upsample_model(seed: int = 0) -> onnx.ModelProto:
     """Every upsampling form the accelerator runs, on one 6 x 6 map: nearest x2 by replication,
     nearest x4 with shifted phases (asymmetric, ceil), linear x2 (half_pixel) added to the
-    replication, transposed convolutions with kernels 2 (no bias), 3 (pads, output_padding,
-    then tanh) and 4 (depthwise, bias)."""
+    replication, transposed convolutions with kernels 2 (no bias, then relu6), 3 (pads,
+    output_padding, then tanh) and 4 (depthwise, bias, then relu)."""
     rng = np.random.default_rng(seed)
 
     def tensor(name, *shape, spread=0.3):
@@ -48,7 +48,8 @@ def upsample_model(seed: int = 0) -> onnx.ModelProto:
         return numpy_helper.from_array(np.array([1, 1, factor, factor], np.float32), name)
 
     init = [tensor("w", 8, 4, 3, 3), tensor("b", 8), tensor("t3", 8, 4, 3, 3), tensor("b3", 4),
-            tensor("t4", 8, 1, 4, 4), tensor("b4", 8), tensor("t2", 8, 6, 2, 2), scales("x2", 2), scales("x4", 4)]
+            tensor("t4", 8, 1, 4, 4), tensor("b4", 8), tensor("t2", 8, 6, 2, 2), scales("x2", 2), scales("x4", 4),
+            numpy_helper.from_array(np.array(0.0, np.float32), "zero"), numpy_helper.from_array(np.array(0.5, np.float32), "six")]
     nodes = [
         helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["c"], ["r"], name="relu"),
@@ -64,10 +65,12 @@ def upsample_model(seed: int = 0) -> onnx.ModelProto:
         helper.make_node("Tanh", ["d3"], ["tanh"], name="tanh"),
         helper.make_node("ConvTranspose", ["r", "t4", "b4"], ["d4"], name="deconv4_dw", kernel_shape=[4, 4],
                          strides=[2, 2], pads=[1, 1, 1, 1], group=8),
+        helper.make_node("Relu", ["d4"], ["relu4"], name="relu4"),
         helper.make_node("ConvTranspose", ["r", "t2"], ["d2"], name="deconv2", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Clip", ["d2", "zero", "six"], ["clip2"], name="clip2"),
     ]
-    outputs = [("sum", [1, 8, 12, 12]), ("ceil", [1, 8, 24, 24]), ("tanh", [1, 4, 12, 12]), ("d4", [1, 8, 12, 12]),
-               ("d2", [1, 6, 12, 12])]
+    outputs = [("sum", [1, 8, 12, 12]), ("ceil", [1, 8, 24, 24]), ("tanh", [1, 4, 12, 12]), ("relu4", [1, 8, 12, 12]),
+               ("clip2", [1, 6, 12, 12])]
     graph = helper.make_graph(nodes, "upsample", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6])],
                               [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs], init)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -136,6 +139,25 @@ def test_upsampling_ops_at_the_npu_level():
         assert kinds.count(npu.ConvOp) == 4 and kinds.count(npu.InterleaveOp) == 1, node
     depthwise = [op for op in by_node['loc("deconv4_dw")'] if isinstance(op, npu.ConvOp)]
     assert all(op.is_depthwise and op.bias is not None and npu.shape_of(op.weight)[2:] == (2, 2) for op in depthwise)
+
+
+@pytest.mark.parametrize("target", TARGETS[:2])
+def test_activations_after_phases_run_in_every_phase_units_output_stage(target):
+    """relu, relu6 and tanh after a transposed convolution commute with the interleave: the
+    relu flag, the clamp (a TABLE on xnpu_lite) and the table of each phase CONV; the relu is
+    not legalized into bias-adds on xnpu_lite."""
+    module, fired = to_npu(fixed_text("upsample"), target)
+    convs = {}
+    for op in module.walk():
+        if isinstance(op, npu.ConvOp):
+            convs.setdefault(str(op.location), []).append(op)
+    assert not any(isinstance(op, (npu.ClampOp, npu.TableOp)) for op in module.walk())
+    assert all(len(convs[node]) == 4 for node in ('loc("deconv4_dw")', 'loc("deconv3")', 'loc("deconv2")'))
+    assert [op.relu is not None for op in convs['loc("deconv4_dw")']] == [True] * 4
+    assert all(op.table is not None for op in convs['loc("deconv3")'])
+    relu6 = convs['loc("deconv2")']
+    assert all(op.relu is not None or op.clamp is not None or op.table is not None for op in relu6)
+    assert len({str(op.properties.get("table") or op.properties.get("clamp")) for op in relu6}) == 1
 
 
 # --------------------------------------------------------------------------------------
