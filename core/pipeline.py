@@ -79,12 +79,29 @@ def quantize(
     return module
 
 
-def lower_to_isa(module: ModuleOp, target: str = "xnpu_default") -> ModuleOp:
-    """Lower a fixed module (changed in place) to an `isa` program for `target` (a name or a TOML path)."""
-    from xnpu.lowering.fixed_to_isa import LowerFixedToIsaPass
+def below_npu(target: str) -> list[ModulePass]:
+    """The passes from the npu level to the isa program, one per job (docs/npu.md, "Below npu")."""
+    from xnpu.lowering.npu_to_isa import LowerNpuToIsaPass
+    from xnpu.transforms.npu_allocate import NpuAllocatePass
+    from xnpu.transforms.npu_assign_layout import NpuAssignLayoutPass
+    from xnpu.transforms.npu_tile import NpuTilePass
 
-    LowerFixedToIsaPass(target=str(target)).apply(make_context(), module)
-    verify_module(module)
+    return [NpuAssignLayoutPass(target=target), NpuTilePass(target=target), NpuAllocatePass(target=target),
+            LowerNpuToIsaPass(target=target)]
+
+
+def _verified(module: ModuleOp, steps, notify: AfterPass) -> None:
+    for step in steps:
+        _apply(module, step, notify)
+        verify_module(module)
+
+
+def lower_to_isa(module: ModuleOp, target: str = "xnpu_default", after_pass: AfterPass = _ignore) -> ModuleOp:
+    """Lower a fixed module (changed in place) to an `isa` program for `target` (a name or a TOML
+    path): lower-fixed-to-npu, npu-assign-layout, npu-tile, npu-allocate, lower-npu-to-isa."""
+    from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
+
+    _verified(module, [LowerFixedToNpuPass(target=str(target)), *below_npu(str(target))], after_pass)
     return module
 
 
@@ -116,14 +133,16 @@ def compile(
 
     import -> `quantize` (fold-batch-norm, remove-noop, fuse-activations, calibrate, [compress-weights],
     lower-nn-to-fixed, fold-quantize-pairs; `quantize_options` are its options) -> legalize
-    -> lower-fixed-to-isa -> emit, with no text in between. `stop_at` ("nn", "fixed", "isa")
-    returns the module at that level instead of the Binary (npu: after legalize and
-    lower-fixed-to-npu; tosa: the fixed level after convert-fixed-to-tosa, docs/tosa.md); `after_pass(name, module)` is
-    called after every step (--print-ir-after-all). `legalize{target}` (docs/extending.md)
-    makes the ops the target lacks into ones it has (`clamp_method`: auto, saturate or bias).
+    -> lower-fixed-to-npu -> npu-assign-layout -> npu-tile -> npu-allocate -> lower-npu-to-isa
+    -> emit, with no text in between. `stop_at` ("nn", "fixed", "tosa", "npu", "isa") returns
+    the module at that level instead of the Binary (npu: after lower-fixed-to-npu, before any
+    annotation; tosa: the fixed level after convert-fixed-to-tosa, docs/tosa.md);
+    `after_pass(name, module)` is called after every step (--print-ir-after-all).
+    `legalize{target}` (docs/extending.md) makes the ops the target lacks into ones it has
+    (`clamp_method`: auto, saturate or bias).
     `input_shapes` ({input name: shape}) fixes dynamic input dimensions of an ONNX model.
     """
-    from xnpu.lowering.fixed_to_isa import LowerFixedToIsaPass
+    from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
     from xnpu.lowering.legalize import LegalizePass
     from xnpu.target.description import load_target
     from xnpu.target.emit import emit_binary
@@ -146,16 +165,11 @@ def compile(
 
         _apply(module, ConvertFixedToTosaPass(), notify)
         return module
+    _verified(module, [LegalizePass(target=str(target), clamp_method=clamp_method),
+                       LowerFixedToNpuPass(target=str(target))], notify)
     if stop_at == "npu":
-        from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
-
-        for step in (LegalizePass(target=str(target), clamp_method=clamp_method), LowerFixedToNpuPass(target=str(target))):
-            _apply(module, step, notify)
-            verify_module(module)
         return module
-    for step in (LegalizePass(target=str(target), clamp_method=clamp_method), LowerFixedToIsaPass(target=str(target))):
-        _apply(module, step, notify)
-        verify_module(module)
+    _verified(module, below_npu(str(target)), notify)
     if stop_at == "isa":
         return module
     return emit_binary(module)

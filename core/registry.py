@@ -57,12 +57,6 @@ def _fold_quantize_pairs():
     return FoldQuantizePairsPass
 
 
-def _lower_fixed_to_isa():
-    from xnpu.lowering.fixed_to_isa import LowerFixedToIsaPass
-
-    return LowerFixedToIsaPass
-
-
 def _convert_fixed_to_tosa():
     from xnpu.lowering.fixed_to_tosa import ConvertFixedToTosaPass
 
@@ -73,6 +67,30 @@ def _lower_fixed_to_npu():
     from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
 
     return LowerFixedToNpuPass
+
+
+def _npu_assign_layout():
+    from xnpu.transforms.npu_assign_layout import NpuAssignLayoutPass
+
+    return NpuAssignLayoutPass
+
+
+def _npu_tile():
+    from xnpu.transforms.npu_tile import NpuTilePass
+
+    return NpuTilePass
+
+
+def _npu_allocate():
+    from xnpu.transforms.npu_allocate import NpuAllocatePass
+
+    return NpuAllocatePass
+
+
+def _lower_npu_to_isa():
+    from xnpu.lowering.npu_to_isa import LowerNpuToIsaPass
+
+    return LowerNpuToIsaPass
 
 
 def _legalize():
@@ -93,6 +111,9 @@ def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "fold-quantize-pairs": _fold_quantize_pairs,
         "legalize": _legalize,
         "lower-fixed-to-npu": _lower_fixed_to_npu,
-        "lower-fixed-to-isa": _lower_fixed_to_isa,
+        "npu-assign-layout": _npu_assign_layout,
+        "npu-tile": _npu_tile,
+        "npu-allocate": _npu_allocate,
+        "lower-npu-to-isa": _lower_npu_to_isa,
         "convert-fixed-to-tosa": _convert_fixed_to_tosa,
     }

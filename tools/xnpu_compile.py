@@ -7,10 +7,11 @@
     xnpu-compile model.onnx --calibration calib.npy --emit=tosa -o model.tosa.mlir   # for IREE
     xnpu-compile --list-targets
 
-Runs import -> quantize (calibrate, lower-nn-to-fixed) -> lower-fixed-to-isa -> emit on
-the module in memory (`xnpu.pipeline.compile`); `--emit` stops at a level and writes its IR
-text (nn, fixed, npu, isa), the binary (bin, the default) or the fixed level as TOSA 1.0
-(tosa). `--print-ir-after-all` prints the
+Runs import -> quantize (calibrate, lower-nn-to-fixed) -> legalize -> lower-fixed-to-npu ->
+npu-assign-layout -> npu-tile -> npu-allocate -> lower-npu-to-isa -> emit on the module in
+memory (`xnpu.pipeline.compile`); `--emit` stops at a level and writes its IR text (nn, fixed,
+npu, isa), the binary (bin, the default) or the fixed level as TOSA 1.0 (tosa).
+`--print-ir-after-all` prints the
 module after every step to stderr. Every failure is one line `xnpu-compile: error: ...` and
 exit status 1; the output file is written atomically, so a failed compile leaves none.
 """

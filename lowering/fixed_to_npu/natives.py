@@ -19,6 +19,7 @@ import xnpu.lowering.common_natives  # noqa: F401  (single_use, is_i8)
 from xnpu.lowering.pdl_driver import PatternContext, native_constraint, native_rewrite
 from xnpu.semantics import fixed_point
 from xnpu.target import cost, legality
+from xnpu.transforms.constants import fused_location
 
 UNIT_OPS = (npu.ConvOp, npu.EltwiseOp, npu.PoolOp)
 # fixed ops a unit pattern consumes: a clamp or table after one waits until it is selected
@@ -241,11 +242,17 @@ def clamp_table_rewrite(ctx: PatternContext, clamp: Operation):
     return npu.table_attr(clamp_table(*clamp.bounds()))
 
 
+def _absorb(ctx: PatternContext, producer: Operation) -> None:
+    """The unit now also computes the pattern's root: its location names both ONNX nodes."""
+    producer.location = fused_location(producer, ctx.root)  # type: ignore[arg-type]
+
+
 @native_rewrite()
 def set_relu(ctx: PatternContext, producer: Operation) -> None:
     """The unit's relu flag (each phase unit's) computes the clamp to [0, smax] (ops changed in place)."""
     for unit in epilogue_units(producer):
         unit.properties["relu"] = UnitAttr()
+        _absorb(ctx, unit)
 
 
 @native_rewrite()
@@ -258,6 +265,7 @@ def fuse_clamp(ctx: PatternContext, producer: Operation, clamp: Operation) -> No
             unit.properties["clamp"] = i64_array(clamp.bounds())
         else:
             unit.properties["table"] = npu.table_attr(clamp_table(*clamp.bounds()))
+        _absorb(ctx, unit)
 
 
 @native_rewrite()
@@ -266,6 +274,7 @@ def fuse_table(ctx: PatternContext, producer: Operation, table: Operation) -> No
     assert isinstance(table, fixed.TableOp)
     for unit in epilogue_units(producer):
         unit.properties["table"] = npu.table_attr(table.entries())
+        _absorb(ctx, unit)
 
 
 @native_constraint()

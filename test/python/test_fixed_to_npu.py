@@ -6,7 +6,6 @@ gives a module whose outputs equal the fixed module's exactly, for every model a
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import numpy as np
@@ -20,30 +19,9 @@ from xnpu.ir_io import parse_ir, print_ir
 from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass, lower_fixed_to_npu
 from xnpu.lowering.legalize import LegalizePass
 from xnpu.registry import all_passes
-from models import zoo_model
+from models import ROOT, fixed_text, model_and_data
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples"
-DIGITS = ROOT / ".." / "shared" / "bench" / "digits"
 TARGETS = ("xnpu_default", "xnpu_lite", str(Path(__file__).resolve().parent / "data" / "xnpu_test_16k.toml"))
-
-
-def model_and_data(name: str):
-    if name == "tiny_cnn":
-        data = np.load(EXAMPLES / "tiny_calib.npy")
-        return EXAMPLES / "tiny_cnn.onnx", data, data[:6]
-    if name == "zoo":
-        data = np.random.default_rng(3).standard_normal((8, 3, 40, 40)).astype(np.float32)
-        return zoo_model(), data, data[:3]
-    if not DIGITS.is_dir():
-        pytest.skip(f"bench data not found at {DIGITS} (../shared/bench/digits)")
-    return DIGITS / f"{name}.onnx", np.load(DIGITS / "calib_x.npy")[:40], np.load(DIGITS / "test_x.npy")[:6]
-
-
-@functools.lru_cache(maxsize=None)
-def fixed_text(name: str) -> str:
-    model, calibration, _ = model_and_data(name)
-    return print_ir(xnpu.quantize(xnpu.import_onnx(model), calibration, progress=False))
 
 
 def to_npu(name: str, target: str):

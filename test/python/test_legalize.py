@@ -388,7 +388,7 @@ def test_compile_runs_legalize_for_the_target():
     steps = []
     binary = xnpu.compile(str(DIGITS / "digits_se.onnx"), calibration, target="xnpu_lite", progress=False,
                           after_pass=lambda name, module: steps.append(name))
-    assert steps.index("legalize") == steps.index("lower-fixed-to-isa") - 1
+    assert steps.index("legalize") == steps.index("lower-fixed-to-npu") - 1
     data = np.load(DIGITS / "test_x.npy")[:2]
     fixed_module = xnpu.compile(str(DIGITS / "digits_se.onnx"), calibration, stop_at="fixed", progress=False)
     assert np.array_equal(run_binary(binary, data)["logits"], xnpu.run(fixed_module, data)["logits"])

@@ -26,14 +26,14 @@ builtin.module {
 }
 
 // CHECK:      %[[X:.*]] = fixed.quantize
-// CHECK-NEXT: %[[P:.*]] = npu.pool "max" %[[X]] {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, ceil_mode = 0 : i64, clamp = array<i64: 0, 127>} : tensor<1x2x4x4xi8> -> tensor<1x2x2x2xi8> loc("pool")
+// CHECK-NEXT: %[[P:.*]] = npu.pool "max" %[[X]] {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, ceil_mode = 0 : i64, clamp = array<i64: 0, 127>} : tensor<1x2x4x4xi8> -> tensor<1x2x2x2xi8> loc(fused["pool", "relu"])
 // CHECK-NEXT: %[[C:.*]] = npu.clamp %[[X]] {min = -3 : i64, max = 100 : i64} : tensor<1x2x4x4xi8> -> tensor<1x2x4x4xi8> loc("clip")
 // CHECK-NEXT: npu.table %[[C]] {table = array<i8: -64, -63, -63, -62,{{.*}}, 63, 63, 64>} : tensor<1x2x4x4xi8> -> tensor<1x2x4x4xi8> loc("requantize")
-// CHECK:      npu.conv %[[X]], %w {{{.*}}group = 2 : i64, multiplier = array<i64: 16384>, shift = array<i64: 14>, table = array<i8: -127, -127, -126,{{.*}}>} : (tensor<1x2x4x4xi8>, tensor<2x1x1x1xi8>) -> tensor<1x2x4x4xi8> loc("conv")
+// CHECK:      npu.conv %[[X]], %w {{{.*}}group = 2 : i64, multiplier = array<i64: 16384>, shift = array<i64: 14>, table = array<i8: -127, -127, -126,{{.*}}>} : (tensor<1x2x4x4xi8>, tensor<2x1x1x1xi8>) -> tensor<1x2x4x4xi8> loc(fused["conv", "table"])
 // CHECK-NOT:  fixed.{{clamp|table|rescale|max_pool}}
 
 // LITE:      %[[X:.*]] = fixed.quantize
-// LITE-NEXT: npu.pool "max" %[[X]] {{{.*}}table = array<i8: 0, 0, 0,{{.*}}, 126, 127>} : tensor<1x2x4x4xi8> -> tensor<1x2x2x2xi8> loc("pool")
+// LITE-NEXT: npu.pool "max" %[[X]] {{{.*}}table = array<i8: 0, 0, 0,{{.*}}, 126, 127>} : tensor<1x2x4x4xi8> -> tensor<1x2x2x2xi8> loc(fused["pool", "relu"])
 // LITE-NEXT: %[[C:.*]] = npu.table %[[X]] {table = array<i8: -3, -3, -3,{{.*}}, 99, 100, 100,{{.*}}>} : tensor<1x2x4x4xi8> -> tensor<1x2x4x4xi8> loc("clip")
 // LITE-NEXT: npu.table %[[C]]
 // LITE-NOT:  npu.clamp

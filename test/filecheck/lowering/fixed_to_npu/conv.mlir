@@ -28,7 +28,7 @@ builtin.module {
 
 // CHECK:      builtin.module attributes {npu.target = "xnpu_lite"}
 // CHECK:      %[[X:.*]] = fixed.quantize
-// CHECK:      %[[Y:.*]] = npu.conv %[[X]], %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64, multiplier = array<i64: 16384, 20000, 30000>, shift = array<i64: 18, 18, 19>, relu} : (tensor<1x2x8x8xi8>, tensor<3x2x3x3xi8>, tensor<3xi32>) -> tensor<1x3x8x8xi8> loc("conv")
+// CHECK:      %[[Y:.*]] = npu.conv %[[X]], %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64, multiplier = array<i64: 16384, 20000, 30000>, shift = array<i64: 18, 18, 19>, relu} : (tensor<1x2x8x8xi8>, tensor<3x2x3x3xi8>, tensor<3xi32>) -> tensor<1x3x8x8xi8> loc(fused["conv", "relu"])
 // CHECK-NOT:  fixed.clamp
 // CHECK:      %[[D:.*]] = fixed.constant dense<{{.*}}> : tensor<3x2x5x5xi8> loc("dilated")
 // CHECK-NEXT: npu.conv %[[X]], %[[D]] {strides = array<i64: 2, 2>, pads = array<i64: 2, 2, 2, 2>, dilations = array<i64: 1, 1>, group = 1 : i64, multiplier = array<i64: 16384>, shift = array<i64: 17>} : (tensor<1x2x8x8xi8>, tensor<3x2x5x5xi8>) -> tensor<1x3x4x4xi8> loc("dilated")

@@ -30,7 +30,7 @@ builtin.module {
 
 // CHECK:      %[[X:.*]] = fixed.quantize %a
 // CHECK-NEXT: %[[S:.*]] = fixed.quantize %c
-// CHECK-NEXT: npu.eltwise "add" %[[X]], %[[X]] {multiplier = 26274 : i64, shift = 22 : i64, lhs_multiplier = 16384 : i64, lhs_shift = -1 : i64, rhs_multiplier = 22668 : i64, rhs_shift = 0 : i64, pre_shift = 8 : i64, clamp = array<i64: -50, 60>} : (tensor<1x4x2x2xi8>, tensor<1x4x2x2xi8>) -> tensor<1x4x2x2xi8> loc("add")
+// CHECK-NEXT: npu.eltwise "add" %[[X]], %[[X]] {multiplier = 26274 : i64, shift = 22 : i64, lhs_multiplier = 16384 : i64, lhs_shift = -1 : i64, rhs_multiplier = 22668 : i64, rhs_shift = 0 : i64, pre_shift = 8 : i64, clamp = array<i64: -50, 60>} : (tensor<1x4x2x2xi8>, tensor<1x4x2x2xi8>) -> tensor<1x4x2x2xi8> loc(fused["add", "clip"])
 // CHECK-NEXT: npu.eltwise "sub" %[[X]], %[[S]] {multiplier = 26274 : i64, shift = 30 : i64, lhs_multiplier = 16384 : i64, lhs_shift = -1 : i64, rhs_multiplier = 16384 : i64, rhs_shift = -1 : i64} : (tensor<1x4x2x2xi8>, tensor<1x4x1x1xi8>) -> tensor<1x4x2x2xi8> loc("sub")
 // CHECK-NEXT: npu.eltwise "add" %[[X]], %[[S]] {multiplier = 26274 : i64, shift = 30 : i64, lhs_multiplier = 16384 : i64, lhs_shift = -1 : i64, rhs_multiplier = 20000 : i64, rhs_shift = 1 : i64} : (tensor<1x4x2x2xi8>, tensor<1x4x1x1xi8>) -> tensor<1x4x2x2xi8> loc("swapped_add")
 // CHECK-NEXT: npu.eltwise "mul" %[[X]], %[[S]] {multiplier = 16597 : i64, shift = 20 : i64} : (tensor<1x4x2x2xi8>, tensor<1x4x1x1xi8>) -> tensor<1x4x2x2xi8> loc("se")

@@ -1,20 +1,18 @@
-// RUN: xnpu-opt %s -p 'lower-fixed-to-isa{target=xnpu_default}' | filecheck %s
+// RUN: xnpu-opt %s -p 'npu-assign-layout,npu-tile,npu-allocate,lower-npu-to-isa' | filecheck %s
 
-// A 3x3 conv + per-channel rescale + relu on a 2-channel NCHW input becomes: the input
-// reordered to NHWC by DMA (LOAD NCHW, STORE NHWC), the conv's weights (OHWI), biases and
-// rescale records loaded from the constant image, ONE CONV with the relu flag, its output
-// stored NHWC, and a final NHWC -> NCHW copy for the host.
+// A 3x3 conv with a per-channel rescale and a relu (one npu.conv) on a 2-channel NCHW input
+// becomes: the input reordered to NHWC by DMA (LOAD NCHW, STORE NHWC), the conv's weights
+// (OHWI), biases and rescale records loaded from the constant image, ONE CONV with the relu
+// flag, its output stored NHWC, and a final NHWC -> NCHW copy for the host.
 
-builtin.module {
+builtin.module attributes {npu.target = "xnpu_default"} {
   func.func @main(%x: tensor<1x2x4x4xf32> {nn.name = "x"}) -> (tensor<1x4x4x4xf32> {nn.name = "y"}) {
     %0 = fixed.quantize %x {scale = 0.5 : f64} : tensor<1x2x4x4xf32> -> tensor<1x2x4x4xi8>
     %1 = fixed.constant dense<1> : tensor<4x2x3x3xi8> loc("conv")
     %2 = fixed.constant dense<[1, 2, 3, 4]> : tensor<4xi32> loc("conv")
-    %3 = fixed.conv2d %0, %1, %2 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x2x4x4xi8>, tensor<4x2x3x3xi8>, tensor<4xi32>) -> tensor<1x4x4x4xi32> loc("conv")
-    %4 = fixed.rescale %3 {multiplier = array<i64: 16384, 16384, 20000, 30000>, shift = array<i64: 15, 16, 16, 17>, axis = 1 : i64} : tensor<1x4x4x4xi32> -> tensor<1x4x4x4xi8> loc("conv")
-    %5 = fixed.clamp %4 {min = 0 : i64, max = 127 : i64} : tensor<1x4x4x4xi8> -> tensor<1x4x4x4xi8> loc("relu")
-    %6 = fixed.dequantize %5 {scale = 0.25 : f64} : tensor<1x4x4x4xi8> -> tensor<1x4x4x4xf32>
-    func.return %6 : tensor<1x4x4x4xf32>
+    %3 = npu.conv %0, %1, %2 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64, multiplier = array<i64: 16384, 16384, 20000, 30000>, shift = array<i64: 15, 16, 16, 17>, relu} : (tensor<1x2x4x4xi8>, tensor<4x2x3x3xi8>, tensor<4xi32>) -> tensor<1x4x4x4xi8> loc(fused["conv", "relu"])
+    %4 = fixed.dequantize %3 {scale = 0.25 : f64} : tensor<1x4x4x4xi8> -> tensor<1x4x4x4xf32>
+    func.return %4 : tensor<1x4x4x4xf32>
   }
 }
 

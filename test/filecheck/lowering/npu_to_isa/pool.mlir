@@ -1,21 +1,19 @@
-// RUN: xnpu-opt %s -p 'lower-fixed-to-isa{target=xnpu_default}' | filecheck %s
+// RUN: xnpu-opt %s -p 'npu-assign-layout,npu-tile,npu-allocate,lower-npu-to-isa' | filecheck %s
 
 // max pool 3x3/2 with padding 1, then a global average pool whose rescale is the POOL's
 // immediate (M, shift), then a gemm as a 1x1 CONV on the flattened 1 x 8 vector (free:
 // a 1x1 map is already in NCHW order).
 
-builtin.module {
+builtin.module attributes {npu.target = "xnpu_default"} {
   func.func @main(%x: tensor<1x8x5x5xf32> {nn.name = "x"}) -> (tensor<1x2xf32> {nn.name = "y"}) {
     %0 = fixed.quantize %x {scale = 0.1 : f64} : tensor<1x8x5x5xf32> -> tensor<1x8x5x5xi8>
-    %1 = fixed.max_pool %0 {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, ceil_mode = 0 : i64, dilations = array<i64: 1, 1>} : tensor<1x8x5x5xi8> -> tensor<1x8x3x3xi8> loc("maxpool")
-    %2 = fixed.global_avg_pool %1 : tensor<1x8x3x3xi8> -> tensor<1x8x1x1xi32> loc("gap")
-    %3 = fixed.rescale %2 {multiplier = array<i64: 29127>, shift = array<i64: 18>} : tensor<1x8x1x1xi32> -> tensor<1x8x1x1xi8> loc("gap")
-    %4 = fixed.flatten %3 {axis = 1 : i64} : tensor<1x8x1x1xi8> -> tensor<1x8xi8> loc("flatten")
-    %5 = fixed.constant dense<2> : tensor<2x8xi8> loc("fc")
-    %6 = fixed.gemm %4, %5 {trans_b = 1 : i64} : (tensor<1x8xi8>, tensor<2x8xi8>) -> tensor<1x2xi32> loc("fc")
-    %7 = fixed.rescale %6 {multiplier = array<i64: 16384>, shift = array<i64: 16>} : tensor<1x2xi32> -> tensor<1x2xi8> loc("fc")
-    %8 = fixed.dequantize %7 {scale = 0.2 : f64} : tensor<1x2xi8> -> tensor<1x2xf32>
-    func.return %8 : tensor<1x2xf32>
+    %1 = npu.pool "max" %0 {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : tensor<1x8x5x5xi8> -> tensor<1x8x3x3xi8> loc("maxpool")
+    %2 = npu.pool "global_avg" %1 {multiplier = array<i64: 29127>, shift = array<i64: 18>} : tensor<1x8x3x3xi8> -> tensor<1x8x1x1xi8> loc("gap")
+    %3 = npu.reshape %2 : tensor<1x8x1x1xi8> -> tensor<1x8xi8> loc("flatten")
+    %4 = fixed.constant dense<2> : tensor<2x8xi8> loc("fc")
+    %5 = npu.conv %3, %4 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64, multiplier = array<i64: 16384>, shift = array<i64: 16>} : (tensor<1x8xi8>, tensor<2x8xi8>) -> tensor<1x2xi8> loc("fc")
+    %6 = fixed.dequantize %5 {scale = 0.2 : f64} : tensor<1x2xi8> -> tensor<1x2xf32>
+    func.return %6 : tensor<1x2xf32>
   }
 }
 

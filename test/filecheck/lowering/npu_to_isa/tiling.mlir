@@ -1,4 +1,4 @@
-// RUN: xnpu-opt %s -p 'lower-fixed-to-isa{target="%S/../../../python/data/xnpu_test_16k.toml"}' | filecheck %s
+// RUN: xnpu-opt %s --target=%S/../../../python/data/xnpu_test_16k.toml -p 'npu-assign-layout,npu-tile,npu-allocate,lower-npu-to-isa' | filecheck %s
 
 // On a 16 KiB SRAM a 64 x 64 map (16 lanes per pixel once padded: 64 KiB) is cut into
 // tiles of output rows and columns. Each tile loads the input window its outputs read (the
@@ -9,12 +9,10 @@ builtin.module {
   func.func @main(%x: tensor<1x1x64x64xf32> {nn.name = "x"}) -> (tensor<1x8x64x64xf32> {nn.name = "y"}) {
     %0 = fixed.quantize %x {scale = 0.5 : f64} : tensor<1x1x64x64xf32> -> tensor<1x1x64x64xi8>
     %1 = fixed.constant dense<1> : tensor<8x1x3x3xi8> loc("conv1")
-    %2 = fixed.conv2d %0, %1 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x1x64x64xi8>, tensor<8x1x3x3xi8>) -> tensor<1x8x64x64xi32> loc("conv1")
-    %3 = fixed.rescale %2 {multiplier = array<i64: 16384>, shift = array<i64: 15>} : tensor<1x8x64x64xi32> -> tensor<1x8x64x64xi8> loc("conv1")
-    %4 = fixed.conv2d %3, %1 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 8 : i64} : (tensor<1x8x64x64xi8>, tensor<8x1x3x3xi8>) -> tensor<1x8x64x64xi32> loc("dw")
-    %5 = fixed.rescale %4 {multiplier = array<i64: 16384>, shift = array<i64: 15>} : tensor<1x8x64x64xi32> -> tensor<1x8x64x64xi8> loc("dw")
-    %6 = fixed.dequantize %5 {scale = 0.25 : f64} : tensor<1x8x64x64xi8> -> tensor<1x8x64x64xf32>
-    func.return %6 : tensor<1x8x64x64xf32>
+    %2 = npu.conv %0, %1 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64, multiplier = array<i64: 16384>, shift = array<i64: 15>} : (tensor<1x1x64x64xi8>, tensor<8x1x3x3xi8>) -> tensor<1x8x64x64xi8> loc("conv1")
+    %3 = npu.conv %2, %1 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 8 : i64, multiplier = array<i64: 16384>, shift = array<i64: 15>} : (tensor<1x8x64x64xi8>, tensor<8x1x3x3xi8>) -> tensor<1x8x64x64xi8> loc("dw")
+    %4 = fixed.dequantize %3 {scale = 0.25 : f64} : tensor<1x8x64x64xi8> -> tensor<1x8x64x64xf32>
+    func.return %4 : tensor<1x8x64x64xf32>
   }
 }
 

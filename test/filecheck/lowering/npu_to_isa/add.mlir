@@ -1,20 +1,18 @@
-// RUN: xnpu-opt %s --split-input-file -p 'lower-fixed-to-isa{target=xnpu_default}' | filecheck %s
+// RUN: xnpu-opt %s --split-input-file -p 'npu-assign-layout,npu-tile,npu-allocate,lower-npu-to-isa' | filecheck %s
 
-// Seed 000's two-stage add (R11: add -> shift -> rescale) and the relu after it are ONE
-// ELTWISE: the input multipliers, the int16 pre-shift (stage16) and the output rescale are
-// fields of the instruction, and the result overwrites input a in SRAM (in place).
-// A mul by a per-channel (1 x C x 1 x 1) operand is an ELTWISE with b_broadcast = channel.
+// Seed 000's two-stage add (R11: add -> shift -> rescale) with the relu after it, one
+// npu.eltwise, is ONE ELTWISE: the input multipliers, the int16 pre-shift (stage16) and the
+// output rescale are fields of the instruction, and the result overwrites input a in SRAM
+// (in place). A mul by a per-channel (1 x C x 1 x 1) operand is an ELTWISE with
+// b_broadcast = channel.
 
-builtin.module {
+builtin.module attributes {npu.target = "xnpu_default"} {
   func.func @main(%a: tensor<1x1x2x3xf32> {nn.name = "a"}, %b: tensor<1x1x2x3xf32> {nn.name = "b"}) -> (tensor<1x1x2x3xf32> {nn.name = "sum"}) {
     %0 = fixed.quantize %a {scale = 0.004211023622047245 : f64} : tensor<1x1x2x3xf32> -> tensor<1x1x2x3xi8>
     %1 = fixed.quantize %b {scale = 0.00608740157480315 : f64} : tensor<1x1x2x3xf32> -> tensor<1x1x2x3xi8>
-    %2 = fixed.add %0, %1 {lhs_multiplier = 22668 : i64, lhs_shift = 0 : i64, rhs_multiplier = 16384 : i64, rhs_shift = -1 : i64} : (tensor<1x1x2x3xi8>, tensor<1x1x2x3xi8>) -> tensor<1x1x2x3xi24> loc("add")
-    %3 = fixed.shift %2 {shift = 8 : i64, rounding = 0 : i64} : tensor<1x1x2x3xi24> -> tensor<1x1x2x3xi16> loc("add")
-    %4 = fixed.rescale %3 {multiplier = array<i64: 26274>, shift = array<i64: 22>} : tensor<1x1x2x3xi16> -> tensor<1x1x2x3xi8> loc("add")
-    %5 = fixed.clamp %4 {min = 0 : i64, max = 127 : i64} : tensor<1x1x2x3xi8> -> tensor<1x1x2x3xi8> loc("relu")
-    %6 = fixed.dequantize %5 {scale = 0.007592125984251968 : f64} : tensor<1x1x2x3xi8> -> tensor<1x1x2x3xf32>
-    func.return %6 : tensor<1x1x2x3xf32>
+    %2 = npu.eltwise "add" %0, %1 {multiplier = 26274 : i64, shift = 22 : i64, lhs_multiplier = 22668 : i64, lhs_shift = 0 : i64, rhs_multiplier = 16384 : i64, rhs_shift = -1 : i64, pre_shift = 8 : i64, relu} : (tensor<1x1x2x3xi8>, tensor<1x1x2x3xi8>) -> tensor<1x1x2x3xi8> loc(fused["add", "relu"])
+    %3 = fixed.dequantize %2 {scale = 0.007592125984251968 : f64} : tensor<1x1x2x3xi8> -> tensor<1x1x2x3xf32>
+    func.return %3 : tensor<1x1x2x3xf32>
   }
 }
 
@@ -29,18 +27,17 @@ builtin.module {
 
 // -----
 
-builtin.module {
+builtin.module attributes {npu.target = "xnpu_default"} {
   func.func @main(%x: tensor<1x3x2x2xf32> {nn.name = "x"}, %g: tensor<1x3x1x1xf32> {nn.name = "gate"}) -> (tensor<1x3x2x2xf32> {nn.name = "y"}) {
     %0 = fixed.quantize %x {scale = 0.01 : f64} : tensor<1x3x2x2xf32> -> tensor<1x3x2x2xi8>
     %1 = fixed.quantize %g {scale = 0.01 : f64} : tensor<1x3x1x1xf32> -> tensor<1x3x1x1xi8>
-    %2 = fixed.mul %1, %0 : (tensor<1x3x1x1xi8>, tensor<1x3x2x2xi8>) -> tensor<1x3x2x2xi16> loc("se_mul")
-    %3 = fixed.rescale %2 {multiplier = array<i64: 20972>, shift = array<i64: 21>} : tensor<1x3x2x2xi16> -> tensor<1x3x2x2xi8> loc("se_mul")
-    %4 = fixed.dequantize %3 {scale = 0.01 : f64} : tensor<1x3x2x2xi8> -> tensor<1x3x2x2xf32>
-    func.return %4 : tensor<1x3x2x2xf32>
+    %2 = npu.eltwise "mul" %0, %1 {multiplier = 20972 : i64, shift = 21 : i64} : (tensor<1x3x2x2xi8>, tensor<1x3x1x1xi8>) -> tensor<1x3x2x2xi8> loc("se_mul")
+    %3 = fixed.dequantize %2 {scale = 0.01 : f64} : tensor<1x3x2x2xi8> -> tensor<1x3x2x2xf32>
+    func.return %3 : tensor<1x3x2x2xf32>
   }
 }
 
-// The full-size operand becomes a (mul commutes); the gate is read once per channel chunk.
+// The full-size operand is a; the gate is read once per channel chunk.
 // CHECK:      isa.load {layout = NCHW, {{.*}} d0 = 3, d1 = 2, d2 = 2,
 // CHECK-NEXT: isa.store {layout = NHWC, {{.*}} ddr_addr = [[X:[0-9]+]], d0 = 2, d1 = 2, d2 = 3,
 // CHECK-NEXT: isa.load {layout = NHWC, {{.*}} sram_addr = [[G:[0-9]+]], {{.*}} d0 = 1, d1 = 1, d2 = 3,

@@ -1,8 +1,10 @@
-"""fixed -> isa -> binary: lowering, emission, tiling, the tools, and bit-exactness.
+"""fixed -> npu -> isa -> binary (`xnpu.pipeline.lower_to_isa`: lower-fixed-to-npu, then
+npu-assign-layout, npu-tile, npu-allocate, lower-npu-to-isa), the tools, and bit-exactness.
 
 The central property: a compiled program run on the reference simulator
 (`xnpu.target.simulator.run_binary`) gives EXACTLY the outputs of the fixed module it was
-compiled from (`xnpu.run`), for every model and every target, tiled or not.
+compiled from (`xnpu.run`), for every model and every target, tiled or not; and the
+programs of the npu lit cases compute what their npu modules compute.
 """
 
 from __future__ import annotations
@@ -19,19 +21,17 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import xnpu
+from xnpu.context import make_context
 from xnpu.dialects import isa
 from xnpu.errors import XnpuError
 from xnpu.ir_io import parse_ir, print_ir
 from xnpu.pipeline import compile as compile_model
-from xnpu.pipeline import lower_to_isa
+from xnpu.pipeline import below_npu, lower_to_isa
 from xnpu.target.binary import Binary
 from xnpu.target.description import list_targets, load_target
 from xnpu.target.emit import disassemble, emit_binary
-from models import zoo_model
+from models import EXAMPLES, ROOT, fixed_text, model_and_data, random_conv_parameters, zoo_model
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples"
-DIGITS = ROOT / ".." / "shared" / "bench" / "digits"
 DATA = Path(__file__).resolve().parent / "data"
 SMALL_TARGET = str(DATA / "xnpu_test_16k.toml")
 DIGITS_MODELS = ("digits_plain", "digits_resnet", "digits_se")
@@ -44,21 +44,6 @@ except ImportError:  # pragma: no cover - the simulator is written by another en
 needs_simulator = pytest.mark.skipif(
     run_binary is None, reason="target/simulator.py (run_binary) is absent: bit-exactness cannot be checked"
 )
-
-
-def model_and_data(name: str) -> tuple[Path, np.ndarray, np.ndarray]:
-    if name == "tiny_cnn":
-        data = np.load(EXAMPLES / "tiny_calib.npy")
-        return EXAMPLES / "tiny_cnn.onnx", data, data[:6]
-    if not DIGITS.is_dir():
-        pytest.skip(f"bench data not found at {DIGITS} (../shared/bench/digits)")
-    return DIGITS / f"{name}.onnx", np.load(DIGITS / "calib_x.npy")[:40], np.load(DIGITS / "test_x.npy")[:6]
-
-
-@functools.lru_cache(maxsize=None)
-def fixed_text(name: str) -> str:
-    path, calibration, _ = model_and_data(name)
-    return print_ir(xnpu.quantize(xnpu.import_onnx(path), calibration, progress=False))
 
 
 @functools.lru_cache(maxsize=None)
@@ -391,7 +376,9 @@ def test_xnpu_compile_writes_a_binary_that_objdump_reads(tmp_path):
     result = tool("xnpu-compile", str(EXAMPLES / "tiny_cnn.onnx"), "--calibration", str(EXAMPLES / "tiny_calib.npy"),
                   "-o", str(out), "--print-ir-after-all")
     assert result.returncode == 0, result.stderr
-    assert "IR Dump After lower-fixed-to-isa" in result.stderr and "IR Dump After calibrate" in result.stderr
+    for step in ("calibrate", "legalize", "lower-fixed-to-npu", "npu-assign-layout", "npu-tile", "npu-allocate",
+                 "lower-npu-to-isa"):
+        assert f"IR Dump After {step}" in result.stderr, step
     assert out.read_bytes() == compiled("tiny_cnn")[0].to_bytes()
     dump = tool("xnpu-objdump", str(out), "--no-constants")
     assert dump.returncode == 0 and "// [0] conv1, relu1" in dump.stdout and "isa.conv {" in dump.stdout
@@ -438,10 +425,10 @@ def test_xnpu_translate_assembles_and_disassembles(tmp_path):
 
 
 # --------------------------------------------------------------------------------------
-# The lit cases' programs compute what their fixed modules compute
+# The lit cases' programs compute what their npu modules compute
 # --------------------------------------------------------------------------------------
 
-LIT_CASES = ROOT / "test" / "filecheck" / "lowering" / "fixed_to_isa"
+LIT_CASES = ROOT / "test" / "filecheck" / "lowering" / "npu_to_isa"
 
 
 def lit_modules():
@@ -459,8 +446,10 @@ def test_lit_case_programs_are_bit_exact(text, target):
     rng = np.random.default_rng(5)
     inputs = {s.name: (rng.standard_normal((3, *s.shape[1:])) * 2).astype(np.float32) for s in specs}
     expected = xnpu.run(module, inputs)
-    binary = emit_binary(lower_to_isa(parse_ir(text), target))
-    actual = run_binary(binary, inputs, load_target(target))
+    program = parse_ir(text)
+    for step in below_npu(target):
+        step.apply(make_context(), program)
+    actual = run_binary(emit_binary(program), inputs, load_target(target))
     for key in expected:
         assert np.array_equal(expected[key], actual[key]), key
 
@@ -502,15 +491,8 @@ def test_resnet18_compiles_tiled_and_bit_exact_for_the_default_target():
 def random_layer_model(seed: int) -> tuple[onnx.ModelProto, tuple[int, int, int]]:
     """A conv with random kernel/stride/dilation/padding/groups, a relu and maybe a pool."""
     rng = np.random.default_rng(seed)
-    c = int(rng.choice([1, 3, 8, 20]))
-    h, w = (int(v) for v in rng.integers(5, 40, 2))
-    k, s, d = int(rng.integers(1, 6)), int(rng.integers(1, 4)), int(rng.integers(1, 3))
-    pads = [int(v) for v in rng.integers(0, 3, 4)]
-    group = int(rng.choice([1, c])) if c > 1 else 1
-    out_c = c if group == c > 1 else int(rng.choice([4, 16, 24]))
+    c, h, w, k, s, d, pads, group, out_c = random_conv_parameters(rng)
     extent = d * (k - 1) + 1
-    if h + pads[0] + pads[2] < extent or w + pads[1] + pads[3] < extent:
-        k = extent = 1
     oh = (h + pads[0] + pads[2] - extent) // s + 1
     ow = (w + pads[1] + pads[3] - extent) // s + 1
     init = [numpy_helper.from_array((rng.standard_normal((out_c, c // group, k, k)) * 0.4).astype(np.float32), "w"),
