@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -646,6 +647,20 @@ def interleave_rows(out_size: int, factor: int, phase: int) -> int:
     return len(range(phase, out_size, factor))
 
 
+@dataclass(frozen=True)
+class PhaseWindow:
+    """One phase of an interleave: `rows` x `cols` of `source` from (`top`, `left`), stored at
+    output rows a, a + f_h, ... and columns b, b + f_w, ..."""
+
+    source: SSAValue
+    a: int
+    b: int
+    top: int
+    left: int
+    rows: int
+    cols: int
+
+
 @irdl_op_definition
 class InterleaveOp(MoveOp):
     """f_h * f_w phase maps interleaved into one map by strided DMA stores: phase
@@ -671,6 +686,16 @@ class InterleaveOp(MoveOp):
         shape = shape_of(self.result)
         return shape[2], shape[3]
 
+    def phase_windows(self) -> list[PhaseWindow]:
+        """Where each phase goes (a, b) and what of it is moved (from top, left: rows x cols)."""
+        (fh, fw), offsets, (oh, ow) = ints(self.factors), ints(self.offsets), self.out_hw()
+        windows = []
+        for index, value in enumerate(self.inputs):
+            a, b = divmod(index, fw)
+            windows.append(PhaseWindow(value, a, b, offsets[2 * index], offsets[2 * index + 1],
+                                       interleave_rows(oh, fh, a), interleave_rows(ow, fw, b)))
+        return windows
+
     def verify_npu(self) -> None:
         self.verify_moved_widths()
         factors, offsets = ints(self.factors), ints(self.offsets)
@@ -684,10 +709,9 @@ class InterleaveOp(MoveOp):
         out = shape_of(self.result)
         if len(out) != 4:
             raise VerifyException(f"npu.interleave: the result must be an NCHW map, got {list(out)}")
-        for index, value in enumerate(self.inputs):
-            shape, (a, b) = shape_of(value), divmod(index, fw)
-            top, left = offsets[2 * index], offsets[2 * index + 1]
-            need = (top + interleave_rows(out[2], fh, a), left + interleave_rows(out[3], fw, b))
+        for index, window in enumerate(self.phase_windows()):
+            shape, top, left = shape_of(window.source), window.top, window.left
+            need = (top + window.rows, left + window.cols)
             if len(shape) != 4 or shape[:2] != out[:2] or min(top, left) < 0 or shape[2] < need[0] or shape[3] < need[1]:
                 raise VerifyException(
                     f"npu.interleave: phase {index} {list(shape)} does not hold rows {top}..{need[0] - 1} and columns "

@@ -4,7 +4,8 @@ The fixed level's accuracy against the float level is tested in test_nn_to_fixed
 tolerances); here: the npu level is bit-identical to the fixed level on small random models
 and on segnet_like for every target, whatever the accelerator cannot run exactly is not
 selected with one clear reason, and the phase decomposition costs fewer cycles than the
-convolution of a zero-inserted input (target/cost.py).
+convolution of a zero-inserted input (target/cost.py); and the binary (through the passes
+below npu and the simulator) is bit-identical to the fixed level.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from xnpu.lowering.legalize import LegalizePass
 from xnpu.target import phases
 from xnpu.target.cost import conv_cycles
 from xnpu.target.description import load_target
+from xnpu.target.emit import location_names
 
 TARGETS = ("xnpu_default", "xnpu_lite", str(Path(__file__).resolve().parent / "data" / "xnpu_test_16k.toml"))
 BENCH = Path(__file__).resolve().parents[3] / "shared" / "bench" / "imagenet_like"
@@ -34,8 +36,8 @@ IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], np.float32).reshape(1, 3, 1, 1)
 IMAGENET_STD = np.array([0.229, 0.224, 0.225], np.float32).reshape(1, 3, 1, 1)
 
 
-def upsample_model(seed: int = 0) -> onnx.ModelProto:
-    """Every upsampling form the accelerator runs, on one 6 x 6 map: nearest x2 by replication,
+def upsample_model(size: int = 6, channels: int = 8, seed: int = 0) -> onnx.ModelProto:
+    """Every upsampling form the accelerator runs, on one size x size map: nearest x2 by replication,
     nearest x4 with shifted phases (asymmetric, ceil), linear x2 (half_pixel) added to the
     replication, transposed convolutions with kernels 2 (no bias, then relu6), 3 (pads,
     output_padding, then tanh) and 4 (depthwise, bias, then relu)."""
@@ -47,8 +49,9 @@ def upsample_model(seed: int = 0) -> onnx.ModelProto:
     def scales(name, factor):
         return numpy_helper.from_array(np.array([1, 1, factor, factor], np.float32), name)
 
-    init = [tensor("w", 8, 4, 3, 3), tensor("b", 8), tensor("t3", 8, 4, 3, 3), tensor("b3", 4),
-            tensor("t4", 8, 1, 4, 4), tensor("b4", 8), tensor("t2", 8, 6, 2, 2), scales("x2", 2), scales("x4", 4),
+    c = channels
+    init = [tensor("w", c, 4, 3, 3), tensor("b", c), tensor("t3", c, 4, 3, 3), tensor("b3", 4),
+            tensor("t4", c, 1, 4, 4), tensor("b4", c), tensor("t2", c, 6, 2, 2), scales("x2", 2), scales("x4", 4),
             numpy_helper.from_array(np.array(0.0, np.float32), "zero"), numpy_helper.from_array(np.array(0.5, np.float32), "six")]
     nodes = [
         helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
@@ -64,14 +67,15 @@ def upsample_model(seed: int = 0) -> onnx.ModelProto:
                          strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]),
         helper.make_node("Tanh", ["d3"], ["tanh"], name="tanh"),
         helper.make_node("ConvTranspose", ["r", "t4", "b4"], ["d4"], name="deconv4_dw", kernel_shape=[4, 4],
-                         strides=[2, 2], pads=[1, 1, 1, 1], group=8),
+                         strides=[2, 2], pads=[1, 1, 1, 1], group=c),
         helper.make_node("Relu", ["d4"], ["relu4"], name="relu4"),
         helper.make_node("ConvTranspose", ["r", "t2"], ["d2"], name="deconv2", kernel_shape=[2, 2], strides=[2, 2]),
         helper.make_node("Clip", ["d2", "zero", "six"], ["clip2"], name="clip2"),
     ]
-    outputs = [("sum", [1, 8, 12, 12]), ("ceil", [1, 8, 24, 24]), ("tanh", [1, 4, 12, 12]), ("relu4", [1, 8, 12, 12]),
-               ("clip2", [1, 6, 12, 12])]
-    graph = helper.make_graph(nodes, "upsample", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6])],
+    up = 2 * size
+    outputs = [("sum", [1, c, up, up]), ("ceil", [1, c, 2 * up, 2 * up]), ("tanh", [1, 4, up, up]),
+               ("relu4", [1, c, up, up]), ("clip2", [1, 6, up, up])]
+    graph = helper.make_graph(nodes, "upsample", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, size, size])],
                               [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs], init)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
@@ -85,6 +89,9 @@ def model_and_data(name: str):
     if name == "upsample":
         data = np.random.default_rng(4).standard_normal((10, 4, 6, 6)).astype(np.float32)
         return upsample_model(), data, data[:3]
+    if name == "upsample_large":  # tiled on the 16 KiB target
+        data = np.random.default_rng(5).standard_normal((3, 4, 40, 40)).astype(np.float32)
+        return upsample_model(40, 16), data, data[:1]
     if not BENCH.is_dir():
         pytest.skip(f"bench data not found at {BENCH} (../shared/bench/imagenet_like)")
     return BENCH / f"{name}.onnx", images(0, 4), images(32, 2)
@@ -119,14 +126,20 @@ def test_npu_level_is_bit_identical_to_the_fixed_level(name, target):
         assert np.array_equal(expected[key], actual[key]), key
 
 
+def ops_by_node(module) -> dict[str, list]:
+    """The npu ops by the ONNX node they were made for (the first of a fused location)."""
+    by_node: dict[str, list] = {}
+    for op in module.walk():
+        if isinstance(op, npu.NpuOp):
+            by_node.setdefault(f'loc("{location_names(op.location)[0]}")', []).append(op)
+    return by_node
+
+
 def test_upsampling_ops_at_the_npu_level():
     """Nearest x2 is the map stored four times; x4 with ceil reads an edge pad from shifted
     offsets; linear and each transposed convolution are four CONVs and one interleave."""
     module, _ = to_npu(fixed_text("upsample"), "xnpu_default")
-    by_node: dict[str, list] = {}
-    for op in module.walk():
-        if isinstance(op, npu.NpuOp):
-            by_node.setdefault(str(op.location), []).append(op)
+    by_node = ops_by_node(module)
     nearest = [op for op in by_node['loc("nearest")'] if isinstance(op, npu.InterleaveOp)][0]
     assert len(set(nearest.inputs)) == 1 and not isinstance(nearest.inputs[0].owner, npu.PadOp)
     ceil = by_node['loc("nearest_ceil")']
@@ -147,10 +160,7 @@ def test_activations_after_phases_run_in_every_phase_units_output_stage(target):
     relu flag, the clamp (a TABLE on xnpu_lite) and the table of each phase CONV; the relu is
     not legalized into bias-adds on xnpu_lite."""
     module, fired = to_npu(fixed_text("upsample"), target)
-    convs = {}
-    for op in module.walk():
-        if isinstance(op, npu.ConvOp):
-            convs.setdefault(str(op.location), []).append(op)
+    convs = {node: [op for op in ops if isinstance(op, npu.ConvOp)] for node, ops in ops_by_node(module).items()}
     assert not any(isinstance(op, (npu.ClampOp, npu.TableOp)) for op in module.walk())
     assert all(len(convs[node]) == 4 for node in ('loc("deconv4_dw")', 'loc("deconv3")', 'loc("deconv2")'))
     assert [op.relu is not None for op in convs['loc("deconv4_dw")']] == [True] * 4
@@ -158,6 +168,44 @@ def test_activations_after_phases_run_in_every_phase_units_output_stage(target):
     relu6 = convs['loc("deconv2")']
     assert all(op.relu is not None or op.clamp is not None or op.table is not None for op in relu6)
     assert len({str(op.properties.get("table") or op.properties.get("clamp")) for op in relu6}) == 1
+
+
+# --------------------------------------------------------------------------------------
+# The binary: bit-identical to the fixed level
+# --------------------------------------------------------------------------------------
+
+BINARY_CASES = [("upsample", target) for target in TARGETS] + [
+    ("upsample_large", TARGETS[2]), ("segnet_like", "xnpu_default"), ("segnet_like", "xnpu_lite")]
+
+
+@pytest.mark.parametrize("name,target", BINARY_CASES, ids=[f"{n}-{Path(t).stem}" for n, t in BINARY_CASES])
+def test_binary_is_bit_identical_to_the_fixed_level(name, target):
+    """segnet_like does not fit the 16 KiB target at all (conv_26's 3x3x128 kernels of one
+    16-channel chunk need 18 KiB); upsample_large is tiled there, the upsampling layers included."""
+    from xnpu.pipeline import lower_to_isa
+    from xnpu.target.emit import emit_binary
+    from xnpu.target.simulator import run_binary
+
+    banded = []  # interleaves and pads moved in bands of fewer rows than their sources have
+
+    def record_tiles(step: str, module) -> None:
+        for op in module.walk() if step == "npu-tile" else ():
+            if isinstance(op, npu.InterleaveOp | npu.PadOp):
+                rows = max(w.rows for w in op.phase_windows()) if isinstance(op, npu.InterleaveOp) else npu.shape_of(op.input)[2]
+                if npu.ints(op.attributes["npu.tile"])[0] < rows:
+                    banded.append(op.name)
+
+    module = parse_ir(fixed_text(name))
+    LegalizePass(target=target).apply(make_context(), module)
+    lower_to_isa(module, target, record_tiles)
+    _, _, x = model_and_data(name)
+    expected = xnpu.run(parse_ir(fixed_text(name)), x)
+    actual = run_binary(emit_binary(module), x, load_target(target))
+    assert list(actual) == list(expected)
+    for key in expected:
+        assert np.array_equal(expected[key], actual[key]), key
+    if name == "upsample_large":
+        assert {"npu.interleave", "npu.pad"} <= set(banded)
 
 
 # --------------------------------------------------------------------------------------
