@@ -10,6 +10,7 @@ pdl.pattern @saturation_clamp : benefit(4) {
   %clamp = pdl.operation "fixed.clamp"(%x : !pdl.value) -> (%t : !pdl.type)
   pdl.apply_native_constraint "is_saturation"(%clamp : !pdl.operation)
   pdl.rewrite %clamp {
+    pdl.apply_native_rewrite "name_in_producer"(%x : !pdl.value)
     pdl.replace %clamp with (%x : !pdl.value)
   }
 }

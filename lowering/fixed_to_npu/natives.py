@@ -248,6 +248,14 @@ def _absorb(ctx: PatternContext, producer: Operation) -> None:
 
 
 @native_rewrite()
+def name_in_producer(ctx: PatternContext, value: SSAValue) -> None:
+    """A clamp that is the saturation its producer applies anyway: the producer's location also
+    names the clamp's ONNX node, so profiles still attribute it (a program input has none)."""
+    if isinstance(value.owner, Operation) and not isinstance(value.owner, fixed.QuantizeOp):
+        _absorb(ctx, value.owner)
+
+
+@native_rewrite()
 def set_relu(ctx: PatternContext, producer: Operation) -> None:
     """The unit's relu flag (each phase unit's) computes the clamp to [0, smax] (ops changed in place)."""
     for unit in epilogue_units(producer):

@@ -545,3 +545,16 @@ def test_r18_conv_transpose2d_int_is_exact(kernel, stride, pad, output_padding, 
     out = fp.conv_transpose2d_int(x, w, bias, (stride, stride), (pad,) * 4, (1, 1), (output_padding,) * 2, group)
     assert out.dtype == np.int64
     assert (out == _conv_transpose_reference(x, w, bias, stride, pad, output_padding, group)).all()
+
+
+def test_quantize_divides_float32_inputs_in_float64():
+    """R4 is computed in float64: float32 values just beside a level's edge must not round
+    the way a float32 division would."""
+    scale = 0.01
+    edges = ((np.arange(-127, 128) + 0.5) * scale).astype(np.float32)
+    x = np.concatenate([np.nextafter(edges, np.float32(-np.inf)), edges, np.nextafter(edges, np.float32(np.inf))])
+    v = np.clip(x.astype(np.float64) / scale, -127, 127)
+    expected = (np.sign(v) * np.floor(np.abs(v) + 0.5)).astype(np.int64)
+    assert np.array_equal(fp.quantize(x, scale), expected)
+    float32_division = np.minimum(np.floor(np.abs(x / np.float32(scale)) + np.float32(0.5)), 127)
+    assert not np.array_equal(np.abs(expected), float32_division.astype(np.int64))  # the case is real
