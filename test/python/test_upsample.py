@@ -126,6 +126,24 @@ def test_npu_level_is_bit_identical_to_the_fixed_level(name, target):
         assert np.array_equal(expected[key], actual[key]), key
 
 
+def test_upsampling_models_run_their_samples_in_one_pass():
+    """nn.resize, nn.conv_transpose2d, nn.tanh and their fixed ops keep the samples apart
+    (xnpu.batching): the fixed level bit for bit as sample by sample, the float level to BLAS order."""
+    from xnpu.batching import runs_batched
+    from xnpu.runner import entry_function
+
+    model, _, x = model_and_data("upsample")
+    for module, exact in ((xnpu.import_onnx(model), False), (parse_ir(fixed_text("upsample")), True)):
+        assert runs_batched(entry_function(module))
+        together = xnpu.run(module, x, batch=3)
+        alone = xnpu.run(module, x, batch=1)
+        for key in together:
+            if exact:
+                assert np.array_equal(together[key], alone[key]), key
+            else:
+                np.testing.assert_allclose(together[key], alone[key], rtol=1e-5, atol=1e-5)
+
+
 def ops_by_node(module) -> dict[str, list]:
     """The npu ops by the ONNX node they were made for (the first of a fused location)."""
     by_node: dict[str, list] = {}
