@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from xnpu.errors import XnpuError
-from xnpu.tools.cli import run_reporting_errors, write_output
+from xnpu.tools.cli import check_output, run_reporting_errors, write_output
 
 PROG = "xnpu-compile"
 LEVELS = ("nn", "fixed", "isa", "bin")
@@ -52,9 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _load_calibration(path: str, limit: int | None):
-    from xnpu.tools.xnpu_run import load_arrays
+    from xnpu.array_io import load_arrays
 
-    data = load_arrays(Path(path))
+    data = load_arrays(path)
     if limit is not None:
         if limit < 1:
             raise XnpuError(f"--calibration-samples must be at least 1, got {limit}")
@@ -68,8 +68,8 @@ def compile_main(args: argparse.Namespace) -> None:
 
     if args.model is None:
         raise XnpuError("no model given (xnpu-compile model.onnx --calibration calib.npy -o model.xnb)")
-    if not Path(args.model).is_file():
-        raise XnpuError(f"{args.model}: cannot read: No such file")
+    inputs = (args.model, args.calibration, args.target)
+    check_output(args.output, inputs)
     if args.emit == "bin" and (args.output is None or args.output == "-") and sys.stdout.isatty():
         raise XnpuError("refusing to write a binary to a terminal; give -o model.xnb")
     calibration = None
@@ -90,7 +90,7 @@ def compile_main(args: argparse.Namespace) -> None:
         compress_bits=args.compress_bits, compress_step=args.compress_step, compress_method=args.compress_method,
         compress_min_elements=args.compress_min_elements, compress_exclude=args.compress_exclude,
     )
-    write_output(args.output, result.to_bytes() if args.emit == "bin" else print_ir(result))
+    write_output(args.output, result.to_bytes() if args.emit == "bin" else print_ir(result), inputs)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
