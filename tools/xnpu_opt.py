@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import IO
@@ -27,8 +26,17 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from xnpu.context import make_context
 from xnpu.errors import XnpuError
-from xnpu.ir_io import IRParser, first_line, parse_error_line, print_ir, verify_error_text, write_atomically
+from xnpu.ir_io import (
+    IRParser,
+    check_input_file,
+    first_line,
+    parse_error_line,
+    print_ir,
+    verify_error_text,
+    write_atomically,
+)
 from xnpu.registry import all_passes
+from xnpu.tools.cli import check_output, run_reporting_errors
 
 PROG = "xnpu-opt"
 
@@ -165,6 +173,8 @@ class XnpuOptMain(xDSLOptMain):
         return self.args.input_file or "<stdin>"
 
     def prepare_input(self) -> tuple[list[tuple[IO[bytes], int]], str]:
+        if self.args.input_file is not None:
+            check_input_file(self.args.input_file)
         try:
             chunks, extension = super().prepare_input()
         except OSError as error:
@@ -236,13 +246,15 @@ class XnpuOptMain(xDSLOptMain):
                     print(f"{name:<{width}}  {pass_description(factory)}".rstrip())
                 return 0
             self.setup_pipeline()
+            inputs = (self.args.input_file, self.args.target)
+            check_output(self.args.output_file, inputs)
             chunks, extension = self.prepare_input()
             if self.args.output_file is None:
                 self.process(chunks, extension, sys.stdout.write)
             else:
                 pieces: list[str] = []
                 self.process(chunks, extension, pieces.append)
-                write_atomically(self.args.output_file, "".join(pieces))
+                write_atomically(self.args.output_file, "".join(pieces), inputs)
         except ToolError as error:
             sys.stdout.flush()
             print(error, file=sys.stderr)
@@ -255,12 +267,8 @@ class XnpuOptMain(xDSLOptMain):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        return XnpuOptMain(argv).run()
-    except BrokenPipeError:
-        # the reader (`| head`) went away; say nothing more, as other Unix tools do
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+    options = XnpuOptMain(argv)  # a usage error exits here, as argparse does
+    return run_reporting_errors(PROG, options.run)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from xnpu.tools.cli import run_reporting_errors, write_output
+from xnpu.tools.cli import check_output, run_reporting_errors, write_output
 from xnpu.ir_io import print_ir
 
 PROG = "xnpu-translate"
@@ -35,10 +35,10 @@ def emit_binary(args: argparse.Namespace) -> bytes:
 
 
 def disassemble(args: argparse.Namespace) -> str:
+    from xnpu.target.binary import Binary
     from xnpu.target.emit import disassemble as _disassemble
-    from xnpu.tools.xnpu_objdump import read_binary
 
-    return _disassemble(read_binary(args.input))
+    return _disassemble(Binary.from_file(args.input))
 
 
 # mode name (its flag is --<name>) -> (help, translation returning the output text or bytes)
@@ -61,7 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return run_reporting_errors(PROG, lambda: write_output(args.output, MODES[args.mode][1](args)))
+
+    def action():
+        check_output(args.output, [args.input])
+        write_output(args.output, MODES[args.mode][1](args), [args.input])
+
+    return run_reporting_errors(PROG, action)
 
 
 if __name__ == "__main__":
