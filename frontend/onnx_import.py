@@ -63,6 +63,19 @@ def _load(source: str | os.PathLike[str] | onnx.ModelProto) -> onnx.ModelProto:
     return model
 
 
+def _tensor_array(tensor: onnx.TensorProto, what: str) -> np.ndarray:
+    """The value of an ONNX tensor (initializer or Constant), refused with one line when its
+    stored data does not match its dims (numpy_helper would fail on the reshape)."""
+    dims = [int(d) for d in tensor.dims]
+    if any(d < 0 for d in dims):
+        raise XnpuError(f"{what} has negative dims {dims}")
+    try:
+        return numpy_helper.to_array(tensor)
+    except Exception as error:  # onnx raises ValueError, TypeError or KeyError for damaged tensors
+        reason = _first_line(error) or type(error).__name__
+        raise XnpuError(f"{what}: its data does not match its dims {dims} ({reason})") from None
+
+
 def _first_line(error: BaseException) -> str:
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     return lines[0] if lines else ""
@@ -133,7 +146,7 @@ class _Importer:
         # name -> (array, location name): initializers and Constant nodes, folded
         self.constants: dict[str, tuple[np.ndarray, str]] = {}
         for tensor in graph.initializer:
-            self.constants[tensor.name] = (numpy_helper.to_array(tensor), tensor.name)
+            self.constants[tensor.name] = (_tensor_array(tensor, f"initializer '{tensor.name}'"), tensor.name)
         if len(graph.sparse_initializer):
             raise XnpuError("sparse initializers are not supported")
         self.values: dict[str, SSAValue] = {}
@@ -376,7 +389,7 @@ def _constant(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
         raise _NodeError(f"expects exactly one value attribute, got {sorted(attrs)}")
     (kind, value), = attrs.items()
     if kind == "value":
-        array = numpy_helper.to_array(value)
+        array = _tensor_array(value, "its value")
     elif kind == "value_float":
         array = np.array(value, dtype=np.float32)
     elif kind == "value_floats":
