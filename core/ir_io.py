@@ -10,6 +10,7 @@ the inputs is refused.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import re
@@ -192,12 +193,14 @@ def first_dominance_violation(root: Operation) -> tuple[Operation, str] | None:
 
 
 def parse_ir(text: str | bytes, filename: str = "<stdin>", verify: bool = True) -> ModuleOp:
+    """Parse (and verify) IR text; an error is one line `file:line:col: error: ...`."""
     try:
-        module = IRParser(make_context(), text, filename).parse_module()
+        parser = IRParser(make_context(), text, filename)
+        module = parser.parse_module()
     except ParseError as error:
         raise XnpuError(parse_error_line(error)) from None
     if verify:
-        verify_module(module, filename)
+        verify_module(module, filename, parser.op_spans)
     return module
 
 
@@ -241,19 +244,33 @@ def _location_text(op: Operation) -> str:
     return stream.getvalue()
 
 
-def verify_module(module: ModuleOp, filename: str = "<module>") -> None:
+def verify_module(
+    module: ModuleOp, filename: str = "<module>", op_spans: dict[Operation, Span] | None = None, line_offset: int = 0
+) -> None:
+    """An XnpuError `file[:line:col]: error: 'op' at loc(...): message` when `module` does not
+    verify (dominance included); the position is the failing op's in the parsed text, when
+    `op_spans` (IRParser.op_spans) know it."""
     try:
         module.verify()
+        violation = first_dominance_violation(module)
+        if violation is None:
+            return
+        failing, message = violation
     except DiagnosticException as error:
-        raise XnpuError(f"{filename}: error: {verify_error_text(module, error)}") from None
-    violation = first_dominance_violation(module)
-    if violation is not None:
-        user, message = violation
-        raise XnpuError(f"{filename}: error: {describe_op(user)}: {message}")
+        failing, message = failing_op(module, error)
+    raise XnpuError(f"{position_of(failing, filename, op_spans, line_offset)}: error: {verify_error_text(failing, message)}")
 
 
-def verify_error_text(module: Operation, error: Exception) -> str:
-    """The verifier's message, prefixed by the op that failed and its location (ONNX node).
+def position_of(
+    op: Operation | None, filename: str, op_spans: dict[Operation, Span] | None = None, line_offset: int = 0
+) -> str:
+    """`file:line:col` of `op` in the text it was parsed from, or `file` when that is unknown."""
+    span = None if op_spans is None or op is None else op_spans.get(op)
+    return filename if span is None else str(dataclasses.replace(span, line_offset=line_offset).get_location())
+
+
+def failing_op(module: Operation, error: Exception) -> tuple[Operation | None, str]:
+    """The op whose verifier raised `error`, and the message on one line.
 
     xDSL's exception does not carry the op, so the op whose own verifier raises the same
     message is looked up again (cheap: only on failure, and without printing the module).
@@ -265,9 +282,13 @@ def verify_error_text(module: Operation, error: Exception) -> str:
             op.verify_()
         except VerifyException as op_error:
             if joined_lines(op_error) == message:
-                failing = op
-                break
+                return op, message
             failing = failing or op
+    return failing, message
+
+
+def verify_error_text(failing: Operation | None, message: str) -> str:
+    """The verifier's message, prefixed by the op that failed and its location (ONNX node)."""
     if failing is None:
         return message
     prefix = f"{failing.name}: "

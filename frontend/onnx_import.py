@@ -38,6 +38,7 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from xnpu.dialects import nn
 from xnpu.errors import XnpuError
+from xnpu.ir_io import check_input_file
 from xnpu.runner import NAME_ATTR
 
 MIN_OPSET = 11
@@ -50,9 +51,7 @@ def _load(source: str | os.PathLike[str] | onnx.ModelProto) -> onnx.ModelProto:
     if isinstance(source, onnx.ModelProto):
         return source
     path = Path(source)
-    if not path.is_file():
-        reason = "is a directory" if path.is_dir() else "no such file"
-        raise XnpuError(f"{path}: cannot read ONNX model: {reason}")
+    check_input_file(path)
     try:
         model = onnx.load(str(path))
     except Exception as error:  # protobuf raises several unrelated types for garbage input

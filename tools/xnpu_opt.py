@@ -30,13 +30,15 @@ from xnpu.ir_io import (
     IRParser,
     check_input_file,
     first_line,
+    failing_op,
     parse_error_line,
+    position_of,
     print_ir,
     verify_error_text,
     write_atomically,
 )
 from xnpu.registry import all_passes
-from xnpu.tools.cli import check_output, run_reporting_errors
+from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors
 
 PROG = "xnpu-opt"
 
@@ -66,7 +68,7 @@ class XnpuOptMain(xDSLOptMain):
         self.ctx = make_context()
         self.register_all_frontends()
         self.register_all_passes()
-        arg_parser = argparse.ArgumentParser(
+        arg_parser = ArgumentParser(
             prog=PROG, description="Run xnpu passes over textual IR and print the result."
         )
         self.register_all_arguments(arg_parser)
@@ -74,6 +76,9 @@ class XnpuOptMain(xDSLOptMain):
         self.ctx.allow_unregistered = self.args.allow_unregistered_dialect
         # what the pipeline is doing, for naming the culprit when verification fails
         self.stage: str | None = None
+        # where the ops of the chunk being processed were parsed, for file:line:col errors
+        self.op_spans: dict = {}
+        self.line_offset = 0
 
     # ---- registration ------------------------------------------------------------------
 
@@ -165,7 +170,9 @@ class XnpuOptMain(xDSLOptMain):
     def register_all_frontends(self) -> None:
         def parse_mlir(stream: IO[bytes]) -> ModuleOp:
             parser = IRParser(self.ctx, stream.read(), self.get_input_name())
-            return parser.parse_module(not self.args.no_implicit_module)
+            module = parser.parse_module(not self.args.no_implicit_module)
+            self.op_spans = parser.op_spans
+            return module
 
         self.available_frontends["mlir"] = parse_mlir
 
@@ -204,6 +211,7 @@ class XnpuOptMain(xDSLOptMain):
                 chunk.close()
 
     def parse_or_report(self, chunk: IO[bytes], extension: str, offset: int) -> ModuleOp | None:
+        self.line_offset = offset
         try:
             return self.parse_chunk(chunk, extension, offset)
         except ParseError as error:
@@ -226,11 +234,15 @@ class XnpuOptMain(xDSLOptMain):
                 for note in getattr(error, "__notes__", ()):
                     print(note)
                 return False
-            message = verify_error_text(module, error)
+            failing, message = failing_op(module, error)
+            if self.stage is None:  # the input itself does not verify: say where, as MLIR does
+                where = position_of(failing, self.get_input_name(), self.op_spans, self.line_offset)
+                raise ToolError(f"{where}: error: {verify_error_text(failing, message)}") from None
+            message = verify_error_text(failing, message)
         except XnpuError as error:
             message = str(error)
         stage = f"{self.stage}: " if self.stage else ""
-        raise ToolError(f"{self.get_input_name()}: error: {stage}{message}")
+        raise ToolError(f"{PROG}: error: {self.get_input_name()}: {stage}{message}")
 
     def run(self) -> int:
         try:
