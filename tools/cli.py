@@ -9,6 +9,7 @@ warning is one line `<tool>: warning: ...`.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import warnings
@@ -18,6 +19,14 @@ import numpy as np
 
 from xnpu.errors import XnpuError
 from xnpu.ir_io import refuse_overwriting_inputs, write_atomically
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse, except that a usage error is one line `<tool>: error: ...` (exit status 2)
+    instead of the usage text followed by the error."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
 def error_line(prog: str, error: XnpuError) -> str:

@@ -20,14 +20,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from xnpu.errors import XnpuError
-from xnpu.tools.cli import check_output, run_reporting_errors, write_output
+from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors, write_output
 
 PROG = "xnpu-compile"
 LEVELS = ("nn", "fixed", "isa", "bin")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="Compile an ONNX model for an xnpu target.")
+    parser = ArgumentParser(prog=PROG, description="Compile an ONNX model for an xnpu target.")
     parser.add_argument("model", nargs="?", help="ONNX model file")
     parser.add_argument("--calibration", "-c", help="calibration samples (.npy, or .npz by input name)")
     parser.add_argument("--target", "-t", default="xnpu_default", help="shipped target name or target .toml file (default: xnpu_default)")

@@ -14,13 +14,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from xnpu.tools.cli import check_output, run_reporting_errors, write_output
+from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors, write_output
 
 PROG = "xnpu-objdump"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=PROG, description="Disassemble an xnpu binary.")
+    parser = ArgumentParser(prog=PROG, description="Disassemble an xnpu binary.")
     parser.add_argument("binary", help="compiled program (.xnb)")
     parser.add_argument("--no-constants", action="store_true", help="do not print the constant image")
     parser.add_argument("--target", help="target name or .toml file (default: the shipped target with the binary's id)")

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from xnpu.errors import XnpuError
-from xnpu.tools.cli import check_output, run_reporting_errors
+from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors
 
 PROG = "xnpu-quantize"
 METHODS = ("minmax", "percentile", "entropy")
@@ -47,7 +47,7 @@ def load_calibration(path: Path, module):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="Calibrate a float model and lower it to int8 (fixed).")
+    parser = ArgumentParser(prog=PROG, description="Calibrate a float model and lower it to int8 (fixed).")
     parser.add_argument("model", help="the float model: .onnx or nn-level .mlir")
     parser.add_argument("--calibration", required=True, metavar="FILE",
                         help="calibration samples: .npy (one-input model) or .npz keyed by input name")

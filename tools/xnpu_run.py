@@ -25,7 +25,7 @@ from xnpu.array_io import load_arrays
 from xnpu.errors import XnpuError
 from xnpu.ir_io import load_ir, write_atomically
 from xnpu.runner import run
-from xnpu.tools.cli import check_output, run_reporting_errors
+from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors
 
 PROG = "xnpu-run"
 
@@ -125,7 +125,7 @@ def is_special_file(path: Path) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=PROG, description="Run a model on numpy inputs.")
+    parser = ArgumentParser(prog=PROG, description="Run a model on numpy inputs.")
     parser.add_argument("model", help="the model: " + ", ".join(MODEL_LOADERS) + " file")
     parser.add_argument(
         "-i",

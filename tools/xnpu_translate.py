@@ -15,7 +15,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from xnpu.tools.cli import check_output, run_reporting_errors, write_output
+from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors, write_output
 from xnpu.ir_io import print_ir
 
 PROG = "xnpu-translate"
@@ -50,7 +50,7 @@ MODES: dict[str, tuple[str, Callable[[argparse.Namespace], str | bytes]]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="Translate between xnpu IR and other formats.")
+    parser = ArgumentParser(prog=PROG, description="Translate between xnpu IR and other formats.")
     modes = parser.add_mutually_exclusive_group(required=True)
     for mode, (help_text, _) in MODES.items():
         modes.add_argument(f"--{mode}", dest="mode", action="store_const", const=mode, help=help_text)
