@@ -237,6 +237,7 @@ class _Importer:
         self.location = NameLoc(StringAttr(name), NoneAttr())
         first_op = len(self.ops)
         try:
+            _check_attribute_types(node, self.opset)
             if op_type not in SHAPE_FREE_OPS:
                 self.check_outputs(node)
             converter(self, node, _attributes(node))
@@ -273,6 +274,21 @@ class _Importer:
 
     def define(self, node: onnx.NodeProto, value: SSAValue) -> None:
         self.values[node.output[0]] = value
+
+
+def _check_attribute_types(node: onnx.NodeProto, opset: int) -> None:
+    """Each attribute has the type the op's schema declares (shape inference does not check
+    it, and a converter would fail on `group=[1, 2]` with a TypeError)."""
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opset, node.domain)
+    except onnx.defs.SchemaError:
+        return
+    for attribute in node.attribute:
+        declared = schema.attributes.get(attribute.name)
+        if declared is not None and attribute.type != declared.type.value:
+            names = dict(onnx.AttributeProto.AttributeType.items())
+            given = next((name for name, value in names.items() if value == attribute.type), str(attribute.type))
+            raise _NodeError(f"attribute '{attribute.name}' must be {declared.type.name}, got {given}")
 
 
 def _ssa_name(onnx_name: str) -> str | None:
