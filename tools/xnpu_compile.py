@@ -41,11 +41,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--calibration-samples", type=int, default=None, metavar="N", help="use only the first N samples")
     parser.add_argument("--compress-bits", type=int, default=None, metavar="B",
                         help="store conv/gemm weights as B-bit codebook ids (seed 003, docs/compression.md)")
-    parser.add_argument("--compress-step", type=float, default=0.125, metavar="L", help="log-domain step (default 0.125)")
+    parser.add_argument("--compress-step", type=float, default=None, metavar="L",
+                        help="log-domain step for every layer (default: fitted per layer)")
     parser.add_argument("--compress-method", default="seed003", choices=("seed003", "frequency", "kmeans"),
                         help="how the codebook points are chosen (default seed003)")
-    parser.add_argument("--compress-min-elements", type=int, default=0, metavar="N",
-                        help="leave layers with fewer than N weights uncompressed")
+    parser.add_argument("--compress-min-elements", type=int, default=None, metavar="N",
+                        help="leave layers with fewer than N weights uncompressed (default 1000)")
     parser.add_argument("--compress-exclude", default="", metavar="NAMES",
                         help="comma-separated layer (ONNX node) names to leave uncompressed")
     return parser
