@@ -486,9 +486,10 @@ def paths_case(base: Base, rng: np.random.Generator) -> Case:
         ))
         case.argv, case.output = [*compile_argv, option, value, "-o", "out.xnb"], "out.xnb"
         return case
-    target = _pick(rng, ("ghost", "sub", "bad.toml", "calib.npy", "xnpu_lite"))
+    target = _pick(rng, ("ghost", "sub", "bad.toml", "calib.npy", "xnpu_lite", "pipe.toml"))
     case.files["bad.toml"] = _pick(rng, (b"[target\nname=", b'name = "t"\nid = -1\n', b"\x00\xff", b'name = "t"\n'))
     case.files["sub/keep"] = b""
+    case.fifos = ("pipe.toml",)
     case.argv = _pick(rng, ([*compile_argv, "--target", target, "-o", "out.xnb"],
                             ["xnpu-opt", "nn.mlir", "--target", target, "-o", "out.mlir"],
                             ["xnpu-objdump", "m.xnb", "--target", target, "-o", "out.mlir"]))
