@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import math
 import os
 import re
 import stat
@@ -19,7 +20,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from xdsl.dialects.builtin import ModuleOp, UnknownLoc
+from xdsl.dialects.builtin import ModuleOp, TensorType, UnknownLoc
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region
 from xdsl.irdl.dominance import DominanceInfo
 from xdsl.parser import Parser
@@ -39,6 +40,10 @@ def parse_error_line(error: ParseError) -> str:
 # Input files larger than this are refused before they are read (a sparse or runaway file
 # would otherwise be read into memory whole); ResNet-50-sized IR is a few hundred MB.
 MAX_INPUT_BYTES = 2 << 30
+# Tensors with more elements than this are refused (VGG-16's largest weight has 103 M): a
+# one-line `dense<0.0> : tensor<100000x100000xf32>` would otherwise be expanded by the parser,
+# or allocated by an interpreter, until the machine runs out of memory.
+MAX_TENSOR_ELEMENTS = 1 << 27
 
 # What can come before a string literal's quote: code, or a comment running to the line end.
 _CODE_OR_COMMENT = re.compile(r'[^"/]+|//[^\n]*|/')
@@ -99,6 +104,8 @@ class IRParser(Parser):
     - A value used where its definition does not dominate the use (`%1 = op %0` before
       `%0 = ...` in one block) is an error at the using op: xDSL accepts the forward
       reference, and every interpreter would then fail on it.
+    - A tensor over MAX_TENSOR_ELEMENTS is an error where its type is written (dense
+      literals) or at the op that has it, before anything is allocated for it.
     """
 
     def __init__(self, ctx, input: str | bytes, name: str = "<unknown>"):
@@ -125,13 +132,39 @@ class IRParser(Parser):
         self.op_spans[op] = start
         return op
 
+    def _parse_dense_literal_type(self):
+        # before xDSL expands a splat to every element of the type
+        start = self._current_token.span
+        type_ = super()._parse_dense_literal_type()
+        elements = math.prod(type_.get_shape())
+        if elements > MAX_TENSOR_ELEMENTS:
+            raise ParseError(start, f"a dense literal of {elements} elements is over the {MAX_TENSOR_ELEMENTS}-element limit")
+        return type_
+
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         module = super().parse_module(allow_implicit_module)
-        violation = first_dominance_violation(module)
-        if violation is not None:
-            user, message = violation
-            raise ParseError(self.op_spans.get(user, self._current_token.span), message)
+        problem = first_structural_problem(module)
+        if problem is not None:
+            op, message = problem
+            raise ParseError(self.op_spans.get(op, self._current_token.span), verify_error_text(op, message))
         return module
+
+
+def first_structural_problem(root: Operation) -> tuple[Operation, str] | None:
+    """What op verifiers do not check, for the whole module: dominance and tensor sizes."""
+    return first_dominance_violation(root) or first_oversized_tensor(root)
+
+
+def first_oversized_tensor(root: Operation) -> tuple[Operation, str] | None:
+    """The first op with a result or block argument of more than MAX_TENSOR_ELEMENTS elements."""
+    for op in root.walk():
+        values = [*op.results, *(arg for region in op.regions for block in region.blocks for arg in block.args)]
+        for value in values:
+            if isinstance(value.type, TensorType):
+                elements = math.prod(value.type.get_shape())
+                if elements > MAX_TENSOR_ELEMENTS:
+                    return op, f"a tensor of {elements} elements is over the {MAX_TENSOR_ELEMENTS}-element limit"
+    return None
 
 
 def first_dominance_violation(root: Operation) -> tuple[Operation, str] | None:
@@ -188,7 +221,7 @@ def first_dominance_violation(root: Operation) -> tuple[Operation, str] | None:
                 reason = "is used outside the block that defines it"
             else:
                 continue
-            return user, f"operand #{index} of '{user.name}' {reason}"
+            return user, f"operand #{index} {reason}"
     return None
 
 
@@ -252,10 +285,10 @@ def verify_module(
     `op_spans` (IRParser.op_spans) know it."""
     try:
         module.verify()
-        violation = first_dominance_violation(module)
-        if violation is None:
+        problem = first_structural_problem(module)
+        if problem is None:
             return
-        failing, message = violation
+        failing, message = problem
     except DiagnosticException as error:
         failing, message = failing_op(module, error)
     raise XnpuError(f"{position_of(failing, filename, op_spans, line_offset)}: error: {verify_error_text(failing, message)}")

@@ -64,6 +64,7 @@ def quantize(
     from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass, LowerNNToFixedPass
     from xnpu.transforms.calibrate import calibrate
 
+    verify_module(module)  # what op verifiers leave out (tensor sizes, dominance) before anything runs
     float_cleanup(module, after_pass)
     calibrate(module, calibration, method=method, per_channel_weights=per_channel, progress=progress,
               **calibration_options)

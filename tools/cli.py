@@ -52,6 +52,9 @@ def run_reporting_errors(prog: str, action: Callable[[], int | None]) -> int:
     except KeyboardInterrupt:
         print(f"{prog}: error: interrupted", file=sys.stderr)
         return 1
+    except MemoryError:
+        print(f"{prog}: error: out of memory (the model or its data is too large for this machine)", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         # the reader (`| head`) went away: say nothing more, and keep the interpreter's
         # final flush of stdout from failing again

@@ -126,7 +126,7 @@ def test_use_before_definition_is_a_located_error(work, command):
     (work / "ubd.mlir").write_text(USE_BEFORE_DEF)
     np.save(work / "x14.npy", np.ones((1, 4), np.float32))
     result = tool(*command, cwd=work)
-    one_error(result, command[0], r"(ubd\.mlir: in pass 'calibrate': )?operand #0 of 'nn\.relu' is used before its definition")
+    one_error(result, command[0], r"(ubd\.mlir: in pass 'calibrate': )?'nn\.relu': operand #0 is used before its definition")
 
 
 @pytest.mark.parametrize("literal, element, reason", [
@@ -424,3 +424,19 @@ def test_compression_warns_per_layer_when_the_weight_error_is_large(work):
                      r"\(RMS\) at 2 bits; exclude it from compression or use more bits$", line)[1] for line in lines] == [
         "conv1", "conv2", "conv3", "fc"]
     assert (work / "out.xnb").exists()
+
+
+@pytest.mark.parametrize("command", [["xnpu-run", "big.mlir", "--input", "x14.npy"], ["xnpu-compile", "big.onnx", "-c", "calib.npy"]])
+def test_tensor_too_large_for_memory_is_refused_before_allocating(work, command):
+    # a one-line splat the parser would expand to 10^10 floats; an ONNX input of 10^10 floats
+    (work / "big.mlir").write_text(RELU.replace("  %0 = nn.relu", "  %c = nn.constant dense<1.0> : tensor<100000x100000xf32>\n  %0 = nn.relu"))
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 100000, 100000])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(work / "big.onnx"))
+    np.save(work / "x14.npy", np.ones((1, 4), np.float32))
+    result = tool(*command, "-o", "out.npz", cwd=work, timeout=120)
+    one_error(result, command[0], r".*a (dense literal|tensor) of 10000000000 elements is over the 134217728-element limit")
+    no_leftovers(work, "out.npz")

@@ -10,11 +10,11 @@ func.func @main(%x: tensor<1x4xf32>) -> tensor<1x4xf32> {
   func.return %1 : tensor<1x4xf32>
 }
 
-// CHECK:      {{^}}{{.*}}use_before_def.mlir:8:3: error: operand #0 of 'nn.relu' is used before its definition{{$}}
+// CHECK:      {{^}}{{.*}}use_before_def.mlir:8:3: error: 'nn.relu': operand #0 is used before its definition{{$}}
 // CHECK-NOT:  {{.}}
 
-// SPLIT:      {{^}}{{.*}}use_before_def.mlir:8:3: error: operand #0 of 'nn.relu' is used before its definition{{$}}
-// SPLIT:      {{^}}{{.*}}use_before_def.mlir:25:3: error: operand #0 of 'func.return' is used before its definition{{$}}
+// SPLIT:      {{^}}{{.*}}use_before_def.mlir:8:3: error: 'nn.relu': operand #0 is used before its definition{{$}}
+// SPLIT:      {{^}}{{.*}}use_before_def.mlir:25:3: error: 'func.return': operand #0 is used before its definition{{$}}
 // SPLIT:      func.func @in_order
 // SPLIT-NEXT:   %0 = nn.relu %x
 // SPLIT-NEXT:   %1 = nn.relu %0
