@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from xnpu.errors import XnpuError
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors, write_output

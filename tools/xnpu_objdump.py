@@ -10,7 +10,6 @@ With the constants shown, the text assembles back to the same bytes
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 

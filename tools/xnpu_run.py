@@ -12,7 +12,6 @@ sample (xnpu.run). Every failure is one line `xnpu-run: error: ...` and exit sta
 
 from __future__ import annotations
 
-import argparse
 import io
 import stat
 import sys
