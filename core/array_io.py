@@ -43,16 +43,15 @@ def load_arrays(path: str | os.PathLike[str], mmap: bool = False) -> Arrays:
 def _checked_header(stream, path: str, what: str, data_bytes: int) -> tuple[np.dtype, int]:
     """Read an .npy header from `stream` and check it against the `data_bytes` that follow
     the file's start; returns the dtype and the number of elements the header claims."""
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
     try:
         version = np.lib.format.read_magic(stream)
-        if version == (1, 0):
-            shape, _, dtype = np.lib.format.read_array_header_1_0(stream)
-        elif version == (2, 0):
-            shape, _, dtype = np.lib.format.read_array_header_2_0(stream)
-        else:
-            raise XnpuError(f"{path}: {what}: unsupported .npy format version {version[0]}.{version[1]}")
-    except (ValueError, EOFError, OSError, SyntaxError, TypeError, RecursionError) as error:
+        if version in readers:
+            shape, _, dtype = readers[version](stream)
+    except Exception as error:  # numpy's header parser raises ValueError, SyntaxError, tokenize errors, ...
         raise XnpuError(f"{path}: {what}: bad .npy header ({first_line(error)})") from None
+    if version not in readers:
+        raise XnpuError(f"{path}: {what}: unsupported .npy format version {version[0]}.{version[1]}")
     if dtype.hasobject:
         raise XnpuError(f"{path}: {what}: holds Python objects (pickled data); only numeric arrays are read")
     if any(d < 0 for d in shape):

@@ -141,6 +141,16 @@ class IRParser(Parser):
             raise ParseError(start, f"a dense literal of {elements} elements is over the {MAX_TENSOR_ELEMENTS}-element limit")
         return type_
 
+    def parse_dense_int_or_fp_elements_attr(self, type_):
+        # xDSL accepts a hex blob of any length that holds enough whole elements; the extra
+        # bytes would break every later reader of the attribute (the printer included)
+        start = self._current_token.span
+        attr = super().parse_dense_int_or_fp_elements_attr(type_)
+        needed = math.prod(attr.get_shape()) * attr.get_element_type().compile_time_size
+        if len(attr.data.data) != needed:
+            raise ParseError(start, f"the dense literal holds {len(attr.data.data)} bytes, its type {attr.type} needs {needed}")
+        return attr
+
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         module = super().parse_module(allow_implicit_module)
         problem = first_structural_problem(module)

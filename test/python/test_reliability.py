@@ -187,6 +187,16 @@ def test_npy_header_claiming_a_huge_shape_is_refused_before_allocating(work, com
     no_leftovers(work, "out.npz")
 
 
+@pytest.mark.parametrize("header", ["((((((((", "[1, 2, 3]", "{'descr': '<f4'}", "__import__('os')"])
+def test_npy_header_that_numpy_cannot_parse(work, header):
+    # numpy's header parser raises ValueError, SyntaxError or tokenize.TokenError
+    text = header + " " * (-(len(header) + 11) % 64) + "\n"
+    (work / "bad.npy").write_bytes(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text.encode())
+    result = tool("xnpu-run", "relu.mlir", "--input", "bad.npy", "-o", "out.npz", cwd=work)
+    one_error(result, "xnpu-run", r"bad\.npy: not a valid \.npy file: bad \.npy header \(.*\)")
+    no_leftovers(work, "out.npz")
+
+
 @pytest.mark.parametrize("content, reason", [
     (b"PK\x03\x04 not a zip at all", r"not a valid \.npz file \(File is not a zip file\)"),
     (b"hello", r"not a NumPy \.npy or \.npz file"),

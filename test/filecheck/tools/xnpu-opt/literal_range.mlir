@@ -15,3 +15,12 @@ func.func @f32() -> tensor<2xf32> {
   func.return %0 : tensor<2xf32>
 }
 // CHECK: {{^}}{{.*}}literal_range.mlir:14:3: error: a literal is out of range for its type (float too large to pack with f format){{$}}
+
+// -----
+
+// A hex blob one byte longer than its type: xDSL keeps the extra byte, which nothing can read.
+func.func @hex() -> tensor<1xf32> {
+  %0 = nn.constant dense<"0x0000803F00"> : tensor<1xf32>
+  func.return %0 : tensor<1xf32>
+}
+// CHECK: {{^}}{{.*}}literal_range.mlir:23:25: error: the dense literal holds 5 bytes, its type tensor<1xf32> needs 4{{$}}
