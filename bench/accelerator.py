@@ -25,10 +25,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    ArrayReader,
     agreement,
     bench_models,
     best_time,
+    ort_quantize,
     ort_session,
     table,
 )
@@ -38,19 +38,6 @@ from xnpu.pipeline import lower_to_isa  # noqa: E402
 from xnpu.target.emit import emit_binary  # noqa: E402
 from xnpu.dialects import fixed  # noqa: E402
 from xnpu.semantics import fixed_point  # noqa: E402
-
-
-def ort_quantize(model_path: Path, calibration: np.ndarray, out: Path) -> float:
-    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
-
-    start = time.perf_counter()
-    quantize_static(
-        str(model_path), str(out), ArrayReader("input", calibration), quant_format=QuantFormat.QDQ,
-        per_channel=True, activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
-        calibrate_method=CalibrationMethod.MinMax,
-        extra_options={"ActivationSymmetric": True, "WeightSymmetric": True},
-    )
-    return time.perf_counter() - start
 
 
 def conv_gemm_paths(module, runs: int) -> list[dict]:

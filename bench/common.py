@@ -58,12 +58,15 @@ def bench_models(names: list[str] | None = None, digits_eval: int | None = None)
     return [m for m in models if names is None or m.name in names]
 
 
-def ort_session(path: Path | str, threads: int = 2):
+def ort_session(path: Path | str, threads: int = 2, optimize: bool = True):
+    """An onnxruntime CPU session; optimize=False runs QDQ models as exact QDQ arithmetic."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.log_severity_level = 3
+    if not optimize:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
@@ -125,3 +128,16 @@ def table(rows: list[dict], columns: list[str]) -> str:
     for row in rows:
         lines.append("| " + " | ".join(fmt(row.get(c)) for c in columns) + " |")
     return "\n".join(lines)
+
+
+def ort_quantize(model_path: Path, calibration: np.ndarray, out: Path) -> float:
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
+    start = time.perf_counter()
+    quantize_static(
+        str(model_path), str(out), ArrayReader("input", calibration), quant_format=QuantFormat.QDQ,
+        per_channel=True, activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+        calibrate_method=CalibrationMethod.MinMax,
+        extra_options={"ActivationSymmetric": True, "WeightSymmetric": True},
+    )
+    return time.perf_counter() - start

@@ -26,7 +26,8 @@ from common import bench_models  # noqa: E402
 
 import xnpu  # noqa: E402
 from xnpu.errors import XnpuError  # noqa: E402
-from xnpu.lowering.pdl_driver import LegalizeContext, apply_patterns, load_patterns  # noqa: E402
+from xnpu.lowering.legalize import legalize_patterns  # noqa: E402
+from xnpu.lowering.pdl_driver import PatternContext, apply_patterns  # noqa: E402
 from xnpu.pipeline import lower_to_isa  # noqa: E402
 from xnpu.target.description import load_target  # noqa: E402
 from xnpu.target.emit import emit_binary  # noqa: E402
@@ -42,7 +43,7 @@ def compile_for_targets(fixed_module, targets=TARGETS) -> dict[str, tuple]:
     compiled = {}
     for target in targets:
         module = fixed_module.clone()
-        fired = apply_patterns(module, load_patterns(), LegalizeContext(load_target(target), {"clamp_method": "auto"}))
+        fired = apply_patterns(module, legalize_patterns(), PatternContext(load_target(target), {"clamp_method": "auto"}))
         module.verify()
         try:
             compiled[Path(target).stem] = (emit_binary(lower_to_isa(module, str(target))), fired)

@@ -27,11 +27,12 @@ def __getattr__(name):
     raise AttributeError(f"module 'xnpu' has no attribute '{name}'")
 
 
-def quantize(module, calibration, **options):
-    """Calibrate an nn module on `calibration` samples and lower it to the integer `fixed` level."""
-    from xnpu.pipeline import quantize as _quantize
+def quantize(model, calibration, input_shapes=None, **options):
+    """Calibrate an nn module (or an ONNX model, imported first) on `calibration` samples and
+    lower it to the integer `fixed` level; `input_shapes` as in `import_onnx`."""
+    from xnpu.pipeline import load_model, quantize as _quantize
 
-    return _quantize(module, calibration, **options)
+    return _quantize(load_model(model, input_shapes), calibration, **options)
 
 
 def compile(model, calibration, target="xnpu_default", **options):
@@ -42,7 +43,11 @@ def compile(model, calibration, target="xnpu_default", **options):
 
 
 def import_onnx(path, **options):
-    """Import an ONNX model file (or ModelProto) as a module in the `nn` dialect."""
+    """Import an ONNX model file (or ModelProto) as a module in the `nn` dialect.
+
+    `input_shapes={"input": (1, 3, 224, 224)}` fixes the shapes of inputs with dynamic
+    dimensions (a dynamic batch dimension is 1 otherwise, with an XnpuNote warning).
+    """
     from xnpu.frontend.onnx_import import import_onnx as _import
 
     return _import(path, **options)

@@ -8,3 +8,10 @@ line tools print that line and exit non-zero instead of showing a traceback.
 
 class XnpuError(Exception):
     """A user-facing error: `str(error)` is one complete line."""
+
+
+class XnpuNote(UserWarning):
+    """Something the user should know that is not an error (a default chosen for them).
+
+    Issued with `warnings.warn`; the command line tools print each as one `<tool>: note: ...` line.
+    """

@@ -6,7 +6,7 @@ user's data, `lower-nn-to-fixed`, `fold-quantize-pairs`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -30,11 +30,13 @@ def _apply(module: ModuleOp, step: ModulePass, notify: AfterPass) -> None:
 
 
 def float_cleanup(module: ModuleOp, after_pass: AfterPass = _ignore) -> ModuleOp:
-    """The float-level passes every compile starts with (batch norm folded into convs, no-ops gone)."""
+    """The float-level passes every compile starts with (batch norm folded into convs, no-ops gone,
+    spelled-out activations fused)."""
     from xnpu.transforms.fold_batch_norm import FoldBatchNormPass
+    from xnpu.transforms.fuse_activations import FuseActivationsPass
     from xnpu.transforms.remove_noop import RemoveNoOpPass
 
-    for step in (FoldBatchNormPass(), RemoveNoOpPass()):
+    for step in (FoldBatchNormPass(), RemoveNoOpPass(), FuseActivationsPass()):
         _apply(module, step, after_pass)
     return module
 
@@ -81,16 +83,44 @@ def quantize(
     return module
 
 
-def lower_to_isa(module: ModuleOp, target: str = "xnpu_default") -> ModuleOp:
-    """Lower a fixed module (changed in place) to an `isa` program for `target` (a name or a TOML path)."""
-    from xnpu.lowering.fixed_to_isa import LowerFixedToIsaPass
+def below_npu(target: str) -> list[ModulePass]:
+    """The passes from the npu level to the isa program, one per job (docs/npu.md, "Below npu")."""
+    from xnpu.lowering.npu_to_isa import LowerNpuToIsaPass
+    from xnpu.transforms.npu_allocate import NpuAllocatePass
+    from xnpu.transforms.npu_assign_layout import NpuAssignLayoutPass
+    from xnpu.transforms.npu_tile import NpuTilePass
 
-    LowerFixedToIsaPass(target=str(target)).apply(make_context(), module)
-    verify_module(module)
+    return [NpuAssignLayoutPass(target=target), NpuTilePass(target=target), NpuAllocatePass(target=target),
+            LowerNpuToIsaPass(target=target)]
+
+
+def _verified(module: ModuleOp, steps, notify: AfterPass) -> None:
+    for step in steps:
+        _apply(module, step, notify)
+        verify_module(module)
+
+
+def lower_to_isa(module: ModuleOp, target: str = "xnpu_default", after_pass: AfterPass = _ignore) -> ModuleOp:
+    """Lower a fixed module (changed in place) to an `isa` program for `target` (a name or a TOML
+    path): lower-fixed-to-npu, npu-assign-layout, npu-tile, npu-allocate, lower-npu-to-isa."""
+    from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
+
+    _verified(module, [LowerFixedToNpuPass(target=str(target)), *below_npu(str(target))], after_pass)
     return module
 
 
-LEVELS = ("nn", "fixed", "isa", "bin")
+LEVELS = ("nn", "fixed", "npu", "isa", "bin", "tosa")  # tosa: the fixed level exported (docs/tosa.md)
+
+
+def load_model(model, input_shapes: Mapping[str, Sequence[int]] | None = None) -> ModuleOp:
+    """An nn module from an ONNX model (path or ModelProto), or the module itself."""
+    if isinstance(model, ModuleOp):
+        if input_shapes:
+            raise XnpuError("input_shapes applies to ONNX models only (IR has static shapes)")
+        return model
+    from xnpu.frontend.onnx_import import import_onnx
+
+    return import_onnx(model, input_shapes=input_shapes)
 
 
 def compile(
@@ -100,19 +130,24 @@ def compile(
     stop_at: str = "bin",
     after_pass: AfterPass | None = None,
     clamp_method: str = "auto",
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
     **quantize_options,
 ):
     """ONNX model (path, ModelProto or nn module) -> Binary for `target`, in one process.
 
-    import -> `quantize` (fold-batch-norm, remove-noop, calibrate, [compress-weights],
+    import -> `quantize` (fold-batch-norm, remove-noop, fuse-activations, calibrate, [compress-weights],
     lower-nn-to-fixed, fold-quantize-pairs; `quantize_options` are its options) -> legalize
-    -> lower-fixed-to-isa -> emit, with no text in between. `stop_at` ("nn", "fixed", "isa")
-    returns the module at that level instead of the Binary; `after_pass(name, module)` is
-    called after every step (--print-ir-after-all). `legalize{target}` (docs/extending.md)
-    makes the ops the target lacks into ones it has (`clamp_method`: auto, saturate or bias).
+    -> lower-fixed-to-npu -> npu-assign-layout -> npu-tile -> npu-allocate -> lower-npu-to-isa
+    -> emit, with no text in between. `stop_at` ("nn", "fixed", "tosa", "npu", "isa") returns
+    the module at that level instead of the Binary (npu: after lower-fixed-to-npu, before any
+    annotation; tosa: the fixed level after convert-fixed-to-tosa, docs/tosa.md);
+    `after_pass(name, module)` is called after every step (--print-ir-after-all).
+    `legalize{target}` (docs/extending.md) makes the ops the target lacks into ones it has
+    (`clamp_method`: auto, saturate or bias).
+    `input_shapes` ({input name: shape}) fixes dynamic input dimensions of an ONNX model.
     """
-    from xnpu.lowering.fixed_to_isa import LowerFixedToIsaPass
-    from xnpu.lowering.pdl_driver import LegalizePass
+    from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
+    from xnpu.lowering.legalize import LegalizePass
     from xnpu.target.description import load_target
     from xnpu.target.emit import emit_binary
 
@@ -120,12 +155,7 @@ def compile(
         raise XnpuError(f"unknown level '{stop_at}' (levels: {', '.join(LEVELS)})")
     load_target(target)  # a bad target fails before the slow steps
     notify = after_pass or _ignore
-    if isinstance(model, ModuleOp):
-        module = model
-    else:
-        from xnpu.frontend.onnx_import import import_onnx
-
-        module = import_onnx(model)
+    module = load_model(model, input_shapes)
     notify("import-onnx", module)
     if stop_at == "nn":
         return module
@@ -134,9 +164,16 @@ def compile(
     quantize(module, calibration, after_pass=notify, **quantize_options)
     if stop_at == "fixed":
         return module
-    for step in (LegalizePass(target=str(target), clamp_method=clamp_method), LowerFixedToIsaPass(target=str(target))):
-        _apply(module, step, notify)
-        verify_module(module)
+    if stop_at == "tosa":
+        from xnpu.lowering.fixed_to_tosa import ConvertFixedToTosaPass
+
+        _apply(module, ConvertFixedToTosaPass(), notify)
+        return module
+    _verified(module, [LegalizePass(target=str(target), clamp_method=clamp_method),
+                       LowerFixedToNpuPass(target=str(target))], notify)
+    if stop_at == "npu":
+        return module
+    _verified(module, below_npu(str(target)), notify)
     if stop_at == "isa":
         return module
     return emit_binary(module)

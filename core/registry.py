@@ -27,6 +27,12 @@ def _remove_noop():
     return RemoveNoOpPass
 
 
+def _fuse_activations():
+    from xnpu.transforms.fuse_activations import FuseActivationsPass
+
+    return FuseActivationsPass
+
+
 def _constant_fold():
     from xnpu.transforms.constant_fold import ConstantFoldPass
 
@@ -51,14 +57,44 @@ def _fold_quantize_pairs():
     return FoldQuantizePairsPass
 
 
-def _lower_fixed_to_isa():
-    from xnpu.lowering.fixed_to_isa import LowerFixedToIsaPass
+def _convert_fixed_to_tosa():
+    from xnpu.lowering.fixed_to_tosa import ConvertFixedToTosaPass
 
-    return LowerFixedToIsaPass
+    return ConvertFixedToTosaPass
+
+
+def _lower_fixed_to_npu():
+    from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
+
+    return LowerFixedToNpuPass
+
+
+def _npu_assign_layout():
+    from xnpu.transforms.npu_assign_layout import NpuAssignLayoutPass
+
+    return NpuAssignLayoutPass
+
+
+def _npu_tile():
+    from xnpu.transforms.npu_tile import NpuTilePass
+
+    return NpuTilePass
+
+
+def _npu_allocate():
+    from xnpu.transforms.npu_allocate import NpuAllocatePass
+
+    return NpuAllocatePass
+
+
+def _lower_npu_to_isa():
+    from xnpu.lowering.npu_to_isa import LowerNpuToIsaPass
+
+    return LowerNpuToIsaPass
 
 
 def _legalize():
-    from xnpu.lowering.pdl_driver import LegalizePass
+    from xnpu.lowering.legalize import LegalizePass
 
     return LegalizePass
 
@@ -68,10 +104,16 @@ def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "calibrate": _calibrate,
         "fold-batch-norm": _fold_batch_norm,
         "remove-noop": _remove_noop,
+        "fuse-activations": _fuse_activations,
         "constant-fold": _constant_fold,
         "compress-weights": _compress_weights,
         "lower-nn-to-fixed": _lower_nn_to_fixed,
         "fold-quantize-pairs": _fold_quantize_pairs,
         "legalize": _legalize,
-        "lower-fixed-to-isa": _lower_fixed_to_isa,
+        "lower-fixed-to-npu": _lower_fixed_to_npu,
+        "npu-assign-layout": _npu_assign_layout,
+        "npu-tile": _npu_tile,
+        "npu-allocate": _npu_allocate,
+        "lower-npu-to-isa": _lower_npu_to_isa,
+        "convert-fixed-to-tosa": _convert_fixed_to_tosa,
     }

@@ -79,8 +79,9 @@ def interpreter_functions():
     """The interpreter functions of every dialect a module may contain."""
     from xnpu.interpreters.fixed import FixedFunctions
     from xnpu.interpreters.nn import NNFunctions
+    from xnpu.interpreters.npu import NpuFunctions
 
-    return [FuncFunctions(), NNFunctions(), FixedFunctions()]
+    return [FuncFunctions(), NNFunctions(), FixedFunctions(), NpuFunctions()]
 
 
 def bind_inputs(
@@ -134,13 +135,21 @@ def run(module: ModuleOp, inputs: np.ndarray | Mapping[str, np.ndarray]) -> dict
     input_specs, output_specs = signature(module)
     arrays, samples = bind_inputs(input_specs, inputs)
     function = entry_function(module)
-    interpreter = Interpreter(module)
-    for functions in interpreter_functions():
-        interpreter.register_implementations(functions)
+    if any(op.dialect_name() == "tosa" for op in function.walk()):  # the TOSA export runs on IREE (docs/tosa.md)
+        from xnpu.ir_io import print_ir
+        from xnpu.tosa_export import IreeProgram
+
+        program = IreeProgram(print_ir(module, generic=True), function.sym_name.data)
+        call = lambda args: tuple(program(*args))  # noqa: E731
+    else:
+        interpreter = Interpreter(module)
+        for functions in interpreter_functions():
+            interpreter.register_implementations(functions)
+        call = lambda args: interpreter.call_op(function, args)  # noqa: E731
     per_sample: list[tuple] = []
     for index in range(samples):
         args = tuple(a if samples == 1 else a[index : index + 1] for a in arrays)
-        per_sample.append(interpreter.call_op(function, args))
+        per_sample.append(call(args))
     outputs = {}
     for position, spec in enumerate(output_specs):
         values = [np.asarray(result[position]) for result in per_sample]

@@ -51,7 +51,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import ConstantLike, Pure
+from xdsl.traits import Commutative, ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from xnpu.dialects.shapes import (
@@ -527,7 +527,7 @@ class MulOp(FixedOp):
     rhs = operand_def(IntTensor)
     result = result_def(IntTensor)
     scale = opt_prop_def(ScaleAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Commutative())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
 

@@ -26,7 +26,6 @@ extent every operand region covers (`sram_regions`).
 
 from __future__ import annotations
 
-import functools
 from typing import ClassVar
 
 import numpy as np
@@ -50,6 +49,7 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
+from xnpu.dialects.targeting import enclosing_target
 from xnpu.errors import XnpuError
 from xnpu.target.encoding import ENUMS, FORMATS, OPCODES, Instruction, make_instruction
 
@@ -182,29 +182,9 @@ def check_extents(i: Instruction, target) -> None:
             raise XnpuError(f"{i.op}: DDR bytes [{i['ddr_addr']}, {end}) leave the {target.memory.ddr_bytes}-byte DDR of {target.name}")
 
 
-@functools.lru_cache(maxsize=16)
-def _cached_target(name: str):
-    from xnpu.target.description import load_target
-
-    return load_target(name)
-
-
 def module_target(op: Operation):
     """The target the enclosing module names in `isa.target`, or None."""
-    parent = op.parent_op()
-    while parent is not None and not isinstance(parent, ModuleOp):
-        parent = parent.parent_op()
-    if parent is None:
-        return None
-    name = parent.attributes.get(TARGET_ATTRIBUTE)
-    if name is None:
-        return None
-    if not isinstance(name, StringAttr):
-        raise VerifyException(f"{TARGET_ATTRIBUTE} must be a string (a target name or TOML path), got {name}")
-    try:
-        return _cached_target(name.data)
-    except XnpuError as error:
-        raise VerifyException(str(error)) from None
+    return enclosing_target(op, TARGET_ATTRIBUTE)
 
 
 # --------------------------------------------------------------------------------------

@@ -26,11 +26,13 @@ from xdsl.dialects.builtin import (
     Float32Type,
     FloatAttr,
     IntegerAttr,
+    StringAttr,
     TensorType,
     f32,
 )
 from xdsl.ir import Attribute, Dialect, SSAValue
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     IRDLOperation,
     ParsePropInAttrDict,
     irdl_op_definition,
@@ -44,13 +46,14 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import ConstantLike, Pure
+from xdsl.traits import Commutative, ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from xnpu.dialects.shapes import (  # noqa: F401  (re-exported: nn.shape_of, nn.ints, ... are public)
     broadcast_shapes,
     broadcasts_to,
     conv_output_shape,
+    conv_transpose_output_shape,
     expect_at_least,
     expect_len,
     expect_rank,
@@ -64,12 +67,22 @@ from xnpu.dialects.shapes import (  # noqa: F401  (re-exported: nn.shape_of, nn.
     matmul_output_shape,
     normalize_axis,
     pool_output_hw,
+    resize_factors,
     shape_of,
     verify_conv_geometry,
+    verify_conv_transpose_geometry,
     verify_window,
 )
 
 F32Tensor = TensorType[Float32Type]
+
+# ONNX Resize: the coordinate transformations each mode supports, and nearest's rounding
+RESIZE_COORDINATE_MODES = {
+    "nearest": ("asymmetric", "half_pixel", "align_corners"),
+    "linear": ("half_pixel", "align_corners"),
+}
+NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+LINEAR_MAX_FACTOR = 2
 
 # --------------------------------------------------------------------------------------
 # Constants
@@ -217,20 +230,66 @@ class HardSigmoidOp(UnaryOp):
 
 
 @irdl_op_definition
-class ClipOp(UnaryOp):
-    """clip(x, min, max); covers hard_tanh (-1, 1) and relu6 (0, 6). A missing bound is open."""
+class TanhOp(UnaryOp):
+    """tanh(x)."""
+
+    name = "nn.tanh"
+
+
+@irdl_op_definition
+class ClipOp(IRDLOperation):
+    """clip(x, min, max); covers hard_tanh (-1, 1) and relu6 (0, 6). A missing bound is open.
+
+    A bound is a constant attribute (`{min = 0.0 : f32}`) or, where the model computes it or
+    takes it as an input, a scalar operand (`min(%lo : tensor<f32>)`); an operand bound below
+    the other bound makes every value the max, as in ONNX.
+    """
 
     name = "nn.clip"
+    input = operand_def(F32Tensor)
+    min_value = opt_operand_def(F32Tensor)
+    max_value = opt_operand_def(F32Tensor)
+    result = result_def(F32Tensor)
     min = opt_prop_def(FloatAttr)
     max = opt_prop_def(FloatAttr)
+    traits = traits_def(Pure())
+    irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
+    assembly_format = (
+        "$input (`min` `(` $min_value^ `:` type($min_value) `)`)? (`max` `(` $max_value^ `:` type($max_value) `)`)?"
+        " attr-dict `:` type($input) `->` type($result)"
+    )
+
+    def __init__(
+        self,
+        input: SSAValue,
+        result_type: Attribute | None = None,
+        min: FloatAttr | None = None,
+        max: FloatAttr | None = None,
+        min_value: SSAValue | None = None,
+        max_value: SSAValue | None = None,
+    ):
+        properties = {key: value for key, value in (("min", min), ("max", max)) if value is not None}
+        super().__init__(
+            operands=[input, min_value, max_value], result_types=[result_type or input.type], properties=properties
+        )
+
+    @property
+    def has_operand_bounds(self) -> bool:
+        return self.min_value is not None or self.max_value is not None
 
     def bounds(self) -> tuple[float, float]:
+        """The attribute bounds (an absent one is infinite); operand bounds are only known at run time."""
         low = -math.inf if self.min is None else self.min.value.data
         high = math.inf if self.max is None else self.max.value.data
         return low, high
 
     def verify_(self) -> None:
-        super().verify_()
+        expect_shape(self, shape_of(self.input))
+        for role, attribute, operand in (("min", self.min, self.min_value), ("max", self.max, self.max_value)):
+            if attribute is not None and operand is not None:
+                raise VerifyException(f"nn.clip: {role} is given both as an attribute and as an operand")
+            if operand is not None and math.prod(shape_of(operand)) != 1:
+                raise VerifyException(f"nn.clip: {role} must be a scalar, got shape {list(shape_of(operand))}")
         low, high = self.bounds()
         if low > high:
             raise VerifyException(f"nn.clip: min {low} is greater than max {high}")
@@ -274,6 +333,7 @@ class AddOp(BinaryOp):
     """lhs + rhs with ONNX broadcasting."""
 
     name = "nn.add"
+    traits = traits_def(Pure(), Commutative())
 
 
 @irdl_op_definition
@@ -288,6 +348,7 @@ class MulOp(BinaryOp):
     """lhs * rhs with ONNX broadcasting (squeeze-excitation scales are a broadcast mul)."""
 
     name = "nn.mul"
+    traits = traits_def(Pure(), Commutative())
 
 
 @irdl_op_definition
@@ -302,14 +363,9 @@ class DivOp(BinaryOp):
 # --------------------------------------------------------------------------------------
 
 
-@irdl_op_definition
-class Conv2dOp(IRDLOperation):
-    """2-D convolution, NCHW input, OIHW weight (I = C / group), optional bias of O.
+class ConvolutionOp(IRDLOperation):
+    """What convolution and transposed convolution share: operands, window attributes, bias check."""
 
-    group == C == O is a depthwise convolution.
-    """
-
-    name = "nn.conv2d"
     input = operand_def(F32Tensor)
     weight = operand_def(F32Tensor)
     bias = opt_operand_def(F32Tensor)
@@ -321,6 +377,22 @@ class Conv2dOp(IRDLOperation):
     traits = traits_def(Pure())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
+
+    def verify_bias(self, out_channels: int) -> None:
+        if self.bias is not None and shape_of(self.bias) != (out_channels,):
+            raise VerifyException(
+                f"{self.name}: bias shape must be [{out_channels}], got {list(shape_of(self.bias))}"
+            )
+
+
+@irdl_op_definition
+class Conv2dOp(ConvolutionOp):
+    """2-D convolution, NCHW input, OIHW weight (I = C / group), optional bias of O.
+
+    group == C == O is a depthwise convolution.
+    """
+
+    name = "nn.conv2d"
 
     def __init__(
         self,
@@ -353,11 +425,7 @@ class Conv2dOp(IRDLOperation):
             self, self.input, self.weight, ints(self.strides), ints(self.pads), ints(self.dilations),
             self.group.value.data,
         )
-        out_channels = expected[1]
-        if self.bias is not None and shape_of(self.bias) != (out_channels,):
-            raise VerifyException(
-                f"nn.conv2d: bias shape must be [{out_channels}], got {list(shape_of(self.bias))}"
-            )
+        self.verify_bias(expected[1])
         expect_shape(self, expected)
 
     @property
@@ -365,6 +433,52 @@ class Conv2dOp(IRDLOperation):
         x, w = shape_of(self.input), shape_of(self.weight)
         group = self.group.value.data
         return group > 1 and group == x[1] and w[1] == 1
+
+
+@irdl_op_definition
+class ConvTranspose2dOp(ConvolutionOp):
+    """2-D transposed convolution (ONNX ConvTranspose): NCHW input, C x O/group x KH x KW weight.
+
+    Output size per axis: (in - 1) * stride + dilation * (k - 1) + 1 - pad_begin - pad_end
+    + output_padding. The importer resolves ONNX's auto_pad and output_shape into these pads.
+    """
+
+    name = "nn.conv_transpose2d"
+    output_padding = prop_def(DenseArrayBase[I64])
+
+    def __init__(
+        self,
+        input: SSAValue,
+        weight: SSAValue,
+        bias: SSAValue | None,
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        dilations: Sequence[int] = (1, 1),
+        output_padding: Sequence[int] = (0, 0),
+        group: int = 1,
+    ):
+        shape = conv_transpose_output_shape(
+            shape_of(input), shape_of(weight), strides, pads, dilations, output_padding, group
+        )
+        super().__init__(
+            operands=[input, weight, bias],
+            result_types=[TensorType(f32, shape)],
+            properties={
+                "strides": i64_array(strides),
+                "pads": i64_array(pads),
+                "dilations": i64_array(dilations),
+                "output_padding": i64_array(output_padding),
+                "group": i64_attr(group),
+            },
+        )
+
+    def verify_(self) -> None:
+        expected = verify_conv_transpose_geometry(
+            self, self.input, self.weight, ints(self.strides), ints(self.pads), ints(self.dilations),
+            ints(self.output_padding), self.group.value.data,
+        )
+        self.verify_bias(expected[1])
+        expect_shape(self, expected)
 
 
 @irdl_op_definition
@@ -660,6 +774,75 @@ class TransposeOp(IRDLOperation):
 
 
 @irdl_op_definition
+class ResizeOp(IRDLOperation):
+    """Upsample H and W by integer factors (the result type gives them), as ONNX Resize.
+
+    `mode` is "nearest" (any integer factor) or "linear" (factors 1 and 2);
+    `coordinate_transformation_mode` and, for nearest, `nearest_mode` mean what they mean in
+    ONNX (docs/onnx-import.md): together they say which input pixel(s) each output pixel reads.
+    """
+
+    name = "nn.resize"
+    input = operand_def(F32Tensor)
+    result = result_def(F32Tensor)
+    mode = prop_def(StringAttr)
+    coordinate_transformation_mode = prop_def(StringAttr)
+    nearest_mode = opt_prop_def(StringAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(
+        self,
+        input: SSAValue,
+        factors: Sequence[int],
+        mode: str,
+        coordinate_transformation_mode: str,
+        nearest_mode: str | None = None,
+    ):
+        n, c, h, w = shape_of(input)
+        properties = {
+            "mode": StringAttr(mode),
+            "coordinate_transformation_mode": StringAttr(coordinate_transformation_mode),
+        }
+        if nearest_mode is not None:
+            properties["nearest_mode"] = StringAttr(nearest_mode)
+        super().__init__(
+            operands=[input],
+            result_types=[TensorType(f32, (n, c, h * factors[0], w * factors[1]))],
+            properties=properties,
+        )
+
+    @property
+    def factors(self) -> tuple[int, int]:
+        return resize_factors(shape_of(self.input), shape_of(self.result))
+
+    def verify_(self) -> None:
+        try:
+            factors = self.factors
+        except ValueError as error:
+            raise VerifyException(f"nn.resize: {error}") from None
+        mode = self.mode.data
+        coordinates = self.coordinate_transformation_mode.data
+        if mode not in RESIZE_COORDINATE_MODES:
+            raise VerifyException(f"nn.resize: mode must be one of {', '.join(RESIZE_COORDINATE_MODES)}, got '{mode}'")
+        if coordinates not in RESIZE_COORDINATE_MODES[mode]:
+            raise VerifyException(
+                f"nn.resize: {mode} coordinate_transformation_mode must be one of "
+                f"{', '.join(RESIZE_COORDINATE_MODES[mode])}, got '{coordinates}'"
+            )
+        if mode == "nearest":
+            if self.nearest_mode is None or self.nearest_mode.data not in NEAREST_MODES:
+                got = "none" if self.nearest_mode is None else f"'{self.nearest_mode.data}'"
+                raise VerifyException(f"nn.resize: nearest_mode must be one of {', '.join(NEAREST_MODES)}, got {got}")
+        else:
+            if self.nearest_mode is not None:
+                raise VerifyException("nn.resize: nearest_mode belongs to mode nearest only")
+            if max(factors) > LINEAR_MAX_FACTOR:
+                raise VerifyException(f"nn.resize: linear resizing supports factors 1 and 2, got {list(factors)}")
+
+
+@irdl_op_definition
 class ConcatOp(IRDLOperation):
     """Join tensors along `axis`; all other dimensions must agree."""
 
@@ -704,6 +887,7 @@ NN = Dialect(
         ConstantOp,
         ReluOp,
         SigmoidOp,
+        TanhOp,
         HardSigmoidOp,
         HardSwishOp,
         ClipOp,
@@ -713,6 +897,7 @@ NN = Dialect(
         MulOp,
         DivOp,
         Conv2dOp,
+        ConvTranspose2dOp,
         GemmOp,
         MatMulOp,
         BatchNormOp,
@@ -722,6 +907,7 @@ NN = Dialect(
         ReshapeOp,
         FlattenOp,
         TransposeOp,
+        ResizeOp,
         ConcatOp,
     ],
 )

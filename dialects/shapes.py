@@ -67,6 +67,37 @@ def conv_output_shape(
     return (x[0], w[0], oh, ow)
 
 
+def conv_transpose_output_shape(
+    x: Sequence[int],
+    w: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    output_padding: Sequence[int],
+    group: int,
+) -> tuple[int, ...]:
+    """N x (w[1] * group) x OH x OW for an NCHW input and a C x O/group x KH x KW weight (ONNX ConvTranspose)."""
+    hw = [
+        (x[2 + a] - 1) * strides[a] + dilations[a] * (w[2 + a] - 1) + 1 - pads[a] - pads[a + 2] + output_padding[a]
+        for a in range(2)
+    ]
+    return (x[0], w[1] * group, *hw)
+
+
+def resize_factors(before: Sequence[int], after: Sequence[int]) -> tuple[int, int]:
+    """The integer H and W factors of an NCHW upsampling; raises ValueError for anything else."""
+    if len(before) != 4 or len(after) != 4:
+        raise ValueError(f"needs NCHW tensors, got shapes {list(before)} and {list(after)}")
+    if tuple(before[:2]) != tuple(after[:2]):
+        raise ValueError(f"only H and W are resized, but {list(before)} becomes {list(after)}")
+    factors = []
+    for axis in (2, 3):
+        if before[axis] < 1 or after[axis] % before[axis]:
+            raise ValueError(f"{list(before)} -> {list(after)} is not an upsampling by integer factors")
+        factors.append(after[axis] // before[axis])
+    return factors[0], factors[1]
+
+
 def gemm_output_shape(a: Sequence[int], b: Sequence[int], trans_a: bool, trans_b: bool) -> tuple[int, int]:
     m, k = (a[1], a[0]) if trans_a else (a[0], a[1])
     k2, n = (b[1], b[0]) if trans_b else (b[0], b[1])
@@ -186,6 +217,34 @@ def verify_conv_geometry(
     expected = conv_output_shape(x, w, strides, pads, dilations)
     if expected[2] < 1 or expected[3] < 1:
         raise VerifyException(f"{op.name}: kernel {list(w[2:])} does not fit input {list(x[2:])}")
+    return expected
+
+
+def verify_conv_transpose_geometry(
+    op: Operation, input: SSAValue, weight: SSAValue, strides, pads, dilations, output_padding, group: int
+) -> tuple[int, ...]:
+    """NCHW input, C x O/group x KH x KW weight: attribute lengths and ranges, groups; the result shape."""
+    x = expect_rank(op, input, 4, "input")
+    w = expect_rank(op, weight, 4, "weight")
+    for name, values, length in (("strides", strides, 2), ("pads", pads, 4), ("dilations", dilations, 2),
+                                 ("output_padding", output_padding, 2)):
+        expect_len(op, name, values, length)
+    expect_at_least(op, "strides", strides, 1)
+    expect_at_least(op, "dilations", dilations, 1)
+    expect_at_least(op, "pads", pads, 0)
+    expect_at_least(op, "output_padding", output_padding, 0)
+    for axis in range(2):
+        if output_padding[axis] >= max(strides[axis], dilations[axis]):
+            raise VerifyException(
+                f"{op.name}: output_padding {list(output_padding)} must be below the stride or the dilation"
+            )
+    if group < 1 or x[1] % group:
+        raise VerifyException(f"{op.name}: group {group} must divide input channels {x[1]}")
+    if w[0] != x[1]:
+        raise VerifyException(f"{op.name}: weight has {w[0]} input channels, input has {x[1]}")
+    expected = conv_transpose_output_shape(x, w, strides, pads, dilations, output_padding, group)
+    if expected[2] < 1 or expected[3] < 1:
+        raise VerifyException(f"{op.name}: pads {list(pads)} leave no output of input {list(x[2:])}")
     return expected
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +38,7 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from xnpu.dialects import nn
 from xnpu.errors import XnpuError
+from xnpu.frontend.onnx_shapes import FOLDABLE_OPS, fold_shape_computations, static_input_shapes
 from xnpu.ir_io import check_input_file
 from xnpu.runner import NAME_ATTR
 
@@ -238,9 +239,10 @@ class _Importer:
         first_op = len(self.ops)
         try:
             _check_attribute_types(node, self.opset)
+            # converted first: a converter says best why an output shape is unknown (a non-constant parameter)
+            converter(self, node, _attributes(node))
             if op_type not in SHAPE_FREE_OPS:
                 self.check_outputs(node)
-            converter(self, node, _attributes(node))
             self.check_results(node, self.ops[first_op:])
         except _NodeError as error:
             raise XnpuError(f"ONNX node '{name}' ({op_type}): {error}") from None
@@ -442,16 +444,22 @@ def _forward(importer: _Importer, source: str, target: str) -> None:
         importer.operand(source)  # raises the "not produced" error
 
 
-@converts("Conv")
-def _conv(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
-    _reject_unknown(attrs, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})
-    x_shape = _expect_rank4(importer, node.input[0])
+def _conv_weight(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> tuple[SSAValue, tuple[int, ...]]:
+    """A (transposed) convolution's 4-D weight, checked against kernel_shape."""
     weight = importer.operand(node.input[1])
     w_shape = nn.shape_of(weight)
     if len(w_shape) != 4:
         raise _NodeError(f"weight has shape {list(w_shape)}; only 2-D convolution is supported")
     if "kernel_shape" in attrs and [int(k) for k in attrs["kernel_shape"]] != list(w_shape[2:]):
         raise _NodeError(f"kernel_shape {list(attrs['kernel_shape'])} differs from the weight's {list(w_shape[2:])}")
+    return weight, w_shape
+
+
+@converts("Conv")
+def _conv(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    _reject_unknown(attrs, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})
+    x_shape = _expect_rank4(importer, node.input[0])
+    weight, w_shape = _conv_weight(importer, node, attrs)
     strides, dilations = _pair(attrs, "strides"), _pair(attrs, "dilations")
     pads, _ = _window_pads(attrs, x_shape[2:], w_shape[2:], strides, dilations)
     bias = _present(node, 2)
@@ -462,6 +470,67 @@ def _conv(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
         strides=strides,
         pads=pads,
         dilations=dilations,
+        group=int(attrs.get("group", 1)),
+    )
+    importer.define(node, importer.emit(op))
+
+
+def _conv_transpose_pads(
+    attrs: dict[str, object],
+    hw: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    output_padding: Sequence[int],
+) -> list[int]:
+    """Explicit [top, left, bottom, right] pads of a ConvTranspose, from pads, auto_pad or output_shape."""
+    auto_pad = _decode(attrs.get("auto_pad", "NOTSET"))
+    if auto_pad not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"):
+        raise _NodeError(f"unsupported attribute value auto_pad={auto_pad}")
+    if "output_shape" in attrs:
+        target = [int(d) for d in attrs["output_shape"]][-2:]
+    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        target = [hw[axis] * strides[axis] for axis in range(2)]
+    elif auto_pad == "VALID":
+        return [0, 0, 0, 0]
+    else:
+        pads = [int(p) for p in attrs.get("pads", [0, 0, 0, 0])]
+        if len(pads) != 4:
+            raise _NodeError(f"pads {pads} must have 4 values for a 2-D window")
+        return pads
+    begin, end = [], []
+    for axis in range(2):
+        span = dilations[axis] * (kernel[axis] - 1) + 1
+        total = strides[axis] * (hw[axis] - 1) + output_padding[axis] + span - target[axis]
+        if total < 0:
+            raise _NodeError(f"output_shape {target} is larger than the transposed convolution gives without padding")
+        # the odd pixel of padding goes to the end for SAME_UPPER, to the beginning otherwise
+        small, large = total // 2, total - total // 2
+        begin.append(small if auto_pad == "SAME_UPPER" else large)
+        end.append(large if auto_pad == "SAME_UPPER" else small)
+    return [begin[0], begin[1], end[0], end[1]]
+
+
+@converts("ConvTranspose")
+def _conv_transpose(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    _reject_unknown(attrs, {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape",
+                            "pads", "strides"})
+    x_shape = _expect_rank4(importer, node.input[0])
+    weight, w_shape = _conv_weight(importer, node, attrs)
+    strides, dilations = _pair(attrs, "strides"), _pair(attrs, "dilations")
+    output_padding = _pair(attrs, "output_padding", 0)
+    pads = _conv_transpose_pads(attrs, x_shape[2:], w_shape[2:], strides, dilations, output_padding)
+    if any(p < 0 for p in pads):
+        raise _NodeError(f"negative pads {pads} are not supported")
+    bias = _present(node, 2)
+    op = nn.ConvTranspose2dOp(
+        importer.operand(node.input[0]),
+        weight,
+        importer.operand(bias) if bias else None,
+        strides=strides,
+        pads=pads,
+        dilations=dilations,
+        output_padding=output_padding,
         group=int(attrs.get("group", 1)),
     )
     importer.define(node, importer.emit(op))
@@ -504,7 +573,7 @@ def _binary(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
     importer.define(node, importer.emit(_BINARY[node.op_type](lhs, rhs)))
 
 
-_UNARY = {"Relu": nn.ReluOp, "Sigmoid": nn.SigmoidOp, "HardSwish": nn.HardSwishOp}
+_UNARY = {"Relu": nn.ReluOp, "Sigmoid": nn.SigmoidOp, "Tanh": nn.TanhOp, "HardSwish": nn.HardSwishOp}
 
 
 @converts(*_UNARY)
@@ -527,11 +596,14 @@ def _hard_sigmoid(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> Non
 @converts("Clip")
 def _clip(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
     _reject_unknown(attrs, set())  # opset >= 11: the bounds are inputs
-    bounds = {}
+    bounds: dict[str, object] = {}
     for index, role in ((1, "min"), (2, "max")):
         name = _present(node, index)
         if name is None:
             continue  # an omitted bound is open
+        if name not in importer.constants:
+            bounds[f"{role}_value"] = importer.operand(name)  # computed or a graph input: known at run time
+            continue
         value = np.asarray(importer.constant(name, role))
         if value.size != 1:
             raise _NodeError(f"{role} must be a scalar, got shape {list(value.shape)}")
@@ -641,6 +713,63 @@ def _transpose(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
     importer.define(node, importer.emit(nn.TransposeOp(x, perm)))
 
 
+# ONNX Resize attributes that change nothing for an integer upsampling in the supported modes, at these values
+_RESIZE_NEUTRAL = {"exclude_outside": 0, "antialias": 0, "keep_aspect_ratio_policy": "stretch"}
+# identical to half_pixel whenever the output is longer than one pixel, so always for an upsampling
+_RESIZE_ALIASES = {"pytorch_half_pixel": "half_pixel"}
+
+
+@converts("Resize")
+def _resize(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    _reject_unknown(attrs, {"mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a",
+                            "extrapolation_value", "axes", *_RESIZE_NEUTRAL})
+    for name, neutral in _RESIZE_NEUTRAL.items():
+        if name in attrs and _decode(attrs[name]) != neutral:
+            raise _NodeError(f"unsupported attribute value {name}={_decode(attrs[name])}")
+    mode = _decode(attrs.get("mode", "nearest"))
+    if mode not in nn.RESIZE_COORDINATE_MODES:
+        raise _NodeError(f"unsupported attribute value mode={mode} (supported: {', '.join(nn.RESIZE_COORDINATE_MODES)})")
+    coordinates = _decode(attrs.get("coordinate_transformation_mode", "half_pixel"))
+    coordinates = _RESIZE_ALIASES.get(coordinates, coordinates)
+    if coordinates not in nn.RESIZE_COORDINATE_MODES[mode]:
+        raise _NodeError(
+            f"unsupported attribute value coordinate_transformation_mode={coordinates} for mode {mode} "
+            f"(supported: {', '.join(nn.RESIZE_COORDINATE_MODES[mode])})"
+        )
+    nearest_mode = None
+    if mode == "nearest":
+        nearest_mode = _decode(attrs.get("nearest_mode", "round_prefer_floor"))
+        if nearest_mode not in nn.NEAREST_MODES:
+            raise _NodeError(f"unsupported attribute value nearest_mode={nearest_mode}")
+    x = importer.operand(node.input[0])
+    shape = nn.shape_of(x)
+    axes = [int(a) + len(shape) if int(a) < 0 else int(a) for a in attrs.get("axes", range(len(shape)))]
+    out = list(shape)
+    sizes, scales = _present(node, 3), _present(node, 2)
+    sizes = np.asarray(importer.constant(sizes, "sizes")).reshape(-1) if sizes else np.zeros(0)
+    scales = np.asarray(importer.constant(scales, "scales")).reshape(-1) if scales else np.zeros(0)
+    for role, values in (("sizes", sizes), ("scales", scales)):
+        if values.size and values.size != len(axes):
+            raise _NodeError(f"{role} {values.tolist()} must have {len(axes)} values")
+    if sizes.size:
+        for axis, size in zip(axes, sizes):
+            out[axis] = int(size)
+    elif scales.size:
+        for axis, scale in zip(axes, scales):
+            if scale != round(scale) or scale < 1:
+                raise _NodeError(f"scales {scales.tolist()}: only upsampling by integer factors is supported")
+            out[axis] = shape[axis] * int(scale)
+    else:
+        raise _NodeError("needs scales or sizes")
+    try:
+        factors = nn.resize_factors(shape, out)
+    except ValueError as error:
+        raise _NodeError(f"{error}: only upsampling H and W by integer factors is supported") from None
+    if mode == "linear" and max(factors) > nn.LINEAR_MAX_FACTOR:
+        raise _NodeError(f"linear resizing by {list(factors)}: only factors 1 and 2 are supported")
+    importer.define(node, importer.emit(nn.ResizeOp(x, factors, mode, coordinates, nearest_mode)))
+
+
 @converts("Concat")
 def _concat(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
     _reject_unknown(attrs, {"axis"})
@@ -691,8 +820,16 @@ def _unsqueeze(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
 SUPPORTED_OPS = frozenset(CONVERTERS)
 
 
-def import_onnx(source: str | os.PathLike[str] | onnx.ModelProto) -> ModuleOp:
-    """Import an ONNX model (a file path or a ModelProto) as a module in the `nn` dialect."""
+def import_onnx(
+    source: str | os.PathLike[str] | onnx.ModelProto,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+) -> ModuleOp:
+    """Import an ONNX model (a file path or a ModelProto) as a module in the `nn` dialect.
+
+    `input_shapes` ({input name: shape}) fixes the shapes of graph inputs; a dynamic batch
+    dimension is otherwise 1 (with an XnpuNote warning) and any other dynamic dimension an
+    error. Shape computations on the now static shapes are folded away before import.
+    """
     model = _load(source)
     opset = _default_opset(model)
     if model.graph.node and not all(n.domain in ("", "ai.onnx") for n in model.graph.node):
@@ -702,9 +839,15 @@ def import_onnx(source: str | os.PathLike[str] | onnx.ModelProto) -> ModuleOp:
             "no nn equivalent"
         )
     # checked before shape inference, which may fail on exactly these ops
-    for index, node in enumerate(model.graph.node):
-        if node.op_type not in CONVERTERS:
-            name = node.name or f"{node.op_type}_{index}"
-            raise XnpuError(f"unsupported ONNX op '{node.op_type}' (node '{name}'): no nn equivalent")
+    _reject_unsupported_ops(model, SUPPORTED_OPS | FOLDABLE_OPS)
+    model = fold_shape_computations(static_input_shapes(model, input_shapes))
+    _reject_unsupported_ops(model, SUPPORTED_OPS)
     inferred = _infer_shapes(model)
     return _Importer(inferred, opset).import_graph(inferred.graph)
+
+
+def _reject_unsupported_ops(model: onnx.ModelProto, supported: frozenset[str]) -> None:
+    for index, node in enumerate(model.graph.node):
+        if node.op_type not in supported:
+            name = node.name or f"{node.op_type}_{index}"
+            raise XnpuError(f"unsupported ONNX op '{node.op_type}' (node '{name}'): no nn equivalent")

@@ -1,55 +1,55 @@
-"""xnpu's PDL pattern driver and the `legalize` pass.
+"""xnpu's PDL pattern driver: declarative rewrites in `pdl.pattern` files, applied by passes.
 
-Legalizations are declarative: each is a `pdl.pattern` in `lowering/patterns/*.mlir` (or a
-directory given to the pass), plus, where a parameter must be computed, a Python function
-registered by name with `@native_constraint` / `@native_rewrite` (lowering/legalize_natives.py).
-docs/extending.md walks through adding one.
+Every declarative lowering of xnpu is a file of `pdl.pattern`s next to the pass that applies
+it (`lowering/nn_to_fixed/`, `lowering/legalize/`, `lowering/fixed_to_npu/`, ...), plus
+Python functions registered by name where a parameter must be computed
+(`@native_constraint`, `@native_rewrite`). docs/extending.md walks through adding one.
 
-Why not xDSL's `apply-pdl`: in xDSL 0.74 it registers no native constraints, neither PDL
-interpreter implements `pdl.apply_native_rewrite`, `benefit` is ignored and two patterns on
-one op crash `apply-pdl-interp`. This driver interprets the subset xnpu's patterns need:
+Matching extends xDSL's `PDLMatcher` with what MLIR's PDL has and xnpu's patterns need:
 
-- match (reusing xDSL's `PDLMatcher`): `pdl.operation` with a name, named attributes,
-  operands and result types; `pdl.operand`, `pdl.result`, `pdl.type` and `pdl.attribute`
-  (bound or constant); then every `pdl.apply_native_constraint` of the pattern, in order,
-  against the constraint registry. Operand counts and result counts must match exactly
-  (a conv without a bias has two operands); `pdl.operands`/`pdl.results` ranges are not
-  supported (rejected when the file is loaded).
-- rewrite: `pdl.operation` creates an op (named attributes go to properties when the op
-  defines them) before the root, with the root's location; `pdl.result`, constant
-  `pdl.type` / `pdl.attribute`, `pdl.apply_native_rewrite` (returns attributes, types or
-  values), `pdl.replace` (with an op or values) and `pdl.erase`.
-- patterns are tried per op in order of decreasing `benefit` (then file order); the first
-  that matches rewrites, and the walk repeats until nothing changes.
+- an operation whose operands (or result types) are not listed matches any number of them,
+  as in MLIR; listed ones match exactly, except that one `pdl.operands` (`pdl.types`) range
+  takes whatever the single values leave (a conv with or without a bias is one pattern);
+- operands of an op with the `Commutative` trait are tried in both orders, so `mul(x, c)`
+  and `mul(c, x)` are one pattern; the search backtracks over every choice until the
+  native constraints accept one;
+- `pdl.apply_native_constraint` runs the registered Python function on the matched values.
 
-Native functions receive a `LegalizeContext` first (the target, the pass options, the root
-op, the rewriter), then the matched PDL values in argument order.
+Rewriting is xDSL's `PDLRewriteFunctions` run by xDSL's interpreter over the `pdl.rewrite`
+region, extended with `pdl.apply_native_rewrite` (the registry), constant `pdl.type`s,
+operand ranges, and the root's location and name hint on every created op (the ONNX
+provenance, and the value names `PatternRewriter.replace` would give). Created
+ops are verified; a failure names the pattern.
+
+Patterns are tried per op by decreasing `benefit`, then file order; the first that matches
+rewrites, and the walk repeats until nothing changes (`apply_patterns`).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import re
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects import pdl
 from xdsl.dialects.builtin import Builtin, ModuleOp
-from xdsl.interpreters.pdl import PDLMatcher
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.interpreter import Interpreter, impl, register_impls
+from xdsl.interpreters.pdl import PDLMatcher, PDLRewriteFunctions
+from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 from xdsl.irdl import IRDLOperation
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
-from xdsl.rewriter import InsertPoint
+from xdsl.traits import Commutative
 from xdsl.utils.exceptions import InterpretationError, ParseError, VerifyException
 
 from xnpu.context import make_context
 from xnpu.errors import XnpuError
-from xnpu.target.description import TargetDescription, load_target
-
-PATTERN_DIR = Path(__file__).resolve().parent / "patterns"
-CLAMP_METHODS = ("auto", "saturate", "bias")
+from xnpu.target.description import TargetDescription
 
 # --------------------------------------------------------------------------------------
 # Native function registries
@@ -60,8 +60,14 @@ NATIVE_REWRITES: dict[str, Callable[..., object]] = {}
 
 
 def _register(table: dict[str, Callable], name: str | None):
+    """Names are global (every pass's patterns call into one registry): a second function
+    under a taken name is a mistake, unless it is the same function loaded again."""
+
     def decorate(function: Callable) -> Callable:
         key = name or function.__name__
+        known = table.get(key)
+        if known is not None and (known.__module__, known.__qualname__) != (function.__module__, function.__qualname__):
+            raise XnpuError(f"native function '{key}' is already registered by {known.__module__}")
         table[key] = function
         return function
     return decorate
@@ -77,14 +83,8 @@ def native_rewrite(name: str | None = None):
     return _register(NATIVE_REWRITES, name)
 
 
-def _load_builtin_natives() -> None:
-    import xnpu.lowering.legalize_natives  # noqa: F401  (registers by decoration)
-
-
 def load_natives(path: str | Path) -> None:
     """Import a Python file whose `@native_constraint` / `@native_rewrite` functions register themselves."""
-    import importlib.util
-
     path = Path(path)
     if not path.is_file():
         raise XnpuError(f"{path}: no such native functions file")
@@ -94,9 +94,12 @@ def load_natives(path: str | Path) -> None:
 
 
 @dataclass
-class LegalizeContext:
-    target: TargetDescription
-    options: dict[str, str]
+class PatternContext:
+    """What native functions receive first: the target (None above the target-specific
+    levels), the pass options, and, while a pattern runs, its root op and the rewriter."""
+
+    target: TargetDescription | None = None
+    options: dict[str, str] = field(default_factory=dict)
     root: Operation | None = None
     rewriter: PatternRewriter | None = None
 
@@ -116,27 +119,31 @@ class Pattern:
     source: Path
     order: int = 0
 
-    @property
+    @cached_property
     def rewrite(self) -> pdl.RewriteOp:
         last = self.op.body.block.last_op
         assert isinstance(last, pdl.RewriteOp)
         return last
 
-    @property
-    def legalizes(self) -> str | None:
-        """The op the pattern legalizes: the one its `not_native` constraint asks about, else the root."""
-        for constraint in self.op.body.block.ops:
-            if isinstance(constraint, pdl.ApplyNativeConstraintOp) and constraint.constraint_name.data == "not_native":
-                owner = constraint.args[0].owner
-                if isinstance(owner, pdl.OperationOp) and owner.opName is not None:
-                    return owner.opName.data
-        return self.root_name
-
-    @property
+    @cached_property
     def root(self) -> pdl.OperationOp:
         root = self.rewrite.root
         assert root is not None and isinstance(root.owner, pdl.OperationOp)
         return root.owner
+
+    @cached_property
+    def constraints(self) -> list[pdl.ApplyNativeConstraintOp]:
+        return [op for op in self.op.body.block.ops if isinstance(op, pdl.ApplyNativeConstraintOp)]
+
+    @property
+    def legalizes(self) -> str | None:
+        """The op the pattern replaces: the one its `not_native` constraint asks about, else the root."""
+        for constraint in self.constraints:
+            if constraint.constraint_name.data == "not_native":
+                owner = constraint.args[0].owner
+                if isinstance(owner, pdl.OperationOp) and owner.opName is not None:
+                    return owner.opName.data
+        return self.root_name
 
 
 def pdl_context() -> Context:
@@ -146,8 +153,14 @@ def pdl_context() -> Context:
     return ctx
 
 
-UNSUPPORTED = (pdl.OperandsOp, pdl.ResultsOp, pdl.TypesOp, pdl.RangeOp)
+UNSUPPORTED = (pdl.ResultsOp, pdl.RangeOp)
 _COMMENT_BEFORE = re.compile(r"((?:^[ \t]*//[^\n]*\n)+)[ \t]*pdl\.pattern\s+@([\w$.]+)", re.MULTILINE)
+
+
+def _check_ranges(op: pdl.OperationOp, path: Path, name: str) -> None:
+    for values, kind in ((op.operand_values, pdl.OperandsOp), (op.type_values, pdl.TypesOp)):
+        if sum(isinstance(v.owner, kind) for v in values) > 1:
+            raise XnpuError(f"{path}: pattern @{name}: one {kind.name} range per operation at most")
 
 
 def parse_pattern_file(path: Path) -> list[Pattern]:
@@ -169,6 +182,8 @@ def parse_pattern_file(path: Path) -> list[Pattern]:
         for inner in op.walk():
             if isinstance(inner, UNSUPPORTED):
                 raise XnpuError(f"{path}: pattern @{name}: {inner.name} is not supported by xnpu's PDL driver")
+            if isinstance(inner, pdl.OperationOp):
+                _check_ranges(inner, path, name)
         rewrite = op.body.block.last_op
         if not isinstance(rewrite, pdl.RewriteOp) or rewrite.root is None or rewrite.name_ is not None:
             raise XnpuError(f"{path}: pattern @{name} needs an inline `pdl.rewrite %root {{...}}`")
@@ -179,9 +194,10 @@ def parse_pattern_file(path: Path) -> list[Pattern]:
     return patterns
 
 
-def pattern_files(extra: Iterable[str | Path] = ()) -> list[Path]:
-    files = sorted(PATTERN_DIR.glob("*.mlir"))
-    for entry in extra:
+def pattern_files(sources: Iterable[str | Path]) -> list[Path]:
+    """The `.mlir` files of each source: a file, or every one in a directory (sorted)."""
+    files: list[Path] = []
+    for entry in sources:
         entry = Path(entry)
         if entry.is_dir():
             files.extend(sorted(entry.glob("*.mlir")))
@@ -192,9 +208,21 @@ def pattern_files(extra: Iterable[str | Path] = ()) -> list[Path]:
     return files
 
 
-def load_patterns(extra: Iterable[str | Path] = ()) -> list[Pattern]:
-    """Every shipped pattern and those in `extra` (files or directories), by decreasing benefit."""
-    patterns = [p for path in pattern_files(extra) for p in parse_pattern_file(path)]
+_PARSED: dict[tuple[Path, int, int], list[Pattern]] = {}
+
+
+def _parsed(path: Path) -> list[Pattern]:
+    """`parse_pattern_file`, once per version of the file: a pass loads its patterns each run."""
+    stat = path.stat()
+    key = (path.resolve(), stat.st_mtime_ns, stat.st_size)
+    if key not in _PARSED:
+        _PARSED[key] = parse_pattern_file(path)
+    return _PARSED[key]
+
+
+def load_patterns(sources: Iterable[str | Path]) -> list[Pattern]:
+    """Every pattern of `sources` (files or directories), by decreasing benefit, then file order."""
+    patterns = [replace(p) for path in pattern_files(sources) for p in _parsed(path)]
     names: dict[str, Path] = {}
     for order, pattern in enumerate(patterns):
         if pattern.name in names:
@@ -205,7 +233,7 @@ def load_patterns(extra: Iterable[str | Path] = ()) -> list[Pattern]:
 
 
 # --------------------------------------------------------------------------------------
-# Matching and rewriting
+# Matching
 # --------------------------------------------------------------------------------------
 
 
@@ -213,153 +241,309 @@ def _fail(pattern: Pattern, message: str) -> XnpuError:
     return XnpuError(f"pattern @{pattern.name} ({pattern.source.name}): {message}")
 
 
-class _Values:
-    """PDL SSA values -> matched or created IR objects."""
+def _is_range(value: SSAValue) -> bool:
+    return isinstance(value.owner, (pdl.OperandsOp, pdl.TypesOp))
 
-    def __init__(self, matcher: PDLMatcher, pattern: Pattern):
-        self.matcher = matcher
-        self.pattern = pattern
 
-    def __getitem__(self, value: SSAValue):
+@dataclass(frozen=True)
+class _Parts:
+    """What the matcher reads of a `pdl.operation`, decoded once (xDSL decodes the operand
+    segment sizes again on every access to its operands, attributes or types)."""
+
+    name: str | None
+    attributes: tuple[tuple[str, SSAValue], ...]
+    operands: tuple[SSAValue, ...]
+    types: tuple[SSAValue, ...]
+    swappable: bool  # two single operands: tried in both orders on a Commutative op
+
+
+_PARTS: weakref.WeakKeyDictionary[pdl.OperationOp, _Parts] = weakref.WeakKeyDictionary()
+
+
+def _parts(pattern: pdl.OperationOp) -> _Parts:
+    parts = _PARTS.get(pattern)
+    if parts is None:
+        operands = tuple(pattern.operand_values)
+        parts = _PARTS[pattern] = _Parts(
+            pattern.opName.data if pattern.opName is not None else None,
+            tuple(zip((n.data for n in pattern.attributeValueNames.data), pattern.attribute_values)),
+            operands, tuple(pattern.type_values), len(operands) == 2 and not any(map(_is_range, operands)))
+    return parts
+
+
+class PatternMatcher(PDLMatcher):
+    """xDSL's PDLMatcher as a backtracking search: each `_match_*` generator yields once per
+    way the pattern fits, leaving its bindings in `matching_context` while suspended and
+    restoring the context it found before it tries the next way or gives up."""
+
+    def _restore(self, saved: dict) -> None:
+        self.matching_context.clear()
+        self.matching_context.update(saved)
+
+    def matches(self, root: pdl.OperationOp, op: Operation) -> Iterator[None]:
+        return self._match_operation(root.op, root, op)
+
+    def _match_operation(self, value: SSAValue, pattern: pdl.OperationOp, op: Operation) -> Iterator[None]:
+        if value in self.matching_context:
+            if self.matching_context[value] is op:
+                yield
+            return
+        parts = _parts(pattern)
+        if parts.name is not None and op.name != parts.name:
+            return
+        saved = dict(self.matching_context)
+        for name, attr_value in parts.attributes:
+            attr = op.get_attr_or_prop(name)
+            assert isinstance(attr_value.owner, pdl.AttributeOp)
+            if attr is None or not self.match_attribute(attr_value, attr_value.owner, name, attr):
+                self._restore(saved)
+                return
+        with_attributes = dict(self.matching_context)
+        for operands in self._operand_orders(parts, op):
+            self._restore(with_attributes)
+            for _ in self._match_values(list(parts.operands), operands):
+                if self._match_types(list(parts.types), [r.type for r in op.results]):
+                    self.matching_context[value] = op
+                    yield
+        self._restore(saved)
+
+    @staticmethod
+    def _operand_orders(parts: _Parts, op: Operation) -> list[Sequence[SSAValue]]:
+        operands = list(op.operands)
+        if parts.swappable and len(operands) == 2 and op.has_trait(Commutative):
+            return [operands, operands[::-1]]
+        return [operands]
+
+    def _match_values(self, patterns: list[SSAValue], values: Sequence[SSAValue]) -> Iterator[None]:
+        """Operand lists: none listed matches any; one range takes what the others leave."""
+        if not patterns:
+            yield
+            return
+        yield from self._match_sequence(patterns, list(values))
+
+    def _match_sequence(self, patterns: list[SSAValue], values: list[SSAValue]) -> Iterator[None]:
+        if not patterns:
+            if not values:
+                yield
+            return
+        head, rest = patterns[0], patterns[1:]
+        saved = dict(self.matching_context)
+        if _is_range(head):
+            count = len(values) - len(rest)
+            if count >= 0 and self._bind(head, list(values[:count])):
+                yield from self._match_sequence(rest, values[count:])
+            self._restore(saved)
+            return
+        if not values:
+            return
+        for _ in self._match_value(head, values[0]):
+            yield from self._match_sequence(rest, values[1:])
+        self._restore(saved)
+
+    def _bind(self, value: SSAValue, obj: Any) -> bool:
+        if value in self.matching_context:
+            return self.matching_context[value] == obj
+        self.matching_context[value] = obj
+        return True
+
+    def _match_value(self, pattern_value: SSAValue, value: SSAValue) -> Iterator[None]:
+        owner = pattern_value.owner
+        saved = dict(self.matching_context)
+        if isinstance(owner, pdl.OperandOp):
+            if self.match_operand(pattern_value, owner, value):
+                yield
+        elif isinstance(owner, pdl.ResultOp):
+            producer_value = owner.parent_
+            producer = producer_value.owner
+            assert isinstance(producer, pdl.OperationOp)
+            if isinstance(value, OpResult) and value.index == owner.index.value.data:
+                for _ in self._match_operation(producer_value, producer, value.op):
+                    if self._bind(pattern_value, value):
+                        yield
+        self._restore(saved)
+
+    def _match_types(self, patterns: list[SSAValue], types: list[Attribute]) -> bool:
+        if not patterns:
+            return True
+        ranges = [p for p in patterns if _is_range(p)]
+        if not ranges and len(patterns) != len(types):
+            return False
+        count = len(types) - (len(patterns) - len(ranges))
+        if count < 0:
+            return False
+        position = 0
+        for pattern_value in patterns:
+            if _is_range(pattern_value):
+                if not self._bind(pattern_value, types[position:position + count]):
+                    return False
+                position += count
+                continue
+            owner = pattern_value.owner
+            assert isinstance(owner, pdl.TypeOp)
+            if not self.match_type(pattern_value, owner, types[position]):
+                return False
+            position += 1
+        return True
+
+    def value(self, pattern: Pattern, value: SSAValue):
         try:
-            return self.matcher.get_constant_or_matched_value(value)
+            return self.get_constant_or_matched_value(value)
         except InterpretationError as error:
-            raise _fail(self.pattern, f"{error} for {value.owner.name}") from None
-
-    def __setitem__(self, value: SSAValue, obj) -> None:
-        self.matcher.matching_context[value] = obj
+            raise _fail(pattern, f"{error} for {value.owner.name}") from None
 
 
-def match(pattern: Pattern, op: Operation, ctx: LegalizeContext) -> PDLMatcher | None:
-    matcher = PDLMatcher()
-    if not matcher.match_operation(pattern.rewrite.root, pattern.root, op):  # type: ignore[arg-type]
-        return None
-    values = _Values(matcher, pattern)
-    for constraint in pattern.op.body.block.ops:
-        if not isinstance(constraint, pdl.ApplyNativeConstraintOp):
-            continue
-        name = constraint.constraint_name.data
-        function = NATIVE_CONSTRAINTS.get(name)
+def match(pattern: Pattern, op: Operation, ctx: PatternContext) -> PatternMatcher | None:
+    """The first way `pattern` fits at `op` that every native constraint accepts, or None."""
+    matcher = PatternMatcher()
+    for _ in matcher.matches(pattern.root, op):
+        if all(_constraint_holds(pattern, constraint, matcher, ctx) for constraint in pattern.constraints):
+            return matcher
+    return None
+
+
+def _constraint_holds(pattern: Pattern, constraint: pdl.ApplyNativeConstraintOp, matcher: PatternMatcher,
+                      ctx: PatternContext) -> bool:
+    name = constraint.constraint_name.data
+    function = NATIVE_CONSTRAINTS.get(name)
+    if function is None:
+        raise _fail(pattern, f"native constraint '{name}' is not registered")
+    return bool(function(ctx, *(matcher.value(pattern, v) for v in constraint.args)))
+
+
+# --------------------------------------------------------------------------------------
+# Rewriting
+# --------------------------------------------------------------------------------------
+
+
+@register_impls
+@dataclass
+class RewriteFunctions(PDLRewriteFunctions):
+    """xDSL's rewrite semantics plus native rewrites, constant types, operand ranges and the
+    root's location on every created op."""
+
+    pattern: Pattern | None = None
+    context: PatternContext | None = None
+    created: list[Operation] = field(default_factory=list)
+
+    @impl(pdl.OperationOp)
+    def run_operation(self, interpreter: Interpreter, op: pdl.OperationOp, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        assert op.opName is not None and self.pattern is not None and self.context is not None
+        op_type = self.ctx.get_optional_op(op.opName.data)
+        if op_type is None:
+            raise _fail(self.pattern, f"cannot create unknown op '{op.opName.data}'")
+        operands = _flatten(interpreter.get_values(op.operand_values))
+        result_types = _flatten(interpreter.get_values(op.type_values))
+        property_names = op_type.get_irdl_definition().properties.keys() if issubclass(op_type, IRDLOperation) else ()
+        attributes: dict[str, Attribute] = {}
+        properties: dict[str, Attribute] = {}
+        names = [n.data for n in op.attributeValueNames.data]
+        for key, value in zip(names, interpreter.get_values(op.attribute_values)):
+            (properties if key in property_names else attributes)[key] = value
+        new = op_type.create(operands=operands, result_types=result_types, attributes=attributes, properties=properties)
+        assert self.context.root is not None
+        new.location = self.context.root.location
+        self.rewriter.insert(new)
+        self.created.append(new)
+        return (new,)
+
+    @impl(pdl.ReplaceOp)
+    def run_replace(self, interpreter: Interpreter, op: pdl.ReplaceOp, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """xDSL's replace, then, as `PatternRewriter.replace(op, new_ops)` does, the ops the
+        rewrite created take the replaced op's name hint, so the IR keeps reading after it."""
+        (old,) = interpreter.get_values((op.op_value,))
+        hint = old.results[0].name_hint if len(old.results) == 1 else None
+        PDLRewriteFunctions.run_replace(self, interpreter, op, args)
+        for new in self.created:
+            for result in new.results:
+                if hint is not None and result.name_hint is None:
+                    result.name_hint = hint
+        return ()
+
+    @impl(pdl.TypeOp)
+    def run_type(self, interpreter: Interpreter, op: pdl.TypeOp, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        assert op.constantType is not None
+        return (op.constantType,)
+
+    @impl(pdl.ApplyNativeRewriteOp)
+    def run_native_rewrite(self, interpreter: Interpreter, op: pdl.ApplyNativeRewriteOp, args: tuple[Any, ...]):
+        assert self.pattern is not None
+        name = op.constraint_name.data
+        function = NATIVE_REWRITES.get(name)
         if function is None:
-            raise _fail(pattern, f"native constraint '{name}' is not registered")
-        if not function(ctx, *(values[v] for v in constraint.args)):
-            return None
-    return matcher
+            raise _fail(self.pattern, f"native rewrite '{name}' is not registered")
+        results = function(self.context, *args)
+        results = () if results is None else results if isinstance(results, tuple) else (results,)
+        if len(results) != len(op.res):
+            raise _fail(self.pattern, f"native rewrite '{name}' returned {len(results)} values, the pattern expects {len(op.res)}")
+        return results
 
 
-def _create(op: pdl.OperationOp, values: _Values, ir_ctx: Context, pattern: Pattern) -> Operation:
-    name = op.opName.data if op.opName else None
-    op_type = ir_ctx.get_optional_op(name) if name else None
-    if op_type is None:
-        raise _fail(pattern, f"cannot create unknown op '{name}'")
-    names = [n.data for n in op.attributeValueNames.data]
-    property_names = op_type.get_irdl_definition().properties.keys() if issubclass(op_type, IRDLOperation) else ()
-    attributes: dict[str, Attribute] = {}
-    properties: dict[str, Attribute] = {}
-    for key, value in zip(names, op.attribute_values):
-        (properties if key in property_names else attributes)[key] = values[value]
-    return op_type.create(operands=[values[v] for v in op.operand_values],
-                          result_types=[values[v] for v in op.type_values],
-                          attributes=attributes, properties=properties)
-
-
-def rewrite(pattern: Pattern, root: Operation, matcher: PDLMatcher, ctx: LegalizeContext, ir_ctx: Context) -> None:
-    rewriter = ctx.rewriter
-    assert rewriter is not None
-    values = _Values(matcher, pattern)
-    created: list[Operation] = []
-    for step in pattern.rewrite.body.block.ops:
-        if isinstance(step, pdl.OperationOp):
-            new = _create(step, values, ir_ctx, pattern)
-            new.location = root.location
-            rewriter.insert(new, InsertPoint.before(root))
-            created.append(new)
-            values[step.op] = new
-        elif isinstance(step, pdl.ResultOp):
-            values[step.val] = values[step.parent_].results[step.index.value.data]
-        elif isinstance(step, (pdl.TypeOp, pdl.AttributeOp)):
-            pass  # constants: read where used
-        elif isinstance(step, pdl.ApplyNativeRewriteOp):
-            name = step.constraint_name.data
-            function = NATIVE_REWRITES.get(name)
-            if function is None:
-                raise _fail(pattern, f"native rewrite '{name}' is not registered")
-            results = function(ctx, *(values[v] for v in step.args))
-            results = () if results is None else results if isinstance(results, tuple) else (results,)
-            if len(results) != len(step.res):
-                raise _fail(pattern, f"native rewrite '{name}' returned {len(results)} values, the pattern expects {len(step.res)}")
-            for pdl_value, obj in zip(step.res, results):
-                values[pdl_value] = obj
-        elif isinstance(step, pdl.ReplaceOp):
-            old = values[step.op_value]
-            if step.repl_operation is not None:
-                new_results = list(values[step.repl_operation].results)
-            else:
-                new_results = [values[v] for v in step.repl_values]
-            rewriter.replace(old, [], new_results)
-        elif isinstance(step, pdl.EraseOp):
-            rewriter.erase(values[step.op_value])
-        else:
-            raise _fail(pattern, f"{step.name} is not supported in a rewrite by xnpu's PDL driver")
-    for new in created:
-        try:
-            new.verify()
-        except VerifyException as error:
-            raise _fail(pattern, f"created an invalid {new.name}: {error}") from None
+def _flatten(values: Sequence[Any]) -> list[Any]:
+    flat: list[Any] = []
+    for value in values:
+        flat.extend(value) if isinstance(value, (list, tuple)) else flat.append(value)
+    return flat
 
 
 class PatternSet(RewritePattern):
     """All patterns, indexed by root op name, each op trying its candidates by benefit."""
 
-    def __init__(self, patterns: Sequence[Pattern], ctx: LegalizeContext):
-        self.patterns = list(patterns)
+    def __init__(self, patterns: Sequence[Pattern], ctx: PatternContext):
         self.ctx = ctx
         self.ir_ctx = make_context()
+        self.by_root: dict[str | None, list[Pattern]] = {}
+        for pattern in patterns:
+            self.by_root.setdefault(pattern.root_name, []).append(pattern)
+        self.functions = RewriteFunctions(self.ir_ctx, context=ctx)
+        self.interpreters: dict[Operation, Interpreter] = {}
         self.fired: list[str] = []
 
     def candidates(self, op: Operation) -> list[Pattern]:
-        return [p for p in self.patterns if p.root_name in (None, op.name)]
+        named, anonymous = self.by_root.get(op.name, []), self.by_root.get(None, [])
+        if not anonymous:
+            return named
+        return sorted(named + anonymous, key=lambda p: (-p.benefit, p.order))
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         for pattern in self.candidates(op):
             self.ctx.root, self.ctx.rewriter = op, rewriter
             matcher = match(pattern, op, self.ctx)
-            if matcher is None:
-                continue
-            rewrite(pattern, op, matcher, self.ctx, self.ir_ctx)
-            self.fired.append(pattern.name)
-            return
+            if matcher is not None:
+                self.rewrite(pattern, matcher, rewriter)
+                self.fired.append(pattern.name)
+                return
+
+    def rewrite(self, pattern: Pattern, matcher: PatternMatcher, rewriter: PatternRewriter) -> None:
+        functions = self.functions
+        functions.pattern, functions.rewriter, functions.created = pattern, rewriter, []
+        file_module = pattern.op.parent_op()
+        interpreter = self.interpreters.get(file_module)  # type: ignore[arg-type]
+        if interpreter is None:
+            interpreter = self.interpreters[file_module] = Interpreter(file_module)  # type: ignore[index,arg-type]
+            interpreter.register_implementations(functions)
+        interpreter.push_scope("rewrite")
+        interpreter.set_values(matcher.matching_context.items())
+        try:
+            interpreter.run_ssacfg_region(pattern.rewrite.body, ())
+        except InterpretationError as error:
+            raise _fail(pattern, str(error).strip().splitlines()[-1]) from None
+        interpreter.pop_scope()
+        for new in functions.created:
+            if new.parent is None:
+                continue  # created and erased again by the same rewrite
+            try:
+                new.verify()
+            except VerifyException as error:
+                raise _fail(pattern, f"created an invalid {new.name}: {error}") from None
 
 
-def apply_patterns(module: ModuleOp, patterns: Sequence[Pattern], ctx: LegalizeContext) -> list[str]:
+def apply_patterns(module: ModuleOp, patterns: Sequence[Pattern], ctx: PatternContext) -> list[str]:
     """Rewrite `module` to a fixed point; returns the names of the patterns that fired, in order."""
-    _load_builtin_natives()
     pattern_set = PatternSet(patterns, ctx)
     PatternRewriteWalker(pattern_set, apply_recursively=True).rewrite_module(module)
     return pattern_set.fired
 
 
-# --------------------------------------------------------------------------------------
-# The pass
-# --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LegalizePass(ModulePass):
-    """Rewrite fixed ops the target does not run natively into ones it does (PDL patterns, docs/extending.md)."""
-
-    name = "legalize"
-
-    target: str = "xnpu_default"
-    clamp_method: str = "auto"  # auto | saturate (seed 001 method 1) | bias (method 2)
-    patterns: str = ""  # extra pattern files or directories, comma-separated
-    natives: str = ""  # Python files registering extra native functions, comma-separated
-
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.clamp_method not in CLAMP_METHODS:
-            raise XnpuError(f"legalize: clamp-method must be one of {', '.join(CLAMP_METHODS)}, got '{self.clamp_method}'")
-        for path in (p for p in self.natives.split(",") if p):
-            load_natives(path)
-        extra = [p for p in self.patterns.split(",") if p]
-        context = LegalizeContext(load_target(self.target), {"clamp_method": self.clamp_method})
-        apply_patterns(op, load_patterns(extra), context)
+def split_paths(option: str) -> list[str]:
+    """A pass option listing paths, comma-separated."""
+    return [p for p in option.split(",") if p]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from xnpu.errors import XnpuError
+from xnpu.target.legality import conv_problem, eltwise_problem, pool_problem, unit_problem
 from xnpu.target.encoding import DMA_LAYOUTS, ELTWISE_OPS as ELTWISE_OP_CODES, FORMATS, POOL_KINDS as POOL_KIND_CODES, Instruction
 
 if sys.version_info >= (3, 11):
@@ -123,50 +124,28 @@ def _target_problem(t: TargetDescription, i: Instruction) -> str | None:
             return f"ddr_addr {i['ddr_addr']} is outside the {t.memory.ddr_bytes}-byte DDR"
         if i.op == "STORE" and i["layout"] in (DMA_LAYOUTS["OHWI"], DMA_LAYOUTS["DW"]):
             return "kernel layouts are LOAD-only"
-    elif i.op == "CLAMP" and not t.has_clamp:
-        return "the target has no clamp unit"
-    elif i.op == "TABLE" and not t.has_table:
-        return "the target has no table unit"
+    elif i.op in ("CLAMP", "TABLE"):
+        return unit_problem(t, i.op.lower())
     elif i.op == "ELTWISE":
         op = {code: name for name, code in ELTWISE_OP_CODES.items()}[i["op"]]
-        if not t.supports_eltwise(op):
-            return f"element-wise {op} is not supported (supported: {', '.join(t.eltwise.ops) or 'none'})"
-        if i["c"] > t.eltwise.max_channels:
-            return f"{i['c']} channels exceed the element-wise limit {t.eltwise.max_channels}"
+        problem = eltwise_problem(t, op, i["c"])
+        if problem:
+            return problem
         if op == "mul" and any(i[f] for f in ("a_multiplier", "a_shift", "b_multiplier", "b_shift", "stage16", "pre_shift")):
             return "mul takes no input rescales, stage16 or pre_shift (they must be 0)"
     elif i.op == "CONV":
-        c = t.conv
-        if i["depthwise"] and not c.depthwise:
-            return "the target has no depthwise convolution"
-        if i["depthwise"] and i["in_c"] != i["out_c"]:
-            return f"depthwise needs in_c == out_c, got {i['in_c']} and {i['out_c']}"
-        checks = (
-            ("kernel", (i["kernel_h"], i["kernel_w"]), 1, c.max_kernel),
-            ("stride", (i["stride_h"], i["stride_w"]), 1, c.max_stride),
-            ("dilation", (i["dilation_h"], i["dilation_w"]), 1, c.max_dilation),
-            ("pad", (i["pad_top"], i["pad_left"], i["pad_bottom"], i["pad_right"]), 0, c.max_pad),
-            ("channels", (i["in_c"], i["out_c"]), 1, c.max_channels),
+        problem = conv_problem(
+            t, kernel=(i["kernel_h"], i["kernel_w"]), strides=(i["stride_h"], i["stride_w"]),
+            dilations=(i["dilation_h"], i["dilation_w"]), pads=(i["pad_top"], i["pad_left"], i["pad_bottom"], i["pad_right"]),
+            in_channels=i["in_c"], out_channels=i["out_c"], depthwise=bool(i["depthwise"]),
         )
-        return _limits(checks)
+        if problem is None and i["depthwise"] and i["in_c"] != i["out_c"]:
+            problem = f"depthwise needs in_c == out_c, got {i['in_c']} and {i['out_c']}"
+        return problem
     elif i.op == "POOL":
         kind = {code: name for name, code in POOL_KIND_CODES.items()}[i["kind"]]
-        if not t.supports_pool(kind):
-            return f"{kind} pooling is not supported (supported: {', '.join(t.pool.kinds) or 'none'})"
-        if kind != "global_avg":
-            p = t.pool
-            return _limits((
-                ("kernel", (i["kernel_h"], i["kernel_w"]), 1, p.max_kernel),
-                ("stride", (i["stride_h"], i["stride_w"]), 1, p.max_stride),
-                ("pad", (i["pad_top"], i["pad_left"], i["pad_bottom"], i["pad_right"]), 0, p.max_pad),
-            ))
-    return None
-
-
-def _limits(checks) -> str | None:
-    for what, values, low, high in checks:
-        if any(not low <= v <= high for v in values):
-            return f"{what} {'x'.join(map(str, values))} is outside [{low}, {high}]"
+        return pool_problem(t, kind, (i["kernel_h"], i["kernel_w"]), (i["stride_h"], i["stride_w"]),
+                            (i["pad_top"], i["pad_left"], i["pad_bottom"], i["pad_right"]))
     return None
 
 

@@ -1,6 +1,6 @@
 """`isa` module <-> Binary: the assembler and the disassembler.
 
-`emit_binary(module)` turns a program of the `isa` dialect (lowering/fixed_to_isa.py) into a
+`emit_binary(module)` turns a program of the `isa` dialect (lowering/npu_to_isa.py) into a
 `Binary` (target/binary.py): every instruction op becomes its word through the field tables
 (`isa.instruction_of`), `isa.constants` becomes the constant image, each `isa.io` an io
 table entry, and each instruction's location its provenance (the ONNX node names).
@@ -82,7 +82,7 @@ def emit_binary(module: ModuleOp) -> Binary:
 
 
 def compress_constants(module: ModuleOp, image: bytes) -> tuple[bytes, list[CompressedWeights]]:
-    """Section kind 6: the regions lower-fixed-to-isa marked (compress-weights layers) become
+    """Section kind 6: the regions npu-allocate marked (compress-weights layers) become
     b-bit ids into their int8 dictionary; the image keeps zero placeholders there."""
     import numpy as np
 

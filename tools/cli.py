@@ -3,8 +3,8 @@
 A tool's work runs inside `run_reporting_errors`: a user error (XnpuError) becomes one line
 `<tool>: error: ...` and exit status 1, never a traceback; numpy's floating-point warnings
 are silenced (IEEE arithmetic defines their results, and where a non-finite value matters,
-calibration and quantization refuse it with an error of their own); any other Python
-warning is one line `<tool>: warning: ...`.
+calibration and quantization refuse it with an error of their own); an XnpuNote is one line
+`<tool>: note: ...` and any other Python warning one line `<tool>: warning: ...`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from xnpu.errors import XnpuError
+from xnpu.errors import XnpuError, XnpuNote
 from xnpu.ir_io import refuse_overwriting_inputs, write_atomically
 
 
@@ -39,7 +39,8 @@ def run_reporting_errors(prog: str, action: Callable[[], int | None]) -> int:
 
     def one_line_warning(message, category, filename, lineno, file=None, line=None):
         text = " ".join(str(message).split())
-        print(f"{prog}: warning: {text}", file=sys.stderr)
+        kind = "note" if issubclass(category, XnpuNote) else "warning"
+        print(f"{prog}: {kind}: {text}", file=sys.stderr)
 
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):

@@ -77,10 +77,9 @@ def is_candidate(model: onnx.ModelProto, supported: frozenset[str]) -> bool:
 
 # Inputs the importer needs as constants (they are parameters of the layer, not data); the
 # backend cases feed some of them as graph inputs, so the report freezes them to initializers
-# with the case's own values before importing. Clip's bounds are not among them: a bound
-# given as a graph input is data the float level must take at run time, and a case that
-# needs it is reported as it is (supported, or refused with the importer's reason).
-PARAMETER_INPUTS = {"Reshape": (1,), "Squeeze": (1,), "Unsqueeze": (1,), "Dropout": (1, 2)}
+# with the case's own values before importing. (Clip's bounds may stay inputs: nn.clip takes
+# them as operands.)
+PARAMETER_INPUTS = {"Reshape": (1,), "Squeeze": (1,), "Unsqueeze": (1,), "Dropout": (1, 2), "Resize": (1, 2, 3)}
 
 
 def freeze_parameters(case) -> tuple[onnx.ModelProto, list[np.ndarray], list[str]]:

@@ -7,7 +7,7 @@
 
 Each case is one tool invocation on a damaged input, in its own directory. The categories:
 
-- `ir-nn`, `ir-fixed`, `ir-isa`: the bundled tiny_cnn as textual IR at each level, with one
+- `ir-nn`, `ir-fixed`, `ir-npu`, `ir-isa`: the bundled tiny_cnn as textual IR at each level, with one
   to three mutations (lines deleted, duplicated, swapped or cut; characters, numbers,
   dimensions, element types, SSA names or op names replaced; quotes dropped), run through
   xnpu-opt, xnpu-run, xnpu-quantize or xnpu-translate;
@@ -23,7 +23,8 @@ A case runs as the tool's own `main` in a forked child of this process (the modu
 imported once, so a case costs its own work, not an interpreter start), with stdin empty,
 stdout and stderr in files, Python's default warning filters and a timeout. Its outcome:
 
-- `ok`: exit status 0, and nothing on stderr but the tool's own `<tool>: warning:` lines;
+- `ok`: exit status 0, and nothing on stderr but the tool's own `<tool>: warning:` and
+  `<tool>: note:` lines;
 - `error`: exit status 1 (2 for a usage error) and exactly one stderr line,
   `<tool>: error: ...` or `FILE:L:C: error: ...`, with no output file and no temporary file left;
 - the bugs: `hang` (the timeout), `traceback`, `messy` (any other stderr), `output-left`,
@@ -57,7 +58,7 @@ from pathlib import Path
 import numpy as np
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-CATEGORIES = ("ir-nn", "ir-fixed", "ir-isa", "binary", "onnx", "numpy", "paths")
+CATEGORIES = ("ir-nn", "ir-fixed", "ir-npu", "ir-isa", "binary", "onnx", "numpy", "paths")
 CLEAN = ("ok", "error")
 OUTCOMES = ("ok", "error", "hang", "traceback", "messy", "output-left", "input-changed", "crashed")
 ERROR_LINE = re.compile(r"^(xnpu-[a-z]+: error: |\S+:\d+:\d+: error: ).+")
@@ -104,8 +105,8 @@ class Base:
         calibration = np.load(EXAMPLES / "tiny_calib.npy")[:8]
         nn_module = xnpu.import_onnx(model)
         ir = {"nn": xnpu.print_ir(nn_module)}
-        ir["fixed"] = xnpu.print_ir(compile_model(model, calibration, stop_at="fixed"))
-        ir["isa"] = xnpu.print_ir(compile_model(model, calibration, stop_at="isa"))
+        for level in ("fixed", "npu", "isa"):
+            ir[level] = xnpu.print_ir(compile_model(model, calibration, stop_at=level))
         return Base(model.read_bytes(), ir, compile_model(model, calibration).to_bytes(),
                     npy_bytes(np.load(EXAMPLES / "tiny_input.npy")), npy_bytes(calibration))
 
@@ -176,9 +177,9 @@ def mutate_text(text: str, rng: np.random.Generator) -> tuple[str, str]:
         if names:
             text = _replace_match(text, r"%\w+", rng, lambda _: _pick(rng, names))
     elif kind == "op-name":
-        names = sorted(set(re.findall(r"\b(?:nn|fixed|isa)\.\w+", text)))
+        names = sorted(set(re.findall(r"\b(?:nn|fixed|npu|isa)\.\w+", text)))
         if names:
-            text = _replace_match(text, r"\b(?:nn|fixed|isa)\.\w+", rng, lambda _: _pick(rng, names))
+            text = _replace_match(text, r"\b(?:nn|fixed|npu|isa)\.\w+", rng, lambda _: _pick(rng, names))
     else:
         quotes = [m.start() for m in re.finditer('"', text)]
         if quotes:
@@ -187,6 +188,7 @@ def mutate_text(text: str, rng: np.random.Generator) -> tuple[str, str]:
     return text, kind
 
 
+BELOW_NPU = "npu-assign-layout,npu-tile,npu-allocate,lower-npu-to-isa"
 IR_COMMANDS = {
     "nn": (
         ["xnpu-opt", "m.mlir", "-o", "out.mlir"],
@@ -196,12 +198,18 @@ IR_COMMANDS = {
     ),
     "fixed": (
         ["xnpu-opt", "m.mlir", "-o", "out.mlir"],
-        ["xnpu-opt", "m.mlir", "-p", "lower-fixed-to-isa", "-o", "out.mlir"],
+        ["xnpu-opt", "m.mlir", "-p", f"lower-fixed-to-npu,{BELOW_NPU}", "-o", "out.mlir"],
+        ["xnpu-run", "m.mlir", "--input", "input.npy", "-o", "out.npz"],
+    ),
+    "npu": (
+        ["xnpu-opt", "m.mlir", "-o", "out.mlir"],
+        ["xnpu-opt", "m.mlir", "-p", BELOW_NPU, "-o", "out.mlir"],
         ["xnpu-run", "m.mlir", "--input", "input.npy", "-o", "out.npz"],
     ),
     "isa": (
         ["xnpu-opt", "m.mlir", "-o", "out.mlir"],
         ["xnpu-translate", "--emit-binary", "m.mlir", "-o", "out.xnb"],
+        ["xnpu-run", "m.mlir", "--input", "input.npy", "-o", "out.npz"],
     ),
 }
 
@@ -514,7 +522,8 @@ def make_case(base: Base, seed: int, index: int) -> Case:
 def tool_mains() -> dict[str, Callable]:
     """Every tool's `main`, with the modules its work needs imported before the forks."""
     import xnpu.frontend.onnx_import  # noqa: F401
-    import xnpu.lowering.fixed_to_isa  # noqa: F401
+    import xnpu.lowering.fixed_to_npu  # noqa: F401
+    import xnpu.lowering.npu_to_isa  # noqa: F401
     import xnpu.pipeline  # noqa: F401
     import xnpu.runner  # noqa: F401
     import xnpu.target.simulator  # noqa: F401
@@ -599,8 +608,8 @@ def classify(case: Case, directory: Path, status: int | None, before: dict[str, 
     if changed:
         return "input-changed", stderr
     if code == 0:
-        own_warning = f"{case.tool}: warning: "
-        return ("ok" if all(line.startswith(own_warning) for line in lines) else "messy"), stderr
+        own = (f"{case.tool}: warning: ", f"{case.tool}: note: ")
+        return ("ok" if all(line.startswith(own) for line in lines) else "messy"), stderr
     if code not in (1, 2):
         return "crashed", stderr
     if len(lines) != 1 or not ERROR_LINE.match(lines[0]):

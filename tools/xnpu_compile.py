@@ -3,11 +3,15 @@
     xnpu-compile model.onnx --calibration calib.npy -o model.xnb
     xnpu-compile model.onnx --calibration calib.npy --target xnpu_lite -o model.xnb
     xnpu-compile model.onnx --calibration calib.npy --emit=isa -o model.isa.mlir
+    xnpu-compile model.onnx --input-shape input=1,3,320,320 --calibration calib.npy -o model.xnb
+    xnpu-compile model.onnx --calibration calib.npy --emit=tosa -o model.tosa.mlir   # for IREE
     xnpu-compile --list-targets
 
-Runs import -> quantize (calibrate, lower-nn-to-fixed) -> lower-fixed-to-isa -> emit on
-the module in memory (`xnpu.pipeline.compile`); `--emit` stops at a level and writes its IR
-text (nn, fixed, isa) or the binary (bin, the default). `--print-ir-after-all` prints the
+Runs import -> quantize (calibrate, lower-nn-to-fixed) -> legalize -> lower-fixed-to-npu ->
+npu-assign-layout -> npu-tile -> npu-allocate -> lower-npu-to-isa -> emit on the module in
+memory (`xnpu.pipeline.compile`); `--emit` stops at a level and writes its IR text (nn, fixed,
+npu, isa), the binary (bin, the default) or the fixed level as TOSA 1.0 (tosa).
+`--print-ir-after-all` prints the
 module after every step to stderr. Every failure is one line `xnpu-compile: error: ...` and
 exit status 1; the output file is written atomically, so a failed compile leaves none.
 """
@@ -19,10 +23,11 @@ import sys
 from collections.abc import Sequence
 
 from xnpu.errors import XnpuError
+from xnpu.pipeline import LEVELS
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors, write_output
+from xnpu.tools.shape_option import add_input_shape_option, input_shapes
 
 PROG = "xnpu-compile"
-LEVELS = ("nn", "fixed", "isa", "bin")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="leave layers with fewer than N weights uncompressed (default 1000)")
     parser.add_argument("--compress-exclude", default="", metavar="NAMES",
                         help="comma-separated layer (ONNX node) names to leave uncompressed")
+    add_input_shape_option(parser)
     return parser
 
 
@@ -70,6 +76,7 @@ def compile_main(args: argparse.Namespace) -> None:
         raise XnpuError("no model given (xnpu-compile model.onnx --calibration calib.npy -o model.xnb)")
     inputs = (args.model, args.calibration, args.target)
     check_output(args.output, inputs)
+    shapes = input_shapes(args)
     if args.emit == "bin" and (args.output is None or args.output == "-") and sys.stdout.isatty():
         raise XnpuError("refusing to write a binary to a terminal; give -o model.xnb")
     calibration = None
@@ -89,8 +96,11 @@ def compile_main(args: argparse.Namespace) -> None:
         variant=args.variant, progress=False, stop_at=args.emit, after_pass=after_pass,
         compress_bits=args.compress_bits, compress_step=args.compress_step, compress_method=args.compress_method,
         compress_min_elements=args.compress_min_elements, compress_exclude=args.compress_exclude,
+        input_shapes=shapes,
     )
-    write_output(args.output, result.to_bytes() if args.emit == "bin" else print_ir(result), inputs)
+    # TOSA goes out in MLIR's generic form, the one every upstream parser reads (docs/tosa.md)
+    payload = result.to_bytes() if args.emit == "bin" else print_ir(result, generic=args.emit == "tosa")
+    write_output(args.output, payload, inputs)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,11 +3,12 @@
     xnpu-quantize model.onnx --calibration calib.npy -o model.fixed.mlir
     xnpu-quantize model.mlir --calibration calib.npz --method entropy --per-tensor -o m.fixed.mlir
     xnpu-quantize model.onnx --calibration calib.npy -o m.fixed.mlir --report report/
+    xnpu-quantize model.onnx --input-shape input=1,3,320,320 --calibration calib.npy -o m.fixed.mlir
 
 The model is an ONNX file or nn-level IR (.mlir); the calibration data an .npy holding N
 samples along the batch axis (one-input model) or an .npz of arrays by input name.
 `--report DIR` compares every layer of the int8 model with the float one on the calibration
-data (or its first `--report-samples N`) and writes report.{txt,csv,json,dot,svg} there
+data (or its first `--report-samples N`) and writes report.{txt,csv,json,html,dot,svg} there
 (transforms/quant_report.py). Errors are one line `xnpu-quantize: error: ...` with exit
 status 1; the output is written atomically, so a failed run leaves no output file.
 """
@@ -21,19 +22,23 @@ from pathlib import Path
 
 from xnpu.errors import XnpuError
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors
+from xnpu.tools.shape_option import add_input_shape_option, input_shapes
 
 PROG = "xnpu-quantize"
 METHODS = ("minmax", "percentile", "entropy")
 VARIANTS = ("two_stage", "direct")
 
 
-def load_model(path: Path):
+def load_model(path: Path, shapes: dict[str, tuple[int, ...]] | None = None):
     if path.suffix == ".onnx":
         from xnpu.frontend.onnx_import import import_onnx
 
-        return import_onnx(path)
+        return import_onnx(path, input_shapes=shapes)
     if path.suffix == ".mlir":
         from xnpu.ir_io import load_ir
+
+        if shapes:
+            raise XnpuError("--input-shape applies to ONNX models only (IR has static shapes)")
 
         return load_ir(path)
     raise XnpuError(f"{path}: unknown model file type '{path.suffix}' (known: .onnx, .mlir)")
@@ -59,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--report", metavar="DIR", help="write a per-layer error report into DIR")
     parser.add_argument("--report-samples", type=int, metavar="N",
                         help="compute the report on the first N calibration samples (default: all)")
+    add_input_shape_option(parser)
     return parser
 
 
@@ -72,7 +78,7 @@ def quantize_file(args: argparse.Namespace) -> list[Path]:
         raise XnpuError(f"--report-samples must be >= 1, got {args.report_samples}")
     inputs = (args.model, args.calibration)
     check_output(args.output, inputs)
-    module = load_model(Path(args.model))
+    module = load_model(Path(args.model), input_shapes(args))
     if not any(op.dialect_name() == "nn" for op in module.walk()):
         raise XnpuError(f"{args.model}: the model has no float (nn) ops to quantize")
     calibration = load_calibration(Path(args.calibration), module)

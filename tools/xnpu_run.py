@@ -4,6 +4,7 @@
     xnpu-run model.mlir --input a=a.npy --input b=b.npy # inputs by name
     xnpu-run model.mlir --input inputs.npz -o out.npz   # .npz keyed by input name
     xnpu-run model.xnb --input x.npy --profile          # a compiled binary on the simulator
+    xnpu-run model.isa.mlir --input x.npy --profile     # isa IR: assembled, then as the binary
 
 An input with N samples along the leading dimension of a batch-1 model runs sample by
 sample (xnpu.run). Every failure is one line `xnpu-run: error: ...` and exit status 1;
@@ -33,7 +34,19 @@ ModelRunner = Callable[[Inputs], dict[str, np.ndarray]]
 
 
 def load_ir_model(path: Path) -> ModelRunner:
+    """IR of any level: nn, fixed and npu run through their interpreters; an isa program (a
+    module naming its `isa.target`) is assembled and runs on the simulator, as its binary would."""
     module = load_ir(path)
+    from xnpu.dialects import isa
+
+    if isa.TARGET_ATTRIBUTE in module.attributes:
+        from xnpu.target.emit import emit_binary, module_target_of
+        from xnpu.target.simulator import BinaryModel
+
+        try:
+            return BinaryModel(emit_binary(module), module_target_of(module))
+        except XnpuError as error:
+            raise XnpuError(f"{path}: {error}") from None
     return lambda inputs: run(module, inputs)
 
 
@@ -135,8 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="an input: FILE.npy (one-input model), NAME=FILE.npy, or FILE.npz keyed by input name; repeatable",
     )
     parser.add_argument("-o", "--output", help="write the outputs to this .npz, keyed by output name")
-    parser.add_argument("--profile", action="store_true", help=".xnb only: cycles per layer and per instruction class")
-    parser.add_argument("--trace", action="store_true", help=".xnb only: one line per executed instruction")
+    parser.add_argument("--profile", action="store_true", help=".xnb or isa IR: cycles per layer and per instruction class")
+    parser.add_argument("--trace", action="store_true", help=".xnb or isa IR: one line per executed instruction")
     args = parser.parse_args(argv)
 
     def action():
@@ -147,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_output(args.output, inputs)
         model = load_model(Path(args.model))
         if (args.profile or args.trace) and not hasattr(model, "profile"):
-            raise XnpuError("--profile and --trace need a compiled .xnb binary (they report simulator cycles)")
+            raise XnpuError("--profile and --trace need a compiled program, .xnb or isa IR (they report simulator cycles)")
         if args.trace:
             model.trace = lambda record: print(record)
         outputs = model(collect_inputs(args.input))

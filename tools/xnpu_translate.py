@@ -1,6 +1,7 @@
 """xnpu-translate: convert between xnpu IR and outside formats (like mlir-translate).
 
     xnpu-translate --import-onnx model.onnx -o model.mlir
+    xnpu-translate --import-onnx model.onnx --input-shape input=1,3,512,512 -o model.mlir
     xnpu-translate --emit-binary model.isa.mlir -o model.xnb
     xnpu-translate --disassemble model.xnb
 
@@ -15,8 +16,10 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors, write_output
+from xnpu.errors import XnpuError
 from xnpu.ir_io import print_ir
+from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors, write_output
+from xnpu.tools.shape_option import add_input_shape_option, input_shapes
 
 PROG = "xnpu-translate"
 
@@ -24,7 +27,7 @@ PROG = "xnpu-translate"
 def import_onnx(args: argparse.Namespace) -> str:
     from xnpu.frontend.onnx_import import import_onnx as _import
 
-    return print_ir(_import(args.input))
+    return print_ir(_import(args.input, input_shapes=input_shapes(args)))
 
 
 def emit_binary(args: argparse.Namespace) -> bytes:
@@ -56,17 +59,20 @@ def build_parser() -> argparse.ArgumentParser:
         modes.add_argument(f"--{mode}", dest="mode", action="store_const", const=mode, help=help_text)
     parser.add_argument("input", help="input file")
     parser.add_argument("-o", "--output", help="output file (default: stdout)")
+    add_input_shape_option(parser)
     return parser
+
+
+def translate(args: argparse.Namespace) -> None:
+    if args.input_shape and args.mode != "import-onnx":
+        raise XnpuError("--input-shape applies to --import-onnx only")
+    check_output(args.output, [args.input])
+    write_output(args.output, MODES[args.mode][1](args), [args.input])
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-
-    def action():
-        check_output(args.output, [args.input])
-        write_output(args.output, MODES[args.mode][1](args), [args.input])
-
-    return run_reporting_errors(PROG, action)
+    return run_reporting_errors(PROG, lambda: translate(args))
 
 
 if __name__ == "__main__":

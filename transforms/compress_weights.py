@@ -27,7 +27,7 @@ replaces each compressed weight by its codebook values and gives the layer ONE w
 (`nn.weight_scales`, max |quant_dict| / 127), so that lower-nn-to-fixed turns the 2^b float
 entries into 2^b int8 codes and every int8 weight of the layer is one of them. The layer op
 carries the marker `nn.codebook_bits` / `nn.codebook` (the int8 dictionary); lower-nn-to-fixed
-moves it onto the weight's `fixed.constant`, lower-fixed-to-isa records where the weights lie
+moves it onto the weight's `fixed.constant`, npu-allocate records where the weights lie
 in the constant image, and the emitter stores them as section kind 6 (b-bit ids + dictionary).
 """
 
@@ -342,7 +342,8 @@ def codebook_of(weight: Operation) -> tuple[int, np.ndarray] | None:
 
 
 # The isa module attribute listing the constant-image regions stored as section kind 6:
-# [{offset, size, bits, dictionary}], set by lower-fixed-to-isa, read by the emitter.
+# [{offset, size, bits, dictionary}], set by lower-npu-to-isa (from npu-allocate's
+# `npu.compressed_weights`), read by the emitter.
 COMPRESSED_REGIONS_ATTR = "isa.compressed_weights"
 
 

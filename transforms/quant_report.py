@@ -14,8 +14,9 @@ make the statistics, so memory does not grow with the number of samples:
 
 The statistics pool all elements of all samples. The error of a layer includes the error
 it inherits from the layers before it, so the place where quality drops is the first bad
-layer along a path, not necessarily the worst one; the graph picture (`report.dot`, edges
-from the float graph's def-use) shows both.
+layer along a path, not necessarily the worst one; the graph pictures (`report.html`, which
+any browser opens, drawn by transforms/report_html.py; `report.dot` for Graphviz; edges from
+the float graph's def-use) show both.
 
 A conv or gemm feeding only a relu takes the relu's scale in the lowering (refine_scales),
 so its int8 output cannot hold negative values below -qmax * scale; those values are
@@ -48,7 +49,7 @@ from xnpu.errors import XnpuError
 from xnpu.ir_io import write_atomically
 from xnpu.runner import bind_inputs, entry_function, interpreter_functions, signature
 
-REPORT_FILES = ("report.txt", "report.csv", "report.json", "report.dot", "report.svg")
+REPORT_FILES = ("report.txt", "report.csv", "report.json", "report.html", "report.dot", "report.svg")
 GOOD_SQNR_DB = 40.0  # green at and above
 BAD_SQNR_DB = 10.0  # red at and below
 INPUT_PREFIX = "input:"  # graph inputs in LayerStats.inputs, apart from layer names
@@ -67,6 +68,7 @@ class LayerStats:
     max_error_lsb: float
     saturated: float  # fraction of float values beyond the int range
     inputs: list[str] = field(default_factory=list)  # producer layers (or INPUT_PREFIX + graph input)
+    runs_on: str = "accelerator"  # where placement puts the layer: "accelerator" or "host"
 
     @property
     def scale_text(self) -> str:
@@ -346,7 +348,7 @@ def _number(value: float) -> float | str:
     return value
 
 
-def _db_text(value: float) -> str:
+def db_text(value: float) -> str:
     return f"{value:.2f}" if math.isfinite(value) else ("inf" if value > 0 else "-inf")
 
 
@@ -370,7 +372,7 @@ def report_text(stats: list[LayerStats], title: str = "", notes: list[str] = ())
             s.op,
             s.scale_text,
             f"{s.cosine:.6f}",
-            _db_text(s.sqnr_db),
+            db_text(s.sqnr_db),
             f"{s.max_error_lsb:.2f}",
             f"{100.0 * s.saturated:.3f}",
         )
@@ -395,7 +397,7 @@ def report_text(stats: list[LayerStats], title: str = "", notes: list[str] = ())
         out.append(line(row, "  <- worst" if s is worst else ""))
     out.append("")
     if worst is not None:
-        out.append(f"worst layer: {worst.name} ({worst.op}), SQNR {_db_text(worst.sqnr_db)} dB, cosine {worst.cosine:.6f}")
+        out.append(f"worst layer: {worst.name} ({worst.op}), SQNR {db_text(worst.sqnr_db)} dB, cosine {worst.cosine:.6f}")
     out.extend(notes)
     return "\n".join(out) + "\n"
 
@@ -411,7 +413,7 @@ def report_csv(stats: list[LayerStats]) -> str:
     writer.writerow(CSV_FIELDS)
     for s in stats:
         scale = " ".join(repr(v) for v in s.scale) if isinstance(s.scale, list) else repr(s.scale)
-        writer.writerow([s.name, s.op, scale, s.bits, s.samples, s.elements, repr(s.cosine), _db_text(s.sqnr_db)
+        writer.writerow([s.name, s.op, scale, s.bits, s.samples, s.elements, repr(s.cosine), db_text(s.sqnr_db)
                          if not math.isfinite(s.sqnr_db) else repr(s.sqnr_db), repr(s.max_error_lsb),
                          repr(s.saturated), " ".join(s.inputs), int(s is worst)])
     return stream.getvalue()
@@ -454,7 +456,7 @@ def report_dot(stats: list[LayerStats], title: str = "quantization error") -> st
         lines.append(f"  {_dot_string(name)} [label={_dot_string(name.removeprefix(INPUT_PREFIX))}, "
                      "shape=ellipse, style=filled, fillcolor=\"#dddddd\"];")
     for s in stats:
-        label = f"{s.name}\n{s.op}\nSQNR {_db_text(s.sqnr_db)} dB\ncos {s.cosine:.5f}"
+        label = f"{s.name}\n{s.op}\nSQNR {db_text(s.sqnr_db)} dB\ncos {s.cosine:.5f}"
         extra = ", penwidth=3, color=\"#b00000\"" if s is worst else ""
         lines.append(f"  {_dot_string(s.name)} [label={_dot_string(label)}, fillcolor=\"{sqnr_colour(s.sqnr_db)}\"{extra}];")
     for s in stats:
@@ -480,7 +482,9 @@ def render_svg(dot_text: str) -> tuple[bytes | None, str | None]:
 
 
 def write_report(stats: list[LayerStats], directory: str | Path, title: str = "", notes: list[str] = ()) -> list[Path]:
-    """Write report.{txt,csv,json,dot} (and .svg where Graphviz is installed) into `directory`."""
+    """Write report.{txt,csv,json,html,dot} (and .svg where Graphviz is installed) into `directory`."""
+    from xnpu.transforms.report_html import report_html
+
     directory = Path(directory)
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -492,6 +496,7 @@ def write_report(stats: list[LayerStats], directory: str | Path, title: str = ""
     outputs = {
         "report.csv": report_csv(stats),
         "report.json": report_json(stats),
+        "report.html": report_html(stats, title or "quantization error", list(notes)),
         "report.dot": dot_text,
     }
     if svg is not None:

@@ -68,7 +68,7 @@ class RemoveIdentityTranspose(RewritePattern):
 class RemoveOpenClip(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.ClipOp, rewriter: PatternRewriter) -> None:
-        if op.bounds() == (-math.inf, math.inf):
+        if not op.has_operand_bounds and op.bounds() == (-math.inf, math.inf):
             _forward(op, op.input, rewriter)
 
 

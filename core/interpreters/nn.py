@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 
 from xnpu.dialects import nn
@@ -41,9 +42,19 @@ class NNFunctions(InterpreterFunctions):
     def run_hard_swish(self, interpreter: Interpreter, op: nn.HardSwishOp, args: tuple[Any, ...]):
         return (float_ops.hard_swish(args[0]),)
 
+    @impl(nn.TanhOp)
+    def run_tanh(self, interpreter: Interpreter, op: nn.TanhOp, args: tuple[Any, ...]):
+        return (float_ops.tanh(args[0]),)
+
     @impl(nn.ClipOp)
     def run_clip(self, interpreter: Interpreter, op: nn.ClipOp, args: tuple[Any, ...]):
-        return (float_ops.clip(args[0], *op.bounds()),)
+        low, high = op.bounds()
+        bound_args = iter(args[1:])  # the operand bounds, in order min, max
+        if op.min_value is not None:
+            low = float(np.asarray(next(bound_args)).reshape(()))
+        if op.max_value is not None:
+            high = float(np.asarray(next(bound_args)).reshape(()))
+        return (float_ops.clip(args[0], low, high),)
 
     @impl(nn.SoftmaxOp)
     def run_softmax(self, interpreter: Interpreter, op: nn.SoftmaxOp, args: tuple[Any, ...]):
@@ -72,6 +83,16 @@ class NNFunctions(InterpreterFunctions):
             float_ops.conv2d(
                 args[0], args[1], bias, nn.ints(op.strides), nn.ints(op.pads), nn.ints(op.dilations),
                 op.group.value.data,
+            ),
+        )
+
+    @impl(nn.ConvTranspose2dOp)
+    def run_conv_transpose2d(self, interpreter: Interpreter, op: nn.ConvTranspose2dOp, args: tuple[Any, ...]):
+        bias = args[2] if op.bias is not None else None
+        return (
+            float_ops.conv_transpose2d(
+                args[0], args[1], bias, nn.ints(op.strides), nn.ints(op.pads), nn.ints(op.dilations),
+                nn.ints(op.output_padding), op.group.value.data,
             ),
         )
 
@@ -127,6 +148,16 @@ class NNFunctions(InterpreterFunctions):
     @impl(nn.TransposeOp)
     def run_transpose(self, interpreter: Interpreter, op: nn.TransposeOp, args: tuple[Any, ...]):
         return (float_ops.transpose(args[0], nn.ints(op.perm)),)
+
+    @impl(nn.ResizeOp)
+    def run_resize(self, interpreter: Interpreter, op: nn.ResizeOp, args: tuple[Any, ...]):
+        nearest_mode = op.nearest_mode.data if op.nearest_mode is not None else None
+        return (
+            float_ops.resize(
+                args[0], nn.shape_of(op.result)[2:], op.mode.data, op.coordinate_transformation_mode.data,
+                nearest_mode,
+            ),
+        )
 
     @impl(nn.ConcatOp)
     def run_concat(self, interpreter: Interpreter, op: nn.ConcatOp, args: tuple[Any, ...]):

@@ -116,6 +116,26 @@ def quantize(x, scale: float, bits: int = 8) -> np.ndarray:
     return (np.sign(v) * np.floor(np.abs(v) + 0.5)).astype(np.int64)
 
 
+def quantize_thresholds(scale: float, bits: int = 8) -> np.ndarray:
+    """R4 on float32 inputs as a step function: entry k - 1 is the smallest non-negative
+    float32 x with quantize(x, scale, bits) >= k, for k = 1 .. qmax(bits).
+
+    quantize is monotone in x (float64 division rounds monotonically), so a float32 x >= 0
+    quantizes to the number of thresholds it reaches. Exporters that compute in float32 (TOSA,
+    docs/tosa.md) compare against these instead of dividing in float64. Found by bisection over
+    the bit patterns of non-negative float32 values (ordered as integers), with quantize itself.
+    """
+    levels = np.arange(1, qmax(bits) + 1)
+    below = np.zeros(levels.shape, np.uint32)  # 0.0 quantizes to 0 < k
+    reach = np.full(levels.shape, np.float32(np.inf).view(np.uint32))  # +inf saturates to qmax >= k
+    while np.any(reach - below > 1):
+        middle = below + (reach - below) // 2
+        reaches = quantize(middle.view(np.float32), scale, bits) >= levels
+        reach = np.where(reaches, middle, reach)
+        below = np.where(reaches, below, middle)
+    return reach.view(np.float32)
+
+
 def dequantize(q, scale, axis: int | None = None) -> np.ndarray:
     """R4: x = q * scale, computed in float64, returned as float32; per-channel scales along `axis`."""
     q = _ints(q)
@@ -487,3 +507,64 @@ def transpose(x, perm: Sequence[int]) -> np.ndarray:
 def concat(xs: Sequence, axis: int) -> np.ndarray:
     """R16: join along `axis`; the inputs must already share one scale."""
     return np.concatenate([_ints(x) for x in xs], axis=axis)
+
+
+# --------------------------------------------------------------------------------------
+# Accelerator units: what one npu op (and one instruction of its unit) computes, composed
+# of the rules above. The npu interpreter and the simulator both call these.
+# --------------------------------------------------------------------------------------
+
+DATA_BITS = 8
+ACCUMULATOR_BITS = 32
+
+
+def relu(y) -> np.ndarray:
+    """A unit's relu flag: max(y, 0) of a saturated int8 result is R8's clamp to [0, 127]."""
+    return clamp(y, 0, qmax(DATA_BITS))
+
+
+def conv_unit(x, weight, bias, strides, pads, dilations, group: int, multiplier, shift) -> np.ndarray:
+    """CONV: R13's exact int32 convolution, then R9's per-channel (or single) rescale to int8."""
+    acc = conv2d_int(x, weight, bias, strides, pads, dilations, group, ACCUMULATOR_BITS)
+    return rescale(acc, multiplier, shift, DATA_BITS, axis=1)
+
+
+def gemm_unit(a, weight, bias, multiplier, shift) -> np.ndarray:
+    """CONV as a fully connected layer: A (N x K) times weight (M x K) transposed, then R9."""
+    acc = gemm_int(a, weight, bias, trans_b=True, out_bits=ACCUMULATOR_BITS)
+    return rescale(acc, multiplier, shift, DATA_BITS, axis=1)
+
+
+def eltwise_unit(
+    op: str, a, b, multiplier: int, shift: int, a_multiplier: int = 0, a_shift: int = 0,
+    b_multiplier: int = 0, b_shift: int = 0, pre_shift: int | None = None,
+) -> np.ndarray:
+    """ELTWISE: mul is R12 then R9; add/sub is R10 into int24, the optional int16 stage
+    (a truncating R7 shift by `pre_shift`, seed 000's two-stage variant), then R9 to int8."""
+    if op == "mul":
+        return rescale(mul_widening(a, b, 16), multiplier, shift, DATA_BITS)
+    wide = add_widening(a, b, a_multiplier, a_shift, b_multiplier, b_shift, 24, subtract=op == "sub")
+    if pre_shift is not None:
+        wide = saturate(shift_arithmetic(wide, pre_shift, rounding=False), 16)
+    return rescale(wide, multiplier, shift, DATA_BITS)
+
+
+def pool_unit(kind: str, x, kernel, strides, pads, out_hw, multiplier, shift) -> np.ndarray:
+    """POOL: max over windows (R14, no rescale), average by per-position or single R14
+    multipliers, or the global sum rescaled by one pair."""
+    if kind == "max":
+        return max_pool_int(x, kernel, strides, pads, (1, 1), out_hw)
+    if kind == "global_avg":
+        return rescale(global_avg_pool_sum_int(x), multiplier, shift, DATA_BITS)
+    return avg_pool_int(x, kernel, strides, pads, out_hw, multiplier, shift, DATA_BITS)
+
+
+def epilogue(y, relu_flag: bool = False, bounds: Sequence[int] | None = None, table=None) -> np.ndarray:
+    """What follows a unit's int8 result in SRAM: its relu flag and a CLAMP (R8), or a TABLE (R15)."""
+    if relu_flag:
+        y = relu(y)
+    if bounds is not None:
+        y = clamp(y, bounds[0], bounds[1])
+    if table is not None:
+        y = table_lookup(y, table)
+    return y

@@ -139,6 +139,66 @@ def conv2d(
     return out.astype(np.float32, copy=False)
 
 
+def zero_insert(x: np.ndarray, strides: Sequence[int]) -> np.ndarray:
+    """NCHW x with strides - 1 zeros between neighbouring pixels: (H - 1) * sh + 1 by (W - 1) * sw + 1."""
+    sh, sw = strides
+    if (sh, sw) == (1, 1):
+        return x
+    n, c, h, w = x.shape
+    out = np.zeros((n, c, (h - 1) * sh + 1, (w - 1) * sw + 1), dtype=x.dtype)
+    out[:, :, ::sh, ::sw] = x
+    return out
+
+
+def conv_transpose_as_conv(
+    weight: np.ndarray, pads: Sequence[int], dilations: Sequence[int], output_padding: Sequence[int], group: int
+) -> tuple[np.ndarray, tuple[int, int, int, int]]:
+    """A transposed convolution as a stride-1 convolution of the zero-inserted input.
+
+    Returns the OIHW weight of that convolution (each group's C x O block transposed and the
+    kernel flipped) and its [top, left, bottom, right] pads, negative where the transposed
+    convolution's pads cut more than the kernel's reach (the input is cropped there).
+    """
+    c, o_per_group, kh, kw = weight.shape
+    c_per_group = c // group
+    blocks = [
+        weight[g * c_per_group : (g + 1) * c_per_group].transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]
+        for g in range(group)
+    ]
+    conv_weight = np.ascontiguousarray(np.concatenate(blocks, axis=0))
+    reach = (dilations[0] * (kh - 1), dilations[1] * (kw - 1))
+    conv_pads = (
+        reach[0] - pads[0],
+        reach[1] - pads[1],
+        reach[0] - pads[2] + output_padding[0],
+        reach[1] - pads[3] + output_padding[1],
+    )
+    return conv_weight, conv_pads
+
+
+def pad_or_crop_nchw(x: np.ndarray, pads: Sequence[int]) -> np.ndarray:
+    """Zero-pad H and W by [top, left, bottom, right]; a negative amount crops that side instead."""
+    top, left, bottom, right = pads
+    x = x[:, :, max(-top, 0) : x.shape[2] - max(-bottom, 0), max(-left, 0) : x.shape[3] - max(-right, 0)]
+    return pad_nchw(x, (max(top, 0), max(left, 0), max(bottom, 0), max(right, 0)))
+
+
+def conv_transpose2d(
+    x: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    output_padding: Sequence[int],
+    group: int,
+) -> np.ndarray:
+    """ONNX ConvTranspose: a convolution of the zero-inserted input with the flipped kernel."""
+    conv_weight, conv_pads = conv_transpose_as_conv(weight, pads, dilations, output_padding, group)
+    padded = pad_or_crop_nchw(zero_insert(x, strides), conv_pads)
+    return conv2d(padded, conv_weight, bias, (1, 1), (0, 0, 0, 0), dilations, group)
+
+
 def gemm(
     a: np.ndarray, b: np.ndarray, c: np.ndarray | None, alpha: float, beta: float, trans_a: bool, trans_b: bool
 ) -> np.ndarray:
@@ -184,6 +244,10 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
     x64 = x.astype(np.float64)
     out = np.where(x64 >= 0, 1.0 / (1.0 + np.exp(-np.abs(x64))), np.exp(-np.abs(x64)) / (1.0 + np.exp(-np.abs(x64))))
     return out.astype(np.float32)
+
+
+def tanh(x: np.ndarray) -> np.ndarray:
+    return np.tanh(x).astype(np.float32, copy=False)
 
 
 def hard_sigmoid(x: np.ndarray, alpha: float, beta: float) -> np.ndarray:
@@ -297,6 +361,66 @@ def flatten(x: np.ndarray, axis: int) -> np.ndarray:
 
 def transpose(x: np.ndarray, perm: Sequence[int]) -> np.ndarray:
     return np.ascontiguousarray(np.transpose(x, perm))
+
+
+
+def resize_source_coordinates(in_size: int, out_size: int, coordinate_mode: str) -> np.ndarray:
+    """Where each output pixel of an integer upsampling lies in the input (ONNX Resize's
+    coordinate_transformation_mode), as exact float64 values."""
+    out = np.arange(out_size, dtype=np.float64)
+    factor = out_size / in_size
+    if coordinate_mode == "asymmetric":
+        return out / factor
+    if coordinate_mode == "half_pixel":
+        return (out + 0.5) / factor - 0.5
+    if coordinate_mode == "align_corners":
+        return out * (in_size - 1) / (out_size - 1) if out_size > 1 else np.zeros(out_size)
+    raise ValueError(f"unknown coordinate_transformation_mode '{coordinate_mode}'")
+
+
+def nearest_source_indices(in_size: int, out_size: int, coordinate_mode: str, nearest_mode: str) -> np.ndarray:
+    """The input pixel each output pixel copies in a nearest resize (ONNX nearest_mode, clamped to the input)."""
+    x = resize_source_coordinates(in_size, out_size, coordinate_mode)
+    if nearest_mode == "floor":
+        index = np.floor(x)
+    elif nearest_mode == "ceil":
+        index = np.ceil(x)
+    elif nearest_mode == "round_prefer_floor":
+        index = np.where(x - np.floor(x) == 0.5, np.floor(x), np.round(x))
+    elif nearest_mode == "round_prefer_ceil":
+        index = np.where(x - np.floor(x) == 0.5, np.ceil(x), np.round(x))
+    else:
+        raise ValueError(f"unknown nearest_mode '{nearest_mode}'")
+    return np.clip(index, 0, in_size - 1).astype(np.int64)
+
+
+def linear_source_taps(in_size: int, out_size: int, coordinate_mode: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each output pixel of a linear resize: its two input pixels and the weight of the second."""
+    x = np.clip(resize_source_coordinates(in_size, out_size, coordinate_mode), 0, in_size - 1)
+    first = np.floor(x).astype(np.int64)
+    second = np.minimum(first + 1, in_size - 1)
+    return first, second, x - first
+
+
+def resize(
+    x: np.ndarray, out_hw: Sequence[int], mode: str, coordinate_mode: str, nearest_mode: str | None
+) -> np.ndarray:
+    """ONNX Resize of H and W (nearest or linear) to `out_hw`."""
+    (h, w), (oh, ow) = x.shape[2:], out_hw
+    if mode == "nearest":
+        rows = nearest_source_indices(h, oh, coordinate_mode, nearest_mode)
+        cols = nearest_source_indices(w, ow, coordinate_mode, nearest_mode)
+        return np.ascontiguousarray(x[:, :, rows[:, None], cols[None, :]])
+    if mode != "linear":
+        raise ValueError(f"unknown resize mode '{mode}'")
+    out = x.astype(np.float64)
+    for axis, (size, out_size) in ((2, (h, oh)), (3, (w, ow))):
+        first, second, weight = linear_source_taps(size, out_size, coordinate_mode)
+        shape = [1, 1, 1, 1]
+        shape[axis] = out_size
+        weight = weight.reshape(shape)
+        out = np.take(out, first, axis=axis) * (1 - weight) + np.take(out, second, axis=axis) * weight
+    return out.astype(np.float32)
 
 
 def concat(xs: Sequence[np.ndarray], axis: int) -> np.ndarray:

@@ -107,6 +107,19 @@ def test_r4_dequantize_is_float32_product():
     assert per_channel.tolist() == [[[1.0, 1.0], [2.0, 2.0]]]
 
 
+@pytest.mark.parametrize("scale,bits", [(0.0078740157186985016, 8), (0.1, 8), (3.3e-5, 16)])
+def test_r4_quantize_thresholds_are_the_first_float32_of_each_level(scale, bits):
+    """R4 as a step function of float32 x: level k starts exactly at thresholds[k - 1]."""
+    thresholds = fp.quantize_thresholds(scale, bits)
+    levels = np.arange(1, fp.qmax(bits) + 1)
+    assert thresholds.dtype == np.float32 and thresholds.size == fp.qmax(bits)
+    assert np.array_equal(fp.quantize(thresholds, scale, bits), levels)
+    below = np.nextafter(thresholds, np.float32(0))
+    assert np.array_equal(fp.quantize(below, scale, bits), levels - 1)
+    # (k - 1/2) * s is where the level starts, up to float32 spacing
+    assert np.allclose(thresholds, (levels - 0.5) * scale, rtol=1e-6, atol=0)
+
+
 @PROPERTY
 @given(st.lists(st.floats(-1e3, 1e3, allow_nan=False), min_size=1, max_size=20), st.floats(1e-3, 10.0))
 def test_r4_quantize_is_odd_and_within_half_a_step(values, scale):

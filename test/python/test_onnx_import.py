@@ -95,10 +95,34 @@ OP_CASES = [
     ("hard_sigmoid_default", [helper.make_node("HardSigmoid", ["x"], ["y"])], {"x": [2, 5]}, {}, ["nn.hard_sigmoid"], 17),
     ("hard_sigmoid_custom", [helper.make_node("HardSigmoid", ["x"], ["y"], alpha=0.3, beta=0.4)], {"x": [2, 5]}, {}, ["nn.hard_sigmoid"], 17),
     ("hard_swish", [helper.make_node("HardSwish", ["x"], ["y"])], {"x": [2, 5]}, {}, ["nn.hard_swish"], 17),
+    ("tanh", [helper.make_node("Tanh", ["x"], ["y"])], {"x": [2, 5]}, {}, ["nn.tanh"], 17),
     ("clip_both", [helper.make_node("Clip", ["x", "lo", "hi"], ["y"])], {"x": [2, 5]},
      {"lo": np.float32(-0.5), "hi": np.float32(0.7)}, ["nn.clip"], 13),
     ("clip_max_only", [helper.make_node("Clip", ["x", "", "hi"], ["y"])], {"x": [2, 5]}, {"hi": np.float32(0.2)}, ["nn.clip"], 11),
     ("clip_open", [helper.make_node("Clip", ["x"], ["y"])], {"x": [2, 5]}, {}, ["nn.clip"], 17),
+    ("clip_min_is_graph_input", [helper.make_node("Clip", ["x", "lo"], ["y"])], {"x": [2, 5], "lo": []}, {}, ["nn.clip"], 13),
+    ("clip_bounds_are_graph_inputs", [helper.make_node("Clip", ["x", "lo", "hi"], ["y"])], {"x": [3, 4], "lo": [], "hi": []},
+     {}, ["nn.clip"], 13),
+    # (not Relu: onnxruntime's Relu+Clip fusion wrongly fires on a Relu feeding the bound)
+    ("clip_computed_max_and_constant_min", [helper.make_node("Sigmoid", ["m"], ["hi"]), helper.make_node("Clip", ["x", "lo", "hi"], ["y"])],
+     {"x": [2, 5], "m": []}, {"lo": np.float32(-0.25)}, ["nn.sigmoid", "nn.clip"], 13),
+    ("conv_transpose_stride2_k2_bias", [helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], strides=[2, 2])],
+     {"x": [1, 3, 5, 4]}, {"w": w(3, 4, 2, 2), "b": w(4)}, ["nn.conv_transpose2d"], 13),
+    ("conv_transpose_k3_pads_output_padding", [helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], strides=[2, 2],
+                                                                pads=[1, 1, 1, 1], output_padding=[1, 1])],
+     {"x": [1, 3, 5, 5]}, {"w": w(3, 2, 3, 3), "b": w(2)}, ["nn.conv_transpose2d"], 17),
+    ("conv_transpose_k4_pad1", [helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2], pads=[1, 1, 1, 1])],
+     {"x": [1, 2, 4, 6]}, {"w": w(2, 3, 4, 4)}, ["nn.conv_transpose2d"], 17),
+    ("conv_transpose_depthwise", [helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], strides=[2, 2], group=4,
+                                                   pads=[1, 1, 1, 1], output_padding=[1, 1])],
+     {"x": [1, 4, 5, 5]}, {"w": w(4, 1, 3, 3), "b": w(4)}, ["nn.conv_transpose2d"], 17),
+    ("conv_transpose_groups_dilations", [helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[3, 2], group=2,
+                                                          dilations=[2, 1], pads=[0, 1, 2, 0])],
+     {"x": [1, 4, 3, 4]}, {"w": w(4, 3, 3, 2)}, ["nn.conv_transpose2d"], 17),
+    ("conv_transpose_same_lower", [helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2], auto_pad="SAME_LOWER")],
+     {"x": [1, 2, 4, 5]}, {"w": w(2, 2, 3, 3)}, ["nn.conv_transpose2d"], 17),
+    ("conv_transpose_output_shape", [helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2], output_shape=[9, 10])],
+     {"x": [1, 2, 5, 5]}, {"w": w(2, 3, 3, 3)}, ["nn.conv_transpose2d"], 17),
     ("max_pool_pads_ceil", [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)],
      {"x": [1, 2, 8, 8]}, {}, ["nn.max_pool"], 17),
     ("max_pool_dilations", [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], dilations=[2, 2])],
@@ -251,15 +275,15 @@ def import_error(model_or_path) -> str:
 
 def test_unsupported_op_names_node_and_op():
     model = make_model(
-        [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Tanh", ["a"], ["y"], name="act")],
+        [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Erf", ["a"], ["y"], name="act")],
         {"x": [2]}, ["y"],
     )
-    assert import_error(model) == "unsupported ONNX op 'Tanh' (node 'act'): no nn equivalent"
+    assert import_error(model) == "unsupported ONNX op 'Erf' (node 'act'): no nn equivalent"
 
 
 def test_unsupported_op_in_unnamed_node_uses_synthesized_name():
-    model = make_model([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Tanh", ["a"], ["y"])], {"x": [2]}, ["y"])
-    assert "(node 'Tanh_1')" in import_error(model)
+    model = make_model([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Erf", ["a"], ["y"])], {"x": [2]}, ["y"])
+    assert "(node 'Erf_1')" in import_error(model)
 
 
 def test_unsupported_attribute_value():
@@ -304,10 +328,11 @@ def test_non_constant_reshape_shape_is_rejected():
     assert "'s'" in message
 
 
-def test_dynamic_input_shape_names_the_tensor():
-    model = make_model([helper.make_node("Relu", ["x"], ["y"], name="r")], {"x": ["N", 3]}, ["y"])
+def test_dynamic_input_shape_names_the_tensor_and_the_flag():
+    model = make_model([helper.make_node("Relu", ["x"], ["y"], name="r")], {"x": [1, "C"]}, ["y"])
     message = import_error(model)
-    assert "graph input 'x'" in message and "dynamic shape [N, 3]" in message
+    assert "graph input 'x'" in message and "dynamic shape [1, C]" in message
+    assert "--input-shape x=1,<C>" in message
 
 
 def test_dynamic_intermediate_shape_names_tensor_and_node(monkeypatch):
@@ -384,7 +409,7 @@ def test_cli_imports_to_file_and_stdout(tmp_path):
 @pytest.mark.parametrize("kind", ["unsupported_op", "missing_file", "not_onnx"])
 def test_cli_error_is_one_line_and_writes_nothing(tmp_path, kind):
     if kind == "unsupported_op":
-        onnx.save(make_model([helper.make_node("Tanh", ["x"], ["y"], name="t")], {"x": [2]}, ["y"]), tmp_path / "in.onnx")
+        onnx.save(make_model([helper.make_node("Erf", ["x"], ["y"], name="t")], {"x": [2]}, ["y"]), tmp_path / "in.onnx")
     elif kind == "not_onnx":
         (tmp_path / "in.onnx").write_bytes(b"\x00\xff garbage \x13\x37" * 20)
     result = translate("--import-onnx", "in.onnx", "-o", "out.mlir", cwd=tmp_path)
@@ -395,7 +420,7 @@ def test_cli_error_is_one_line_and_writes_nothing(tmp_path, kind):
     assert not (tmp_path / "out.mlir").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.mlir")] == []
     if kind == "unsupported_op":
-        assert "unsupported ONNX op 'Tanh' (node 't')" in lines[0]
+        assert "unsupported ONNX op 'Erf' (node 't')" in lines[0]
 
 
 def test_cli_needs_exactly_one_mode(tmp_path):
@@ -410,3 +435,141 @@ def test_bundled_example_imports():
     session = ort.InferenceSession(str(example), providers=["CPUExecutionProvider"])
     reference = np.concatenate([session.run(None, {"input": s[None]})[0] for s in x])
     np.testing.assert_allclose(xnpu.run(module, x)["logits"], reference, rtol=1e-5, atol=1e-5)
+
+
+# --------------------------------------------------------------------------------------
+# Resize: every coordinate transformation and rounding ONNX defines, against onnxruntime
+
+
+def resize_model(attrs, factors=None, sizes=None, x_shape=(1, 2, 3, 4), opset=13, axes=None):
+    """Resize by `factors` (as scales) or to `sizes`, in the input layout of `opset` (11 needs roi and scales)."""
+    rank_values = len(axes) if axes is not None else 4
+    scales = None if factors is None else np.array(
+        factors if axes is not None else [1, 1, *factors], np.float32)
+    initializers = {"roi": np.zeros(0, np.float32)}
+    inputs = ["x", "roi"]
+    if scales is not None:
+        initializers["scales"] = scales
+        inputs.append("scales")
+    else:
+        if opset < 13:
+            initializers["scales"] = np.zeros(0, np.float32)
+            inputs.append("scales")
+        else:
+            inputs.append("")
+        initializers["sizes"] = np.array(sizes if axes is not None else [*x_shape[:2], *sizes], np.int64)
+        inputs.append("sizes")
+    assert rank_values == (scales.size if scales is not None else initializers["sizes"].size)
+    if axes is not None:
+        attrs = {**attrs, "axes": axes}
+    node = helper.make_node("Resize", inputs, ["y"], name="up", **attrs)
+    return make_model([node], {"x": list(x_shape)}, ["y"], initializers, opset)
+
+
+def assert_matches_onnxruntime(model, expect_ops):
+    module = xnpu.import_onnx(model)
+    assert [n for n in op_names(module) if n != "nn.constant"] == expect_ops
+    inputs = random_inputs(model)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    reference = session.run(None, inputs)[0]
+    ours = xnpu.run(module, inputs)["y"]
+    assert ours.shape == reference.shape
+    np.testing.assert_allclose(ours, reference, rtol=0, atol=1e-4 * np.abs(reference).max())
+    return module
+
+
+NEAREST_COORDINATES = ["asymmetric", "half_pixel", "pytorch_half_pixel", "align_corners"]
+NEAREST_MODES = ["floor", "ceil", "round_prefer_floor", "round_prefer_ceil"]
+
+
+@pytest.mark.parametrize("factors", [(2, 2), (4, 4), (8, 8), (2, 3)], ids=lambda f: "x".join(map(str, f)))
+@pytest.mark.parametrize("coordinates", NEAREST_COORDINATES)
+@pytest.mark.parametrize("nearest_mode", NEAREST_MODES)
+def test_resize_nearest_integer_factors_match_onnxruntime(factors, coordinates, nearest_mode):
+    attrs = {"mode": "nearest", "coordinate_transformation_mode": coordinates, "nearest_mode": nearest_mode}
+    assert_matches_onnxruntime(resize_model(attrs, factors=factors), ["nn.resize"])
+
+
+@pytest.mark.parametrize("coordinates", ["half_pixel", "pytorch_half_pixel", "align_corners"])
+@pytest.mark.parametrize("factors", [(2, 2), (1, 2)], ids=lambda f: "x".join(map(str, f)))
+def test_resize_linear_x2_matches_onnxruntime(coordinates, factors):
+    attrs = {"mode": "linear", "coordinate_transformation_mode": coordinates}
+    assert_matches_onnxruntime(resize_model(attrs, factors=factors, x_shape=(1, 3, 5, 6)), ["nn.resize"])
+
+
+@pytest.mark.parametrize("opset", [11, 13, 19])
+def test_resize_sizes_and_opset_input_layouts(opset):
+    attrs = {"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
+    module = assert_matches_onnxruntime(resize_model(attrs, sizes=[6, 16], opset=opset), ["nn.resize"])
+    resize = next(op for op in module.walk() if isinstance(op, nn.ResizeOp))
+    assert resize.factors == (2, 4)
+
+
+def test_resize_axes_and_defaults():
+    # opset 19 axes: scales for H and W only; the defaults are half_pixel and round_prefer_floor
+    module = assert_matches_onnxruntime(resize_model({}, factors=[3, 2], opset=19, axes=[2, 3]), ["nn.resize"])
+    resize = next(op for op in module.walk() if isinstance(op, nn.ResizeOp))
+    assert (resize.mode.data, resize.coordinate_transformation_mode.data, resize.nearest_mode.data) == (
+        "nearest", "half_pixel", "round_prefer_floor")
+
+
+def test_resize_pytorch_half_pixel_is_imported_as_half_pixel():
+    model = resize_model({"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"}, factors=(2, 2))
+    resize = next(op for op in xnpu.import_onnx(model).walk() if isinstance(op, nn.ResizeOp))
+    assert resize.coordinate_transformation_mode.data == "half_pixel" and resize.nearest_mode is None
+
+
+@pytest.mark.parametrize(
+    "attrs, factors, sizes, expected",
+    [
+        ({"mode": "cubic"}, (2, 2), None, "unsupported attribute value mode=cubic"),
+        ({"mode": "linear"}, (4, 4), None, "linear resizing by [4, 4]: only factors 1 and 2"),
+        ({"mode": "nearest"}, (1.5, 2), None, "scales [1.0, 1.0, 1.5, 2.0]: only upsampling by integer factors"),
+        ({"mode": "nearest"}, None, [7, 8], "[1, 2, 3, 4] -> [1, 2, 7, 8] is not an upsampling by integer factors"),
+        ({"mode": "nearest"}, (1, 1), None, None),
+        ({"mode": "linear", "coordinate_transformation_mode": "asymmetric"}, (2, 2), None,
+         "unsupported attribute value coordinate_transformation_mode=asymmetric for mode linear"),
+        ({"mode": "nearest", "coordinate_transformation_mode": "tf_crop_and_resize"}, (2, 2), None,
+         "coordinate_transformation_mode=tf_crop_and_resize"),
+        ({"mode": "nearest", "antialias": 1}, (2, 2), None, "unsupported attribute value antialias=1"),
+    ],
+)
+def test_resize_outside_the_supported_forms_is_one_line_naming_node_and_attribute(attrs, factors, sizes, expected):
+    model = resize_model(attrs, factors=factors, sizes=sizes, opset=19)
+    if expected is None:  # a factor of 1 is an identity resize, and fine
+        assert_matches_onnxruntime(model, ["nn.resize"])
+        return
+    message = import_error(model)
+    assert message.startswith("ONNX node 'up' (Resize): ") and expected in message
+
+
+def test_resize_non_constant_scales_are_rejected():
+    model = resize_model({"mode": "nearest"}, factors=(2, 2))
+    model.graph.initializer.pop()  # scales becomes a graph input
+    model.graph.input.append(helper.make_tensor_value_info("scales", TensorProto.FLOAT, [4]))
+    message = import_error(model)
+    assert "scales 'scales' must be a constant" in message
+
+
+@pytest.mark.parametrize("factor", [2, 3, 4, 8])
+def test_nearest_modes_that_are_pixel_replication(factor):
+    """docs/onnx-import.md: asymmetric + floor and half_pixel + round_prefer_* copy input i // k at any
+    factor k; asymmetric + round_prefer_floor only at x2; align_corners does not."""
+    from xnpu.semantics.float_ops import nearest_source_indices
+
+    replication = np.arange(5 * factor) // factor
+    for coordinates, rounding in [("asymmetric", "floor"), ("half_pixel", "round_prefer_floor"),
+                                  ("half_pixel", "round_prefer_ceil")]:
+        np.testing.assert_array_equal(nearest_source_indices(5, 5 * factor, coordinates, rounding), replication)
+    asymmetric_round = nearest_source_indices(5, 5 * factor, "asymmetric", "round_prefer_floor")
+    assert np.array_equal(asymmetric_round, replication) == (factor == 2)
+    assert not np.array_equal(nearest_source_indices(5, 5 * factor, "align_corners", "floor"), replication)
+
+
+@pytest.mark.parametrize("opset", [11, 13])
+@pytest.mark.parametrize("shape, axis", [((3, 5), a) for a in (-2, -1, 0, 1)] + [((2, 3, 4, 5), a) for a in (-1, 0, 1, 2, 3)])
+def test_softmax_any_axis_of_matrices_and_nchw_in_both_semantics(shape, axis, opset):
+    """Opset 13 normalizes along `axis`; before, over all dimensions from `axis` on."""
+    model = make_model([helper.make_node("Softmax", ["x"], ["y"], axis=axis)], {"x": list(shape)}, ["y"], opset=opset)
+    coerced = opset < 13 and axis % len(shape) != len(shape) - 1
+    check_against_onnxruntime(model, ["nn.flatten", "nn.softmax", "nn.reshape"] if coerced else ["nn.softmax"])

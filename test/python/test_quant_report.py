@@ -5,10 +5,13 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import shutil
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
+from xml.etree import ElementTree
 
 import numpy as np
 import onnx
@@ -31,6 +34,9 @@ from xnpu.transforms.quant_report import (
     write_report,
 )
 
+from xnpu.transforms.report_html import NODE_WIDTH, layered_layout  # noqa: E402
+
+SVG = "{http://www.w3.org/2000/svg}"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MODEL = EXAMPLES / "tiny_cnn.onnx"
 CALIBRATION = EXAMPLES / "tiny_calib.npy"
@@ -99,7 +105,7 @@ def test_edges_follow_the_float_graph(stats):
 def test_report_files_exist_and_parse(stats, tmp_path):
     written = write_report(stats, tmp_path / "report", title="tiny")
     directory = tmp_path / "report"
-    for name in ("report.txt", "report.csv", "report.json", "report.dot"):
+    for name in ("report.txt", "report.csv", "report.json", "report.html", "report.dot"):
         assert (directory / name) in written and (directory / name).stat().st_size > 0
     assert (directory / "report.svg").exists() == (shutil.which("dot") is not None)
     worst = worst_layer(stats)
@@ -135,6 +141,111 @@ def test_dot_graph_colours_and_edges(stats):
     assert red > green  # low SQNR is red
     red, green = (int(sqnr_colour(50.0)[i : i + 2], 16) for i in (1, 3))
     assert green > red
+
+
+class _HtmlParts(HTMLParser):
+    """The table rows (data-layer, cell texts) and the raw text of every <svg> of a page."""
+
+    def __init__(self, page: str):
+        super().__init__()
+        self.rows: dict[str, list[str]] = {}
+        self.worst_rows: list[str] = []
+        self.tags: list[str] = []
+        self._row: str | None = None
+        self._cell: list[str] | None = None
+        super().feed(page)
+        self.svgs = [ElementTree.fromstring(m) for m in re.findall(r"<svg.*?</svg>", page, flags=re.S)]
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.tags.append(tag)
+        if tag == "tr" and "data-layer" in attrs:
+            self._row = attrs["data-layer"]
+            self.rows[self._row] = []
+            if attrs.get("class") == "worst":
+                self.worst_rows.append(self._row)
+        elif tag == "td" and self._row is not None:
+            self._cell = []
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+    def handle_endtag(self, tag):
+        if tag == "td" and self._cell is not None:
+            self.rows[self._row].append("".join(self._cell))
+            self._cell = None
+        elif tag == "tr":
+            self._row = None
+
+
+def _json_db(value) -> float:
+    return float(value)  # "inf" / "-inf" strings parse too
+
+
+def test_html_report_draws_every_layer_in_its_colour_as_report_json(stats, tmp_path):
+    write_report(stats, tmp_path, title="tiny")
+    document = json.loads((tmp_path / "report.json").read_text())
+    page = (tmp_path / "report.html").read_text()
+    parts = _HtmlParts(page)
+    layers = document["layers"]
+    names = [layer["name"] for layer in layers]
+    colour = {layer["name"]: sqnr_colour(_json_db(layer["sqnr_db"])) for layer in layers}
+    assert len({*colour.values()}) > 1  # the tiny model's layers differ in quality
+
+    # self-contained: no script, stylesheet link, image or any address but the SVG namespace
+    assert not {"script", "link", "img", "iframe"} & set(parts.tags)
+    assert re.findall(r"https?://[^\s\"']+", page) == ["http://www.w3.org/2000/svg"] * 2
+
+    graph, chart = parts.svgs
+    nodes = graph.findall(f"{SVG}g[@class='layer']")
+    assert [g.get("data-layer") for g in nodes] == names
+    for g in nodes:
+        rect = g.find(f"{SVG}rect")
+        assert rect.get("fill") == colour[g.get("data-layer")]
+        assert (rect.get("stroke") == "#b00000") == (g.get("data-layer") == document["worst"])
+        assert g.get("data-layer") in g.find(f"{SVG}title").text
+    edges = {(e.get("data-from"), e.get("data-to")) for e in graph.findall(f"{SVG}path[@class='edge']")}
+    assert edges == {(p, layer["name"]) for layer in layers for p in layer["inputs"]}
+    inputs = [g.get("data-input") for g in graph.findall(f"{SVG}g[@class='input']")]
+    assert inputs == ["input"]
+
+    db_per_pixel = float(chart.get("data-db-per-pixel"))
+    bars = chart.findall(f"{SVG}g[@class='bar-row']")
+    assert [g.get("data-layer") for g in bars] == names
+    for g, layer in zip(bars, layers):
+        bar = g.find(f"{SVG}rect[@class='bar']")
+        assert bar.get("fill") == colour[layer["name"]]
+        if math.isfinite(_json_db(layer["sqnr_db"])):
+            assert float(bar.get("width")) * db_per_pixel == pytest.approx(max(layer["sqnr_db"], 0.0), abs=0.02)
+
+    assert list(parts.rows) == names and parts.worst_rows == [document["worst"]]
+    for layer in layers:
+        name, op, runs_on, _, bits, cosine, sqnr, max_error, saturated = parts.rows[layer["name"]]
+        assert (name, op, runs_on, int(bits)) == (layer["name"], layer["op"], layer["runs_on"], layer["bits"])
+        assert runs_on == "accelerator"
+        assert float(cosine) == pytest.approx(layer["cosine"], abs=5e-7)
+        assert _json_db(sqnr) == pytest.approx(_json_db(layer["sqnr_db"]), abs=0.005)
+        assert float(max_error) == pytest.approx(layer["max_error_lsb"], abs=0.005)
+        assert float(saturated) == pytest.approx(100 * layer["saturated"], abs=5e-4)
+
+
+def test_graph_layout_puts_producers_above_and_never_overlaps():
+    nodes = ["input:x", "a", "b", "c", "d", "e"]
+    edges = [("input:x", "a"), ("a", "b"), ("a", "c"), ("b", "d"), ("c", "d"), ("a", "e"), ("d", "e")]
+    corners, routes = layered_layout(nodes, edges)
+    for source, target in edges:
+        assert corners[source][1] < corners[target][1]
+    assert corners["b"][1] == corners["c"][1]  # siblings share a row
+    assert corners["e"][1] > corners["d"][1]  # the longest path decides the row
+    boxes = sorted(corners.values())
+    for (x1, y1), (x2, y2) in zip(boxes, boxes[1:]):
+        assert y1 != y2 or x2 - x1 >= NODE_WIDTH
+    # a -> e skips the rows of b/c and d: it passes beside them, not through them
+    assert [y for _, y in routes[("a", "e")]] == [corners["b"][1], corners["d"][1]]
+    for (x, y), row_nodes in zip(routes[("a", "e")], (("b", "c"), ("d",))):
+        assert all(not corners[n][0] <= x <= corners[n][0] + NODE_WIDTH for n in row_nodes)
+    assert routes[("a", "b")] == []
 
 
 def last_rescale(module, name: str) -> fixed.RescaleOp:

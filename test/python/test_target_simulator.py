@@ -712,7 +712,7 @@ def test_xnpu_run_profile_needs_a_binary(tmp_path, capsys):
         'func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n  func.return %x : tensor<2xf32>\n}\n')
     np.save(tmp_path / "x.npy", np.zeros(2, np.float32))
     assert main([str(tmp_path / "m.mlir"), "--input", str(tmp_path / "x.npy"), "--profile"]) == 1
-    assert "need a compiled .xnb binary" in capsys.readouterr().err
+    assert "need a compiled program, .xnb or isa IR" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------------------

@@ -271,3 +271,111 @@ func.func @constant_int() -> tensor<2xi32> {
 
 // CHECK: result 'result' at position 0 does not verify:
 // CHECK-NEXT: i32 should be of base attribute f32
+
+// -----
+
+func.func @clip_bound_twice(%x: tensor<4xf32>, %lo: tensor<f32>) -> tensor<4xf32> {
+  %y = nn.clip %x min(%lo : tensor<f32>) {min = 0.0 : f32} : tensor<4xf32> -> tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}
+
+// CHECK: nn.clip: min is given both as an attribute and as an operand
+
+// -----
+
+func.func @clip_bound_not_scalar(%x: tensor<4xf32>, %hi: tensor<2xf32>) -> tensor<4xf32> {
+  %y = nn.clip %x max(%hi : tensor<2xf32>) : tensor<4xf32> -> tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}
+
+// CHECK: nn.clip: max must be a scalar, got shape [2]
+
+// -----
+
+func.func @resize_fraction(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x6x8xf32> {
+  %y = nn.resize %x {mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"} : tensor<1x2x4x4xf32> -> tensor<1x2x6x8xf32>
+  func.return %y : tensor<1x2x6x8xf32>
+}
+
+// CHECK: nn.resize: [1, 2, 4, 4] -> [1, 2, 6, 8] is not an upsampling by integer factors
+
+// -----
+
+func.func @resize_channels(%x: tensor<1x2x4x4xf32>) -> tensor<1x4x8x8xf32> {
+  %y = nn.resize %x {mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"} : tensor<1x2x4x4xf32> -> tensor<1x4x8x8xf32>
+  func.return %y : tensor<1x4x8x8xf32>
+}
+
+// CHECK: nn.resize: only H and W are resized, but [1, 2, 4, 4] becomes [1, 4, 8, 8]
+
+// -----
+
+func.func @resize_linear_by_4(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x16x16xf32> {
+  %y = nn.resize %x {mode = "linear", coordinate_transformation_mode = "half_pixel"} : tensor<1x2x4x4xf32> -> tensor<1x2x16x16xf32>
+  func.return %y : tensor<1x2x16x16xf32>
+}
+
+// CHECK: nn.resize: linear resizing supports factors 1 and 2, got [4, 4]
+
+// -----
+
+func.func @resize_nearest_without_rounding(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x8x8xf32> {
+  %y = nn.resize %x {mode = "nearest", coordinate_transformation_mode = "half_pixel"} : tensor<1x2x4x4xf32> -> tensor<1x2x8x8xf32>
+  func.return %y : tensor<1x2x8x8xf32>
+}
+
+// CHECK: nn.resize: nearest_mode must be one of round_prefer_floor, round_prefer_ceil, floor, ceil, got none
+
+// -----
+
+func.func @resize_cubic(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x8x8xf32> {
+  %y = nn.resize %x {mode = "cubic", coordinate_transformation_mode = "half_pixel"} : tensor<1x2x4x4xf32> -> tensor<1x2x8x8xf32>
+  func.return %y : tensor<1x2x8x8xf32>
+}
+
+// CHECK: nn.resize: mode must be one of nearest, linear, got 'cubic'
+
+// -----
+
+func.func @resize_linear_asymmetric(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x8x8xf32> {
+  %y = nn.resize %x {mode = "linear", coordinate_transformation_mode = "asymmetric"} : tensor<1x2x4x4xf32> -> tensor<1x2x8x8xf32>
+  func.return %y : tensor<1x2x8x8xf32>
+}
+
+// CHECK: nn.resize: linear coordinate_transformation_mode must be one of half_pixel, align_corners, got 'asymmetric'
+
+// -----
+
+func.func @conv_transpose_result(%x: tensor<1x4x5x5xf32>, %w: tensor<4x3x2x2xf32>) -> tensor<1x3x11x11xf32> {
+  %y = nn.conv_transpose2d %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, group = 1 : i64} : (tensor<1x4x5x5xf32>, tensor<4x3x2x2xf32>) -> tensor<1x3x11x11xf32>
+  func.return %y : tensor<1x3x11x11xf32>
+}
+
+// CHECK: nn.conv_transpose2d: result shape is [1, 3, 11, 11] but the operands give [1, 3, 10, 10]
+
+// -----
+
+func.func @conv_transpose_output_padding(%x: tensor<1x4x5x5xf32>, %w: tensor<4x3x2x2xf32>) -> tensor<1x3x12x12xf32> {
+  %y = nn.conv_transpose2d %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, output_padding = array<i64: 2, 2>, group = 1 : i64} : (tensor<1x4x5x5xf32>, tensor<4x3x2x2xf32>) -> tensor<1x3x12x12xf32>
+  func.return %y : tensor<1x3x12x12xf32>
+}
+
+// CHECK: nn.conv_transpose2d: output_padding [2, 2] must be below the stride or the dilation
+
+// -----
+
+func.func @conv_transpose_channels(%x: tensor<1x4x5x5xf32>, %w: tensor<2x3x2x2xf32>) -> tensor<1x3x10x10xf32> {
+  %y = nn.conv_transpose2d %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, group = 1 : i64} : (tensor<1x4x5x5xf32>, tensor<2x3x2x2xf32>) -> tensor<1x3x10x10xf32>
+  func.return %y : tensor<1x3x10x10xf32>
+}
+
+// CHECK: nn.conv_transpose2d: weight has 2 input channels, input has 4
+
+// -----
+
+func.func @conv_transpose_bias(%x: tensor<1x4x5x5xf32>, %w: tensor<4x1x2x2xf32>, %b: tensor<1xf32>) -> tensor<1x2x10x10xf32> {
+  %y = nn.conv_transpose2d %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, group = 2 : i64} : (tensor<1x4x5x5xf32>, tensor<4x1x2x2xf32>, tensor<1xf32>) -> tensor<1x2x10x10xf32>
+  func.return %y : tensor<1x2x10x10xf32>
+}
+
+// CHECK: nn.conv_transpose2d: bias shape must be [2], got [1]

@@ -1,0 +1,668 @@
+"""The `npu` dialect: one op per accelerator operation on tensors, before memory exists.
+
+Between `fixed` (integer arithmetic, one rule per op) and `isa` (instructions on addresses)
+sits the level at which the compiler has chosen the accelerator's units but not yet where
+anything lives. Each op is what one unit does to whole tensors, with every parameter the
+unit needs as a property:
+
+    %y = npu.conv %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>,
+           dilations = array<i64: 1, 1>, group = 1 : i64,
+           multiplier = array<i64: 20000, ...>, shift = array<i64: 37, ...>, relu}
+         : (tensor<1x8x16x16xi8>, tensor<16x8x3x3xi8>, tensor<16xi32>) -> tensor<1x16x16x16xi8>
+
+Values are the `fixed` level's int8 tensors in logical (NCHW) shape; weights and biases are
+`fixed.constant`s (or, for seed 002's mul, an activation reshaped to kernels); the program's
+inputs and outputs stay `fixed.quantize` / `fixed.dequantize` (the host converts floats).
+docs/npu.md describes each op; `xnpu.semantics.fixed_point`'s unit functions (`conv_unit`,
+`eltwise_unit`, `pool_unit`, `epilogue`) are what they compute, the same functions the
+simulator runs for the instructions, so the npu level is bit-identical to both neighbours.
+
+Compute ops carry an optional epilogue, what follows the unit's int8 result in SRAM:
+`relu` (the unit's flag), then either `clamp = array<i64: lo, hi>` (a CLAMP) or
+`table = array<i8: ...256 entries>` (a TABLE).
+
+A module compiled for a target names it (`npu.target = "xnpu_default"`, a shipped name or a
+TOML path); then every op is also checked against that target by target/legality.py, the
+one definition of what a unit can do. The passes below this level annotate ops with
+discardable `npu.*` attributes (layout, tiles, addresses) that do not change what they compute.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    I64,
+    DenseArrayBase,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    i8,
+)
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from xnpu.dialects.shapes import (
+    broadcast_shapes,
+    conv_output_shape,
+    expect_len,
+    expect_shape,
+    i64_array,
+    i64_attr,
+    ints,
+    normalize_axis,
+    pool_output_hw,
+    shape_of,
+    verify_conv_geometry,
+    verify_window,
+)
+from xnpu.dialects.targeting import enclosing_target
+from xnpu.semantics import fixed_point
+from xnpu.target import legality
+
+TARGET_ATTRIBUTE = "npu.target"
+ELTWISE_OPS = ("add", "sub", "mul")
+POOL_KINDS = ("max", "avg", "global_avg")
+LAYOUTS = ("NHWC", "NCHW")
+
+IntTensor = TensorType[IntegerType]
+
+
+# --------------------------------------------------------------------------------------
+# Shared checks
+# --------------------------------------------------------------------------------------
+
+
+def width_of(value: SSAValue) -> int:
+    element = value.type.get_element_type()  # type: ignore[attr-defined]
+    return element.width.data if isinstance(element, IntegerType) else 0
+
+
+def _expect_width(op: Operation, value: SSAValue, role: str, bits: int = 8) -> None:
+    if width_of(value) != bits:
+        raise VerifyException(f"{op.name}: {role} must be an i{bits} tensor, got {value.type}")
+
+
+def _check_pairs(op: Operation, multipliers: Sequence[int], shifts: Sequence[int], counts: Sequence[int]) -> None:
+    """R5/R6 for every (multiplier, shift) pair; `counts` are the allowed numbers of pairs."""
+    if len(multipliers) != len(shifts) or len(multipliers) not in counts:
+        wanted = " or ".join(str(c) for c in counts)
+        raise VerifyException(
+            f"{op.name}: needs {wanted} (multiplier, shift) pairs, got {len(multipliers)} multipliers and {len(shifts)} shifts"
+        )
+    try:
+        fixed_point.check_multiplier(np.asarray(multipliers, dtype=np.int64), np.asarray(shifts, dtype=np.int64))
+    except Exception as error:  # XnpuError from the semantics module
+        raise VerifyException(f"{op.name}: {error}") from None
+
+
+def _table_entries(attr: DenseArrayBase) -> np.ndarray:
+    return np.asarray(attr.get_values(), dtype=np.int64)
+
+
+def _check_table(op: Operation, attr: DenseArrayBase) -> None:
+    element = attr.elt_type
+    if not (isinstance(element, IntegerType) and element.width.data == 8):
+        raise VerifyException(f"{op.name}: the table must be an array<i8: ...>, got {element}")
+    values = _table_entries(attr)
+    if values.size != fixed_point.TABLE_SIZE:
+        raise VerifyException(f"{op.name}: the table needs {fixed_point.TABLE_SIZE} entries, got {values.size}")
+    if values.min() < -fixed_point.qmax(8):
+        raise VerifyException(f"{op.name}: table entries must be in [-127, 127] (R2)")
+
+
+def table_attr(entries: Sequence[int] | np.ndarray) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i8, [int(v) for v in np.asarray(entries).reshape(-1)])
+
+
+class NpuOp(IRDLOperation):
+    """Every npu op: its own invariants (`verify_npu`), then the target's limits when the
+    module names one (`target_problem`, through target/legality.py)."""
+
+    def verify_(self) -> None:
+        self.verify_npu()
+        target = enclosing_target(self, TARGET_ATTRIBUTE)
+        if target is None:
+            return
+        problem = self.target_problem(target)
+        if problem:
+            raise VerifyException(f"{self.name}: {problem} (target {target.name})")
+
+    def verify_npu(self) -> None:
+        raise NotImplementedError
+
+    def target_problem(self, target) -> str | None:
+        return None
+
+
+class UnitOp(NpuOp):
+    """A compute unit's op: an int8 result and the optional epilogue (relu, clamp or table)."""
+
+    relu = opt_prop_def(UnitAttr)
+    clamp = opt_prop_def(DenseArrayBase[I64])
+    table = opt_prop_def(DenseArrayBase)
+
+    def clamp_bounds(self) -> tuple[int, int] | None:
+        return None if self.clamp is None else tuple(ints(self.clamp))  # type: ignore[return-value]
+
+    def table_entries(self) -> np.ndarray | None:
+        return None if self.table is None else _table_entries(self.table)
+
+    def verify_epilogue(self) -> None:
+        _expect_width(self, self.results[0], "result")
+        if self.clamp is not None and self.table is not None:
+            raise VerifyException(f"{self.name}: an epilogue is a clamp or a table, not both")
+        bounds = self.clamp_bounds()
+        if bounds is not None:
+            expect_len(self, "clamp", bounds, 2)
+            limit = fixed_point.qmax(8)
+            if not -limit <= bounds[0] <= bounds[1] <= limit:
+                raise VerifyException(f"{self.name}: clamp bounds {list(bounds)} are not an ordered range in [-127, 127]")
+        if self.table is not None:
+            _check_table(self, self.table)
+
+    def epilogue_problem(self, target) -> str | None:
+        if self.clamp is not None:
+            return legality.unit_problem(target, "clamp")
+        if self.table is not None:
+            return legality.unit_problem(target, "table")
+        return None
+
+    def finish(self, y: np.ndarray) -> np.ndarray:
+        """The epilogue applied to the unit's int8 result."""
+        return fixed_point.epilogue(y, self.relu is not None, self.clamp_bounds(), self.table_entries())
+
+
+def epilogue_properties(relu: bool = False, clamp: Sequence[int] | None = None, table=None) -> dict[str, Attribute]:
+    props: dict[str, Attribute] = {}
+    if relu:
+        props["relu"] = UnitAttr()
+    if clamp is not None:
+        props["clamp"] = i64_array(clamp)
+    if table is not None:
+        props["table"] = table_attr(table)
+    return props
+
+
+# --------------------------------------------------------------------------------------
+# Compute units
+# --------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ConvOp(UnitOp):
+    """CONV: a convolution (dense, grouped, depthwise) of an NCHW map, or a fully connected
+    layer of an N x K matrix by an M x K weight, with an optional int32 bias, exact int32
+    accumulation and a rescale to int8 (one pair, or one per output channel).
+
+    `fixed_point.conv_unit` / `gemm_unit`, then the epilogue.
+    """
+
+    name = "npu.conv"
+    input = operand_def(IntTensor)
+    weight = operand_def(IntTensor)
+    bias = opt_operand_def(IntTensor)
+    result = result_def(IntTensor)
+    strides = prop_def(DenseArrayBase[I64])
+    pads = prop_def(DenseArrayBase[I64])
+    dilations = prop_def(DenseArrayBase[I64])
+    group = prop_def(IntegerAttr[I64])
+    multiplier = prop_def(DenseArrayBase[I64])
+    shift = prop_def(DenseArrayBase[I64])
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, input: SSAValue, weight: SSAValue, bias: SSAValue | None, multiplier, shift,
+                 strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), group: int = 1, **epilogue):
+        x, w = shape_of(input), shape_of(weight)
+        shape = (x[0], w[0]) if len(x) == 2 else conv_output_shape(x, w, strides, pads, dilations)
+        super().__init__(
+            operands=[input, weight, bias],
+            result_types=[TensorType(IntegerType(8), shape)],
+            properties={
+                "strides": i64_array(strides), "pads": i64_array(pads), "dilations": i64_array(dilations),
+                "group": i64_attr(group), "multiplier": i64_array(np.asarray(multiplier).reshape(-1)),
+                "shift": i64_array(np.asarray(shift).reshape(-1)), **epilogue_properties(**epilogue),
+            },
+        )
+
+    @property
+    def is_gemm(self) -> bool:
+        return len(shape_of(self.input)) == 2
+
+    @property
+    def is_depthwise(self) -> bool:
+        x, w = shape_of(self.input), shape_of(self.weight)
+        g = self.group.value.data
+        return not self.is_gemm and g > 1 and g == x[1] == w[0]
+
+    def out_channels(self) -> int:
+        return shape_of(self.weight)[0]
+
+    def verify_npu(self) -> None:
+        _expect_width(self, self.input, "input")
+        _expect_width(self, self.weight, "weight")
+        self.verify_epilogue()
+        w = shape_of(self.weight)
+        if self.is_gemm:
+            x = shape_of(self.input)
+            if len(w) != 2 or w[1] != x[1]:
+                raise VerifyException(f"npu.conv: a {list(x)} matrix needs an M x {x[1]} weight, got {list(w)}")
+            if ints(self.strides) != (1, 1) or ints(self.dilations) != (1, 1) or any(ints(self.pads)) or self.group.value.data != 1:
+                raise VerifyException("npu.conv: a fully connected layer takes unit strides and dilations, no pads, group 1")
+            expected: Sequence[int] = (x[0], w[0])
+            reduction = w[1]
+        else:
+            expected = verify_conv_geometry(self, self.input, self.weight, ints(self.strides), ints(self.pads),
+                                            ints(self.dilations), self.group.value.data)
+            reduction = w[1] * w[2] * w[3]
+        if reduction > fixed_point.MAX_REDUCTION:
+            raise VerifyException(f"npu.conv: reduction length {reduction} exceeds {fixed_point.MAX_REDUCTION} (R13)")
+        if self.bias is not None:
+            _expect_width(self, self.bias, "bias", 32)
+            if shape_of(self.bias) != (w[0],):
+                raise VerifyException(f"npu.conv: bias shape must be [{w[0]}], got {list(shape_of(self.bias))}")
+        _check_pairs(self, ints(self.multiplier), ints(self.shift), sorted({1, w[0]}))
+        expect_shape(self, expected)
+
+    def target_problem(self, target) -> str | None:
+        w = shape_of(self.weight)
+        kernel = (1, 1) if self.is_gemm else w[2:]
+        problem = legality.conv_problem(
+            target, kernel=kernel, strides=ints(self.strides), dilations=ints(self.dilations), pads=ints(self.pads),
+            in_channels=w[1], depthwise=self.is_depthwise,
+        )
+        return problem or self.epilogue_problem(target)
+
+    def compute(self, x, weight, bias) -> np.ndarray:
+        m, s = ints(self.multiplier), ints(self.shift)
+        if self.is_gemm:
+            y = fixed_point.gemm_unit(x, weight, bias, m, s)
+        else:
+            y = fixed_point.conv_unit(x, weight, bias, ints(self.strides), ints(self.pads), ints(self.dilations),
+                                      self.group.value.data, m, s)
+        return self.finish(y)
+
+
+def broadcast_kind(full: Sequence[int], other: Sequence[int]) -> str | None:
+    """How the ELTWISE unit reads its second operand: `none` (same elements), `channel` (one
+    value per channel of an NCHW map), `scalar`; None when it cannot."""
+    full, other = tuple(full), tuple(other)
+    if other == full:
+        return "none"
+    if math.prod(other) == 1:
+        return "scalar"
+    if len(full) == 4 and len(other) == 4 and other[0] == 1 and other[1] == full[1] and other[2] == other[3] == 1:
+        return "channel"
+    if len(full) == 2 and full[0] == 1 and len(other) in (1, 2) and other[-1] == full[-1] and math.prod(other) == full[-1]:
+        return "none"
+    return None
+
+
+@irdl_op_definition
+class EltwiseOp(UnitOp):
+    """ELTWISE: `add`/`sub` (each input through its own (multiplier, shift) into int24,
+    optionally the int16 stage `pre_shift`, then the output rescale) or `mul` (the exact
+    int16 product, then the output rescale). The first operand has the result's shape; the
+    second the same shape, one value per channel, or one value.
+
+    `fixed_point.eltwise_unit`, then the epilogue.
+    """
+
+    name = "npu.eltwise"
+    lhs = operand_def(IntTensor)
+    rhs = operand_def(IntTensor)
+    result = result_def(IntTensor)
+    op = prop_def(StringAttr)
+    multiplier = prop_def(IntegerAttr[I64])
+    shift = prop_def(IntegerAttr[I64])
+    lhs_multiplier = opt_prop_def(IntegerAttr[I64])
+    lhs_shift = opt_prop_def(IntegerAttr[I64])
+    rhs_multiplier = opt_prop_def(IntegerAttr[I64])
+    rhs_shift = opt_prop_def(IntegerAttr[I64])
+    pre_shift = opt_prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$op $lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
+
+    INPUT_RESCALES: ClassVar[tuple[str, ...]] = ("lhs_multiplier", "lhs_shift", "rhs_multiplier", "rhs_shift")
+
+    def __init__(self, op: str, lhs: SSAValue, rhs: SSAValue, multiplier: int, shift: int,
+                 inputs: Sequence[int] | None = None, pre_shift: int | None = None, **epilogue):
+        props: dict[str, Attribute] = {"op": StringAttr(op), "multiplier": i64_attr(multiplier),
+                                       "shift": i64_attr(shift), **epilogue_properties(**epilogue)}
+        if inputs is not None:
+            props.update({name: i64_attr(v) for name, v in zip(self.INPUT_RESCALES, inputs)})
+        if pre_shift is not None:
+            props["pre_shift"] = i64_attr(pre_shift)
+        super().__init__(operands=[lhs, rhs], result_types=[TensorType(IntegerType(8), shape_of(lhs))], properties=props)
+
+    @property
+    def kind(self) -> str:
+        return self.op.data
+
+    def input_rescales(self) -> tuple[int, int, int, int]:
+        return tuple(self.properties[name].value.data for name in self.INPUT_RESCALES)  # type: ignore[return-value,attr-defined]
+
+    def broadcast(self) -> str | None:
+        return broadcast_kind(shape_of(self.lhs), shape_of(self.rhs))
+
+    def verify_npu(self) -> None:
+        if self.kind not in ELTWISE_OPS:
+            raise VerifyException(f"npu.eltwise: op must be one of {', '.join(ELTWISE_OPS)}, got '{self.kind}'")
+        _expect_width(self, self.lhs, "lhs")
+        _expect_width(self, self.rhs, "rhs")
+        self.verify_epilogue()
+        given = [name for name in self.INPUT_RESCALES if name in self.properties]
+        if self.kind == "mul":
+            if given or self.pre_shift is not None:
+                raise VerifyException("npu.eltwise: mul takes no input rescales and no pre_shift")
+        else:
+            if len(given) != len(self.INPUT_RESCALES):
+                raise VerifyException(f"npu.eltwise: {self.kind} needs {', '.join(self.INPUT_RESCALES)}")
+            lm, ls, rm, rs = self.input_rescales()
+            _check_pairs(self, [lm, rm], [ls, rs], (2,))
+            if self.pre_shift is not None and not 0 <= self.pre_shift.value.data <= 15:
+                raise VerifyException(f"npu.eltwise: pre_shift {self.pre_shift.value.data} must be in [0, 15]")
+        _check_pairs(self, [self.multiplier.value.data], [self.shift.value.data], (1,))
+        if self.broadcast() is None:
+            raise VerifyException(
+                f"npu.eltwise: the second operand {list(shape_of(self.rhs))} is neither the first's shape "
+                f"{list(shape_of(self.lhs))}, one value per channel, nor one value"
+            )
+        expect_shape(self, shape_of(self.lhs))
+
+    def channels(self) -> int:
+        shape = shape_of(self.lhs)
+        return shape[1] if len(shape) == 4 else shape[-1]
+
+    def target_problem(self, target) -> str | None:
+        return legality.eltwise_problem(target, self.kind) or self.epilogue_problem(target)
+
+    def compute(self, a, b) -> np.ndarray:
+        pre = None if self.pre_shift is None else self.pre_shift.value.data
+        rescales = {} if self.kind == "mul" else dict(zip(("a_multiplier", "a_shift", "b_multiplier", "b_shift"),
+                                                          self.input_rescales()))
+        y = fixed_point.eltwise_unit(self.kind, a, b, self.multiplier.value.data, self.shift.value.data,
+                                     pre_shift=pre, **rescales)
+        return self.finish(y)
+
+
+@irdl_op_definition
+class PoolOp(UnitOp):
+    """POOL: `max` over windows (no rescale), `avg` (window sums times one (multiplier, shift)
+    or one per output position) or `global_avg` (the sum over H x W, one pair).
+
+    `fixed_point.pool_unit`, then the epilogue.
+    """
+
+    name = "npu.pool"
+    input = operand_def(IntTensor)
+    result = result_def(IntTensor)
+    kind = prop_def(StringAttr)
+    kernel_shape = opt_prop_def(DenseArrayBase[I64])
+    strides = opt_prop_def(DenseArrayBase[I64])
+    pads = opt_prop_def(DenseArrayBase[I64])
+    ceil_mode = opt_prop_def(IntegerAttr[I64])  # 1: the last window may start in the end padding (ONNX ceil_mode)
+    multiplier = opt_prop_def(DenseArrayBase[I64])
+    shift = opt_prop_def(DenseArrayBase[I64])
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$kind $input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, kind: str, input: SSAValue, multiplier=(), shift=(), kernel=None, strides=None, pads=None,
+                 ceil_mode: bool = False, **epilogue):
+        x = shape_of(input)
+        props: dict[str, Attribute] = {"kind": StringAttr(kind), **epilogue_properties(**epilogue)}
+        if kind != "max":
+            props.update(multiplier=i64_array(np.asarray(multiplier).reshape(-1)), shift=i64_array(np.asarray(shift).reshape(-1)))
+        if kind == "global_avg":
+            hw: Sequence[int] = (1, 1)
+        else:
+            props.update(kernel_shape=i64_array(kernel), strides=i64_array(strides), pads=i64_array(pads))
+            props["ceil_mode"] = i64_attr(int(ceil_mode))
+            hw = pool_output_hw(x[2:], kernel, strides, pads, (1, 1), ceil_mode)
+        super().__init__(operands=[input], result_types=[TensorType(IntegerType(8), (x[0], x[1], *hw))], properties=props)
+
+    @property
+    def pool_kind(self) -> str:
+        return self.kind.data
+
+    def window(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        return ints(self.kernel_shape), ints(self.strides), ints(self.pads)
+
+    def out_hw(self) -> tuple[int, int]:
+        shape = shape_of(self.result)
+        return shape[2], shape[3]
+
+    def verify_npu(self) -> None:
+        kind = self.pool_kind
+        if kind not in POOL_KINDS:
+            raise VerifyException(f"npu.pool: kind must be one of {', '.join(POOL_KINDS)}, got '{kind}'")
+        _expect_width(self, self.input, "input")
+        self.verify_epilogue()
+        x = shape_of(self.input)
+        if len(x) != 4:
+            raise VerifyException(f"npu.pool: the input must be an NCHW map, got {list(x)}")
+        window = (self.kernel_shape, self.strides, self.pads)
+        if kind == "global_avg":
+            if any(part is not None for part in window) or self.ceil_mode is not None:
+                raise VerifyException("npu.pool: global_avg takes no window")
+            expect_shape(self, (x[0], x[1], 1, 1))
+            _check_pairs(self, ints(self.multiplier), ints(self.shift), (1,))
+            return
+        if any(part is None for part in window):
+            raise VerifyException(f"npu.pool: {kind} pooling needs kernel_shape, strides and pads")
+        ceil_mode = self.ceil_mode is not None and bool(self.ceil_mode.value.data)
+        oh, ow = verify_window(self, self.input, *self.window(), (1, 1), ceil_mode)
+        expect_shape(self, (x[0], x[1], oh, ow))
+        if kind == "max":
+            if self.multiplier is not None or self.shift is not None:
+                raise VerifyException("npu.pool: max pooling takes no rescale (no multiplier or shift)")
+        else:
+            _check_pairs(self, ints(self.multiplier), ints(self.shift), sorted({1, oh * ow}))
+
+    def target_problem(self, target) -> str | None:
+        if self.pool_kind == "global_avg":
+            problem = legality.pool_problem(target, "global_avg")
+        else:
+            problem = legality.pool_problem(target, self.pool_kind, *self.window())
+        return problem or self.epilogue_problem(target)
+
+    def compute(self, x) -> np.ndarray:
+        kernel, strides, pads = ((), (), ()) if self.pool_kind == "global_avg" else self.window()
+        y = fixed_point.pool_unit(self.pool_kind, x, kernel, strides, pads, self.out_hw(),
+                                  ints(self.multiplier), ints(self.shift))
+        return self.finish(y)
+
+
+@irdl_op_definition
+class TableOp(NpuOp):
+    """TABLE: R15's 256-entry lookup of every int8 value (any function of one int8 code)."""
+
+    name = "npu.table"
+    input = operand_def(IntTensor)
+    result = result_def(IntTensor)
+    table = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, table: Sequence[int] | np.ndarray):
+        super().__init__(operands=[input], result_types=[input.type], properties={"table": table_attr(table)})
+
+    def entries(self) -> np.ndarray:
+        return _table_entries(self.table)
+
+    def verify_npu(self) -> None:
+        _expect_width(self, self.input, "input")
+        _check_table(self, self.table)
+        expect_shape(self, shape_of(self.input))
+
+    def target_problem(self, target) -> str | None:
+        return legality.unit_problem(target, "table")
+
+
+@irdl_op_definition
+class ClampOp(NpuOp):
+    """CLAMP: R8's clip of every int8 value to [min, max]."""
+
+    name = "npu.clamp"
+    input = operand_def(IntTensor)
+    result = result_def(IntTensor)
+    min = prop_def(IntegerAttr[I64])
+    max = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, low: int, high: int):
+        super().__init__(operands=[input], result_types=[input.type], properties={"min": i64_attr(low), "max": i64_attr(high)})
+
+    def bounds(self) -> tuple[int, int]:
+        return self.min.value.data, self.max.value.data
+
+    def verify_npu(self) -> None:
+        _expect_width(self, self.input, "input")
+        low, high = self.bounds()
+        limit = fixed_point.qmax(8)
+        if not -limit <= low <= high <= limit:
+            raise VerifyException(f"npu.clamp: bounds [{low}, {high}] are not an ordered range in [-127, 127]")
+        expect_shape(self, shape_of(self.input))
+
+    def target_problem(self, target) -> str | None:
+        return legality.unit_problem(target, "clamp")
+
+
+# --------------------------------------------------------------------------------------
+# Data movement: views and copies of int8 tensors, done by the DMA
+# --------------------------------------------------------------------------------------
+
+
+class MoveOp(NpuOp):
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def verify_moved_widths(self) -> None:
+        for index, value in enumerate(self.operands):
+            _expect_width(self, value, f"operand {index}")
+        _expect_width(self, self.results[0], "result")
+
+
+@irdl_op_definition
+class ReshapeOp(MoveOp):
+    """Same elements in row-major order, a new shape (a reshape or a flatten)."""
+
+    name = "npu.reshape"
+    input = operand_def(IntTensor)
+    result = result_def(IntTensor)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, shape: Sequence[int]):
+        super().__init__(operands=[input], result_types=[TensorType(IntegerType(8), shape)])
+
+    def verify_npu(self) -> None:
+        self.verify_moved_widths()
+        before, after = shape_of(self.input), shape_of(self.result)
+        if math.prod(before) != math.prod(after):
+            raise VerifyException(f"npu.reshape: cannot reshape {list(before)} to {list(after)}")
+
+
+@irdl_op_definition
+class TransposeOp(MoveOp):
+    """Result dimension i is input dimension perm[i]."""
+
+    name = "npu.transpose"
+    input = operand_def(IntTensor)
+    result = result_def(IntTensor)
+    perm = prop_def(DenseArrayBase[I64])
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, perm: Sequence[int]):
+        shape = shape_of(input)
+        super().__init__(operands=[input], result_types=[TensorType(IntegerType(8), [shape[p] for p in perm])],
+                         properties={"perm": i64_array(perm)})
+
+    def verify_npu(self) -> None:
+        self.verify_moved_widths()
+        shape, perm = shape_of(self.input), ints(self.perm)
+        if sorted(perm) != list(range(len(shape))):
+            raise VerifyException(f"npu.transpose: perm {list(perm)} is not a permutation of 0..{len(shape) - 1}")
+        expect_shape(self, [shape[p] for p in perm])
+
+
+@irdl_op_definition
+class ConcatOp(MoveOp):
+    """Tensors joined along `axis` (each part stored at its offset by the DMA)."""
+
+    name = "npu.concat"
+    inputs = var_operand_def(IntTensor)
+    result = result_def(IntTensor)
+    axis = prop_def(IntegerAttr[I64])
+    assembly_format = "$inputs attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, inputs: Sequence[SSAValue], axis: int):
+        shapes = [shape_of(v) for v in inputs]
+        out = list(shapes[0])
+        out[axis] = sum(s[axis] for s in shapes)
+        super().__init__(operands=[list(inputs)], result_types=[TensorType(IntegerType(8), out)],
+                         properties={"axis": i64_attr(axis)})
+
+    def verify_npu(self) -> None:
+        if not self.inputs:
+            raise VerifyException("npu.concat: needs at least one input")
+        self.verify_moved_widths()
+        shapes = [shape_of(v) for v in self.inputs]
+        rank = len(shapes[0])
+        axis = normalize_axis(self, self.axis.value.data, rank)
+        if any(len(s) != rank or any(a != b for i, (a, b) in enumerate(zip(s, shapes[0])) if i != axis) for s in shapes):
+            raise VerifyException(f"npu.concat: input shapes {[list(s) for s in shapes]} differ outside axis {axis}")
+        out = list(shapes[0])
+        out[axis] = sum(s[axis] for s in shapes)
+        expect_shape(self, out)
+
+
+@irdl_op_definition
+class RelayoutOp(MoveOp):
+    """A copy of a map into the storage order `layout` (NHWC or NCHW) by the DMA; the values
+    and the logical shape are unchanged. Inserted by npu-assign-layout."""
+
+    name = "npu.relayout"
+    input = operand_def(IntTensor)
+    result = result_def(IntTensor)
+    layout = prop_def(StringAttr)
+    assembly_format = "$input $layout attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, layout: str):
+        super().__init__(operands=[input], result_types=[input.type], properties={"layout": StringAttr(layout)})
+
+    def verify_npu(self) -> None:
+        self.verify_moved_widths()
+        if self.layout.data not in LAYOUTS:
+            raise VerifyException(f"npu.relayout: layout must be one of {', '.join(LAYOUTS)}, got '{self.layout.data}'")
+        expect_shape(self, shape_of(self.input))
+
+
+NPU = Dialect(
+    "npu",
+    [ConvOp, EltwiseOp, PoolOp, TableOp, ClampOp, ReshapeOp, TransposeOp, ConcatOp, RelayoutOp],
+)

@@ -1,0 +1,235 @@
+"""Static shapes for the ONNX front end: input shapes, then shape computations folded away.
+
+Exporters write models for any batch size and often for any image size: graph inputs have
+symbolic dimensions (`N x 3 x H x W`), and the graph computes what it needs from them at
+run time (`Shape -> Gather -> Unsqueeze -> Concat -> Reshape` for a flatten). Every level
+below the importer works on static shapes, so before import
+
+1. `static_input_shapes` fixes every graph input's shape: from the user's `input_shapes`
+   (`--input-shape NAME=d0,d1,...`, like onnxsim's `--overwrite-input-shape`), a dynamic
+   batch dimension to 1 (with a note), anything else dynamic is an error naming the flag;
+2. `fold_shape_computations` evaluates the nodes that only compute on constants and on
+   static shapes (Shape, Size, Gather, Concat, Cast, Slice, int64 arithmetic, ...) with
+   onnx's own `ReferenceEvaluator` and replaces them by initializers, so a Reshape's target
+   or a Resize's sizes are constants the importer can read.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from xnpu.errors import XnpuError, XnpuNote
+from xnpu.frontend.input_shapes import INPUT_SHAPE_FLAG
+
+# Evaluated when every input is known: the ops that build shapes, indices and parameters.
+STRUCTURAL_OPS = frozenset({
+    "Shape", "Size", "Gather", "Unsqueeze", "Squeeze", "Concat", "Cast", "Slice", "ConstantOfShape",
+    "Range", "Expand", "Identity", "Reshape", "Flatten", "Transpose",
+})
+# Evaluated when every input is known and one of them is shape data (not a float weight):
+# on float weights alone they are float ops the importer keeps.
+ARITHMETIC_OPS = frozenset({
+    "Add", "Sub", "Mul", "Div", "Neg", "Abs", "Floor", "Ceil", "Min", "Max", "Mod",
+    "Equal", "Less", "Greater", "Not", "Where", "ReduceProd",
+})
+FOLDABLE_OPS = STRUCTURAL_OPS | ARITHMETIC_OPS
+# need only their input's (static) shape, not its value
+SHAPE_READERS = frozenset({"Shape", "Size"})
+
+
+def _dims(value_info: onnx.ValueInfoProto) -> list[int | str | None] | None:
+    """Each dimension's size, or its symbolic name, or None when unnamed; None for an unknown rank."""
+    tensor = value_info.type.tensor_type
+    if not tensor.HasField("shape"):
+        return None
+    return [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim]
+
+
+def _dims_text(dims: Sequence[int | str | None]) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
+
+
+def _flag_example(name: str, dims: Sequence[int | str | None]) -> str:
+    return f"{INPUT_SHAPE_FLAG} {name}=" + ",".join(str(d) if isinstance(d, int) else "<" + (d or "?") + ">" for d in dims)
+
+
+def static_input_shapes(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]] | None) -> onnx.ModelProto:
+    """`model` with every graph input's shape static (a copy when anything changes)."""
+    input_shapes = dict(input_shapes or {})
+    initializers = {t.name for t in model.graph.initializer}
+    inputs = [i for i in model.graph.input if i.name not in initializers]
+    names = [i.name for i in inputs]
+    for name in input_shapes:
+        if name not in names:
+            raise XnpuError(
+                f"{INPUT_SHAPE_FLAG} names '{name}', which is not a graph input (inputs: {', '.join(names) or 'none'})"
+            )
+    fixed: dict[str, list[int]] = {}
+    for value_info in inputs:
+        name, dims = value_info.name, _dims(value_info)
+        if name in input_shapes:
+            shape = [int(d) for d in input_shapes[name]]
+            if any(d < 1 for d in shape):
+                raise XnpuError(f"{INPUT_SHAPE_FLAG} {name}: dimensions must be positive, got {shape}")
+            if dims is not None and len(shape) != len(dims):
+                raise XnpuError(
+                    f"{INPUT_SHAPE_FLAG} {name}={','.join(map(str, shape))} has rank {len(shape)}, "
+                    f"but graph input '{name}' has rank {len(dims)} {_dims_text(dims)}"
+                )
+            if dims is None or shape != dims:
+                fixed[name] = shape
+            continue
+        if dims is None:
+            raise XnpuError(
+                f"graph input '{name}' has an unknown rank; give its shape with {INPUT_SHAPE_FLAG} {name}=d0,d1,..."
+            )
+        dynamic = [axis for axis, d in enumerate(dims) if not isinstance(d, int)]
+        if not dynamic:
+            continue
+        if dynamic == [0] and len(dims) >= 2:
+            warnings.warn(
+                f"graph input '{name}' has a dynamic batch dimension {_dims_text(dims)}: importing it with batch 1 "
+                f"({INPUT_SHAPE_FLAG} {name}=... chooses another shape)",
+                XnpuNote,
+                stacklevel=3,
+            )
+            fixed[name] = [1, *dims[1:]]  # type: ignore[list-item]
+            continue
+        suggestion = [1 if axis == 0 and len(dims) >= 2 and axis in dynamic else d for axis, d in enumerate(dims)]
+        raise XnpuError(
+            f"graph input '{name}' has a dynamic shape {_dims_text(dims)}; give it with {_flag_example(name, suggestion)}"
+        )
+    if not fixed:
+        return model
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    graph = copy.graph
+    for value_info in graph.input:
+        if value_info.name in fixed:
+            shape = value_info.type.tensor_type.shape
+            shape.ClearField("dim")
+            for size in fixed[value_info.name]:
+                shape.dim.add().dim_value = size
+    # shapes recorded for the old input shapes would contradict the new ones: inference redoes them
+    del graph.value_info[:]
+    for value_info in graph.output:
+        value_info.type.tensor_type.ClearField("shape")
+    return copy
+
+
+def _static_shapes(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
+    """Every value whose inferred shape is static, by name (empty when inference fails)."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except Exception:  # the importer's own strict inference reports the reason later
+        return {}
+    infos = {}
+    for value_info in (*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output):
+        dims = _dims(value_info)
+        if dims is not None and all(isinstance(d, int) and d >= 0 for d in dims) and value_info.type.tensor_type.elem_type:
+            infos[value_info.name] = value_info
+    return infos
+
+
+def _is_float(tensor: onnx.TensorProto) -> bool:
+    return tensor.data_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16)
+
+
+def _constant_is_float(node: onnx.NodeProto) -> bool:
+    return any(a.name in ("value_float", "value_floats") or (a.name == "value" and _is_float(a.t)) for a in node.attribute)
+
+
+def fold_shape_computations(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` with its constant shape computations evaluated into initializers (a new model when any fold)."""
+    graph = model.graph
+    initializers = {t.name: t for t in graph.initializer}
+    # known tensor -> whether it is shape data (an integer constant or computed); float weights are not
+    known: dict[str, bool] = {name: not _is_float(t) for name, t in initializers.items()}
+    constant_nodes: dict[str, onnx.NodeProto] = {}
+    static: dict[str, onnx.ValueInfoProto] | None = None
+    folded: list[onnx.NodeProto] = []
+    shape_sources: dict[str, onnx.ValueInfoProto] = {}
+    for node in graph.node:
+        if node.domain not in ("", "ai.onnx") or any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+            continue
+        if node.op_type == "Constant":
+            for output in node.output:
+                known[output] = not _constant_is_float(node)
+                constant_nodes[output] = node
+            continue
+        if node.op_type not in FOLDABLE_OPS:
+            continue
+        inputs = [name for name in node.input if name]
+        if node.op_type in SHAPE_READERS and inputs and inputs[0] not in known:
+            if static is None:
+                static = _static_shapes(model)
+            if inputs[0] not in static:
+                continue
+            shape_sources[inputs[0]] = static[inputs[0]]
+        elif not all(name in known for name in inputs):
+            continue
+        elif node.op_type in ARITHMETIC_OPS and not any(known[name] for name in inputs):
+            continue
+        folded.append(node)
+        for output in node.output:
+            known[output] = True
+    if not folded:
+        return model
+    return _replace_by_initializers(model, folded, constant_nodes, initializers, shape_sources)
+
+
+def _replace_by_initializers(
+    model: onnx.ModelProto,
+    folded: list[onnx.NodeProto],
+    constant_nodes: dict[str, onnx.NodeProto],
+    initializers: dict[str, onnx.TensorProto],
+    shape_sources: dict[str, onnx.ValueInfoProto],
+) -> onnx.ModelProto:
+    graph = model.graph
+    folded_ids = {id(node) for node in folded}
+    produced = {output for node in folded for output in node.output}
+    consumed = {name for node in folded for name in node.input if name}
+    # what the rest of the graph still reads from the folded nodes
+    kept_reads = {name for node in graph.node if id(node) not in folded_ids for name in node.input}
+    kept_reads.update(output.name for output in graph.output)
+    wanted = [name for name in dict.fromkeys(o for node in folded for o in node.output) if name in kept_reads]
+    used_constants = []
+    for name in consumed:
+        node = constant_nodes.get(name)
+        if node is not None and name not in produced and node not in used_constants:
+            used_constants.append(node)
+    evaluation = onnx.helper.make_graph(
+        [*used_constants, *folded],
+        "shape_computations",
+        list(shape_sources.values()),
+        [onnx.helper.make_value_info(name, onnx.TypeProto()) for name in wanted],
+        [initializers[name] for name in consumed if name in initializers and name not in shape_sources],
+    )
+    evaluation_model = onnx.helper.make_model(evaluation, opset_imports=model.opset_import, ir_version=model.ir_version)
+    feeds = {
+        name: np.broadcast_to(np.zeros((), onnx.helper.tensor_dtype_to_np_dtype(info.type.tensor_type.elem_type)),
+                              [d.dim_value for d in info.type.tensor_type.shape.dim])
+        for name, info in shape_sources.items()
+    }
+    try:
+        from onnx.reference import ReferenceEvaluator
+
+        values = ReferenceEvaluator(evaluation_model).run(None, feeds) if wanted else []
+    except Exception as error:
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        nodes = ", ".join(f"'{node.name or node.op_type}'" for node in folded[:3]) + (", ..." if len(folded) > 3 else "")
+        raise XnpuError(
+            f"cannot evaluate the shape computation of nodes {nodes}: {lines[0] if lines else type(error).__name__}"
+        ) from None
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    del copy.graph.node[:]
+    copy.graph.node.extend(node for node in graph.node if id(node) not in folded_ids)
+    for name, value in zip(wanted, values):
+        copy.graph.initializer.append(numpy_helper.from_array(np.asarray(value), name))
+    return copy

@@ -1,0 +1,123 @@
+"""`lower-fixed-to-npu{target=...}`: the fixed graph becomes the target's units, by PDL patterns.
+
+Fusion and selection are the pattern files in this directory, applied by the PDL driver:
+`conv.mlir` (conv2d / gemm + rescale -> one CONV; a dilation the unit lacks -> a dense
+kernel), `eltwise.mlir` (add/sub [+ int16 stage] + rescale, mul + rescale -> one ELTWISE),
+`pool.mlir`, `activation.mlir` (clamps: the saturation removed, relu as a unit's flag, other
+clamps and tables as a unit's epilogue or on their own; int8 requantizations as tables) and
+`data.mlir` (reshape, flatten, transpose, concat). Their native functions (`natives.py`)
+ask target/legality.py, the one definition of the units' limits, so a pattern only selects
+what the target can run; ops the target lacks are rewritten before this pass by
+`legalize` (seeds 001 and 002), at the fixed level.
+
+What is left afterwards has no accelerator operation on this target: the pass stops with one
+error naming the op, its ONNX node, the reason and the target. The result runs
+(`xnpu-run`) bit-identically to the fixed module: every npu op computes through the same
+semantics functions as the ops it replaced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import BlockArgument, Operation
+from xdsl.passes import ModulePass
+from xdsl.transforms.dead_code_elimination import dce
+
+from xnpu.dialects import fixed, npu
+from xnpu.errors import XnpuError
+from xnpu.ir_io import describe_op
+from xnpu.lowering.pdl_driver import PatternContext, apply_patterns, load_natives, load_patterns, split_paths
+from xnpu.target import legality
+from xnpu.target.description import TargetDescription, load_target
+
+PATTERN_DIR = Path(__file__).resolve().parent
+BOUNDARY = (fixed.ConstantOp, fixed.QuantizeOp, fixed.DequantizeOp, func.FuncOp, func.ReturnOp)
+
+
+def fixed_to_npu_patterns(extra=()):
+    import xnpu.lowering.fixed_to_npu.natives  # noqa: F401  (registers by decoration)
+
+    return load_patterns([PATTERN_DIR, *extra])
+
+
+class SelectionError(XnpuError):
+    pass
+
+
+def why_not(op: Operation, ctx: PatternContext) -> str:
+    """Why no pattern selected a unit for `op` (the first reason that applies)."""
+    target = ctx.target
+    assert target is not None
+    if isinstance(op, (fixed.Conv2dOp, fixed.GemmOp, fixed.AddOp, fixed.SubOp, fixed.MulOp, fixed.GlobalAvgPoolOp)):
+        check = {fixed.Conv2dOp: legality.fixed_conv_problem, fixed.GemmOp: legality.fixed_gemm_problem,
+                 fixed.GlobalAvgPoolOp: legality.fixed_pool_problem}.get(type(op), legality.fixed_eltwise_problem)
+        problem = check(target, op)
+        if problem:
+            return problem
+        return "its wide result must be rescaled to int8 by its only user (the unit writes int8)"
+    if isinstance(op, (fixed.MaxPoolOp, fixed.AvgPoolOp)):
+        return legality.fixed_pool_problem(target, op) or "no POOL form"
+    if isinstance(op, fixed.ShiftOp):
+        return "only a truncating right shift by 0..15 to int16 between an add and its rescale fits the ELTWISE unit"
+    if isinstance(op, fixed.RescaleOp):
+        if fixed.width_of(op.input) != 8 or fixed.width_of(op.result) != 8:
+            return "a rescale runs in the output stage of the unit producing its input, or on int8 as a TABLE"
+        return legality.unit_problem(target, "table") or "a per-channel int8 rescale has no TABLE form"
+    if isinstance(op, (fixed.ClampOp, fixed.TableOp)):
+        if fixed.width_of(op.operands[0]) != 8:
+            return "only int8 clamps and tables have an instruction"
+        return "the target has neither a clamp nor a table unit for it"
+    return f"'{op.name}' has no accelerator operation"
+
+
+def check_boundary(op: Operation) -> str | None:
+    """The host converts floats only at the program's edges."""
+    if isinstance(op, fixed.QuantizeOp) and not isinstance(op.input, BlockArgument):
+        return "a quantize inside the graph has no instruction (only program inputs enter as float)"
+    if isinstance(op, fixed.DequantizeOp) and not all(isinstance(u.operation, func.ReturnOp) for u in op.result.uses):
+        return "a dequantize inside the graph has no instruction (only program outputs leave int8)"
+    return None
+
+
+def check_selected(module: ModuleOp, target: TargetDescription, ctx: PatternContext) -> None:
+    functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    if len(functions) != 1:
+        raise SelectionError(f"lower-fixed-to-npu expects one function, found {len(functions)}")
+    for op in functions[0].body.walk():
+        if isinstance(op, npu.NpuOp):
+            continue
+        reason = check_boundary(op) if isinstance(op, BOUNDARY) else why_not(op, ctx)
+        if reason:
+            raise SelectionError(f"{describe_op(op)}: {reason} (target {target.name})")
+
+
+def lower_fixed_to_npu(module: ModuleOp, target_name: str, extra_patterns=()) -> list[str]:
+    """Select the units of `target_name` for a fixed module (in place); returns the patterns that fired."""
+    target = load_target(target_name)
+    ctx = PatternContext(target)
+    fired = apply_patterns(module, fixed_to_npu_patterns(extra_patterns), ctx)
+    dce(module)  # constants a pattern replaced (a reshaped or densified kernel's original)
+    check_selected(module, target, ctx)
+    module.attributes[npu.TARGET_ATTRIBUTE] = StringAttr(target_name)
+    return fired
+
+
+@dataclass(frozen=True)
+class LowerFixedToNpuPass(ModulePass):
+    """fixed -> npu for one target (a shipped name or a TOML path): fusion and unit selection by PDL patterns."""
+
+    name = "lower-fixed-to-npu"
+
+    target: str = "xnpu_default"
+    patterns: str = ""  # extra pattern files or directories, comma-separated
+    natives: str = ""  # Python files registering extra native functions, comma-separated
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for path in split_paths(self.natives):
+            load_natives(path)
+        lower_fixed_to_npu(op, self.target, split_paths(self.patterns))

@@ -1,0 +1,66 @@
+// Data movement: reshapes, flattens, transposes and concatenations of int8 tensors are
+// done by the DMA (views of the same bytes, or copies into place); npu-assign-layout
+// decides which.
+
+// reshape -> npu.reshape
+pdl.pattern @reshape : benefit(1) {
+  %x = pdl.operand
+  %t = pdl.type
+  %op = pdl.operation "fixed.reshape"(%x : !pdl.value) -> (%t : !pdl.type)
+  pdl.apply_native_constraint "is_i8"(%x : !pdl.value)
+  pdl.rewrite %op {
+    %y = pdl.operation "npu.reshape"(%x : !pdl.value) -> (%t : !pdl.type)
+    pdl.replace %op with %y
+  }
+}
+
+// flatten -> npu.reshape (the same row-major elements in two dimensions)
+pdl.pattern @flatten : benefit(1) {
+  %x = pdl.operand
+  %t = pdl.type
+  %op = pdl.operation "fixed.flatten"(%x : !pdl.value) -> (%t : !pdl.type)
+  pdl.apply_native_constraint "is_i8"(%x : !pdl.value)
+  pdl.rewrite %op {
+    %y = pdl.operation "npu.reshape"(%x : !pdl.value) -> (%t : !pdl.type)
+    pdl.replace %op with %y
+  }
+}
+
+// transpose -> npu.transpose
+pdl.pattern @transpose : benefit(1) {
+  %x = pdl.operand
+  %perm = pdl.attribute
+  %t = pdl.type
+  %op = pdl.operation "fixed.transpose"(%x : !pdl.value) {"perm" = %perm} -> (%t : !pdl.type)
+  pdl.apply_native_constraint "is_i8"(%x : !pdl.value)
+  pdl.rewrite %op {
+    %y = pdl.operation "npu.transpose"(%x : !pdl.value) {"perm" = %perm} -> (%t : !pdl.type)
+    pdl.replace %op with %y
+  }
+}
+
+// concat -> npu.concat
+pdl.pattern @concat : benefit(1) {
+  %xs = pdl.operands
+  %axis = pdl.attribute
+  %t = pdl.type
+  %op = pdl.operation "fixed.concat"(%xs : !pdl.range<value>) {"axis" = %axis} -> (%t : !pdl.type)
+  pdl.apply_native_constraint "is_i8"(%op : !pdl.operation)
+  pdl.rewrite %op {
+    %y = pdl.operation "npu.concat"(%xs : !pdl.range<value>) {"axis" = %axis} -> (%t : !pdl.type)
+    pdl.replace %op with %y
+  }
+}
+
+// a reshape of a constant (seed 002's kernels when the multiplier is a weight) is a constant
+pdl.pattern @reshape_constant : benefit(2) {
+  %ct = pdl.type
+  %const = pdl.operation "fixed.constant" -> (%ct : !pdl.type)
+  %c = pdl.result 0 of %const
+  %t = pdl.type
+  %op = pdl.operation "fixed.reshape"(%c : !pdl.value) -> (%t : !pdl.type)
+  pdl.rewrite %op {
+    %value = pdl.apply_native_rewrite "reshaped_constant"(%c, %t : !pdl.value, !pdl.type) : !pdl.value
+    pdl.replace %op with (%value : !pdl.value)
+  }
+}

@@ -1,0 +1,319 @@
+"""The native constraints and rewrites of the fixed -> npu patterns.
+
+Constraints ask the target (through target/legality.py, the one definition of the units'
+limits) and check what PDL cannot say (a value's width, its number of uses, a broadcast);
+rewrites compute what the selected unit needs (a dense kernel for a dilation the unit
+lacks, a table for a clamp or a requantization) or set a unit's epilogue.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.dialects.builtin import StringAttr, UnitAttr
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from xnpu.dialects import fixed, npu
+from xnpu.dialects.shapes import i64_array, i64_attr, ints, shape_of
+import xnpu.lowering.common_natives  # noqa: F401  (single_use, is_i8)
+from xnpu.lowering.pdl_driver import PatternContext, native_constraint, native_rewrite
+from xnpu.semantics import fixed_point
+from xnpu.target import cost, legality
+from xnpu.transforms.constants import fused_location
+
+UNIT_OPS = (npu.ConvOp, npu.EltwiseOp, npu.PoolOp)
+# fixed ops a unit pattern consumes: a clamp or table after one waits until it is selected
+PENDING = (fixed.RescaleOp, fixed.ShiftOp, fixed.Conv2dOp, fixed.GemmOp, fixed.AddOp, fixed.SubOp, fixed.MulOp,
+           fixed.MaxPoolOp, fixed.AvgPoolOp, fixed.GlobalAvgPoolOp, fixed.TableOp, fixed.ClampOp)
+
+
+def _uses(value: SSAValue) -> int:
+    return len(list(value.uses))
+
+
+def _target(ctx: PatternContext):
+    assert ctx.target is not None, "fixed -> npu patterns need a target"
+    return ctx.target
+
+
+# --------------------------------------------------------------------------------------
+# Constraints
+# --------------------------------------------------------------------------------------
+
+
+@native_constraint()
+def rescaled_to_i8(ctx: PatternContext, producer: Operation, rescale: Operation) -> bool:
+    """`rescale` is the only user of `producer`'s wide result and brings it to int8, with one
+    pair or one per channel along axis 1 (what a unit's output stage does)."""
+    assert isinstance(rescale, fixed.RescaleOp)
+    if _uses(producer.results[0]) != 1 or fixed.width_of(rescale.result) != 8:
+        return False
+    return len(ints(rescale.multiplier)) == 1 or rescale.channel_axis() == 1
+
+
+@native_constraint()
+def one_pair(ctx: PatternContext, rescale: Operation) -> bool:
+    return len(ints(rescale.multiplier)) == 1  # type: ignore[attr-defined]
+
+
+@native_constraint()
+def int16_stage(ctx: PatternContext, shift: Operation) -> bool:
+    """seed 000's two-stage add: a truncating right shift by 0..15 into int16 (ELTWISE's pre-shift)."""
+    assert isinstance(shift, fixed.ShiftOp)
+    return (not shift.rounding.value.data and 0 <= shift.shift.value.data <= 15
+            and fixed.width_of(shift.result) == 16 and _uses(shift.input) == 1)
+
+
+@native_constraint()
+def conv_fits(ctx: PatternContext, conv: Operation) -> bool:
+    """The CONV unit takes this convolution (kernel, stride, dilation, pads, channels, depthwise)
+    and its kernels are constants or an activation read as DW kernels (seed 002)."""
+    return legality.fixed_conv_problem(_target(ctx), conv) is None
+
+
+@native_constraint()
+def dilation_beyond_unit(ctx: PatternContext, conv: Operation) -> bool:
+    """A dilation the CONV unit lacks, on constant kernels that fit densely (zeros between the taps)."""
+    assert isinstance(conv, fixed.Conv2dOp)
+    dilations = ints(conv.dilations)
+    target = _target(ctx)
+    return (max(dilations) > target.conv.max_dilation and isinstance(conv.weight.owner, fixed.ConstantOp)
+            and legality.dense_dilated_kernel(target, shape_of(conv.weight)[2:], dilations) is not None)
+
+
+@native_constraint()
+def fully_connected_fits(ctx: PatternContext, gemm: Operation) -> bool:
+    return legality.fixed_gemm_problem(_target(ctx), gemm) is None
+
+
+@native_constraint()
+def eltwise_fits(ctx: PatternContext, op: Operation) -> bool:
+    return legality.fixed_eltwise_problem(_target(ctx), op) is None
+
+
+@native_constraint()
+def full_shape_first(ctx: PatternContext, lhs: SSAValue, op: Operation) -> bool:
+    """The ELTWISE unit reads its first operand whole: it has the result's shape."""
+    return shape_of(lhs) == shape_of(op.results[0])
+
+
+@native_constraint()
+def pool_fits(ctx: PatternContext, pool: Operation) -> bool:
+    return legality.fixed_pool_problem(_target(ctx), pool) is None
+
+
+@native_constraint()
+def has_unit(ctx: PatternContext, unit: Attribute) -> bool:
+    """`"clamp"` or `"table"`: the target has that unit."""
+    assert isinstance(unit, StringAttr)
+    return legality.unit_problem(_target(ctx), unit.data) is None
+
+
+@native_constraint()
+def is_saturation(ctx: PatternContext, clamp: Operation) -> bool:
+    """A clamp to the range every unit saturates to anyway (R3): nothing to do on int8."""
+    assert isinstance(clamp, fixed.ClampOp)
+    return fixed.width_of(clamp.input) == 8 and legality.clamp_is_saturation(_target(ctx), *clamp.bounds())
+
+
+@native_constraint()
+def is_relu(ctx: PatternContext, clamp: Operation) -> bool:
+    assert isinstance(clamp, fixed.ClampOp)
+    return legality.clamp_is_relu(_target(ctx), *clamp.bounds())
+
+
+@native_constraint()
+def flags_relu(ctx: PatternContext, producer: Operation) -> bool:
+    """A CONV or ELTWISE whose only user this is and whose output stage is still free."""
+    return isinstance(producer, (npu.ConvOp, npu.EltwiseOp)) and takes_epilogue(ctx, producer) and producer.relu is None
+
+
+@native_constraint()
+def takes_epilogue(ctx: PatternContext, producer: Operation) -> bool:
+    """A unit op whose only user this is, with no clamp or table after it yet."""
+    return (isinstance(producer, UNIT_OPS) and _uses(producer.results[0]) == 1
+            and producer.clamp is None and producer.table is None)
+
+
+@native_constraint()
+def input_selected(ctx: PatternContext, value: SSAValue) -> bool:
+    """`value` does not come from a fixed op a unit pattern may still consume."""
+    return not isinstance(value.owner, PENDING)
+
+
+# --------------------------------------------------------------------------------------
+# Rewrites
+# --------------------------------------------------------------------------------------
+
+
+def _constant(ctx: PatternContext, values: np.ndarray, bits: int, like: Operation | None = None) -> SSAValue:
+    """A new fixed.constant before the root; a compressed layer's codebook marker moves with it."""
+    constant = fixed.ConstantOp(values, bits)
+    if like is not None:
+        constant.attributes.update({k: v for k, v in like.attributes.items() if k.startswith("fixed.codebook")})
+    constant.location = ctx.root.location  # type: ignore[union-attr]
+    ctx.rewriter.insert(constant, InsertPoint.before(ctx.root))  # type: ignore[union-attr]
+    return constant.result
+
+
+@native_rewrite()
+def dense_dilated_conv(ctx: PatternContext, conv: Operation):
+    """(weights, dilations) of the dilation-1 kernel with zeros between the taps: exact, as zero
+    taps add nothing to R13's sum."""
+    assert isinstance(conv, fixed.Conv2dOp)
+    weights = conv.weight.owner.to_numpy()  # type: ignore[union-attr]
+    dilations = ints(conv.dilations)
+    extent = legality.dense_dilated_kernel(_target(ctx), weights.shape[2:], dilations)
+    assert extent is not None
+    dense = np.zeros((*weights.shape[:2], *extent), dtype=weights.dtype)
+    dense[:, :, :: dilations[0], :: dilations[1]] = weights
+    return _constant(ctx, dense, 8, conv.weight.owner), i64_array([1, 1])
+
+
+@native_rewrite()
+def fully_connected_weights(ctx: PatternContext, gemm: Operation):
+    """The gemm's weights as M x K (transposed once when B is K x M) and its bias as one
+    int32 per output column (a range: empty without one)."""
+    assert isinstance(gemm, fixed.GemmOp)
+    b_op = gemm.b.owner
+    weight = gemm.b if gemm.trans_b.value.data else _constant(ctx, b_op.to_numpy().T, 8, b_op)  # type: ignore[union-attr]
+    if gemm.bias is None:
+        return weight, []
+    columns = shape_of(gemm.result)[1]
+    bias = gemm.bias.owner.to_numpy()  # type: ignore[union-attr]
+    if shape_of(gemm.bias) == (columns,):
+        return weight, [gemm.bias]
+    return weight, [_constant(ctx, np.broadcast_to(bias.reshape(-1), (columns,)), 32)]
+
+
+@native_rewrite()
+def eltwise_operands(ctx: PatternContext, op: Operation):
+    """(lhs, rhs, op name, lhs/rhs multipliers and shifts) with the full-shape operand first:
+    an add of a broadcast first operand swaps its operands and their rescales."""
+    assert isinstance(op, fixed.WideningAddOp)
+    lm, ls, rm, rs = (i64_attr(v) for v in op.params())
+    lhs, rhs = op.lhs, op.rhs
+    if shape_of(lhs) != shape_of(op.result):
+        lhs, rhs, lm, ls, rm, rs = rhs, lhs, rm, rs, lm, ls
+    return lhs, rhs, StringAttr(op.name.split(".")[1]), lm, ls, rm, rs
+
+
+@native_rewrite()
+def single_pair(ctx: PatternContext, rescale: Operation):
+    """The one (multiplier, shift) of a rescale as the scalar attributes ELTWISE takes."""
+    return tuple(i64_attr(ints(rescale.properties[name])[0]) for name in ("multiplier", "shift"))
+
+
+@native_rewrite()
+def requantize_table(ctx: PatternContext, rescale: Operation):
+    """R9 on every int8 code: an int8 -> int8 rescale is exact as a 256-entry table."""
+    m, s = ints(rescale.multiplier), ints(rescale.shift)  # type: ignore[attr-defined]
+    codes = np.arange(-fixed_point.TABLE_OFFSET, fixed_point.TABLE_SIZE - fixed_point.TABLE_OFFSET)
+    return npu.table_attr(fixed_point.rescale(codes, m[0], s[0], 8))
+
+
+def clamp_table(low: int, high: int) -> np.ndarray:
+    """R8 as a table; the entry for -128 (never produced, R2) is kept inside [-127, 127]."""
+    table = np.clip(np.arange(-fixed_point.TABLE_OFFSET, fixed_point.TABLE_SIZE - fixed_point.TABLE_OFFSET), low, high)
+    table[0] = max(min(-fixed_point.qmax(8), high), low)
+    return table
+
+
+@native_rewrite("clamp_table")
+def clamp_table_rewrite(ctx: PatternContext, clamp: Operation):
+    assert isinstance(clamp, fixed.ClampOp)
+    return npu.table_attr(clamp_table(*clamp.bounds()))
+
+
+def _absorb(ctx: PatternContext, producer: Operation) -> None:
+    """The unit now also computes the pattern's root: its location names both ONNX nodes."""
+    producer.location = fused_location(producer, ctx.root)  # type: ignore[arg-type]
+
+
+@native_rewrite()
+def name_in_producer(ctx: PatternContext, value: SSAValue) -> None:
+    """A clamp that is the saturation its producer applies anyway: the producer's location also
+    names the clamp's ONNX node, so profiles still attribute it (a program input has none)."""
+    if isinstance(value.owner, Operation) and not isinstance(value.owner, fixed.QuantizeOp):
+        _absorb(ctx, value.owner)
+
+
+@native_rewrite()
+def set_relu(ctx: PatternContext, producer: Operation) -> None:
+    """The unit's relu flag computes the clamp to [0, smax] (the op is changed in place)."""
+    producer.properties["relu"] = UnitAttr()
+    _absorb(ctx, producer)
+
+
+@native_rewrite()
+def fuse_clamp(ctx: PatternContext, producer: Operation, clamp: Operation) -> None:
+    """A clamp after a unit's result, in SRAM: a CLAMP where the target has the unit, else an
+    exact TABLE (the op is changed in place)."""
+    assert isinstance(clamp, fixed.ClampOp)
+    if legality.unit_problem(_target(ctx), "clamp") is None:
+        producer.properties["clamp"] = i64_array(clamp.bounds())
+    else:
+        producer.properties["table"] = npu.table_attr(clamp_table(*clamp.bounds()))
+    _absorb(ctx, producer)
+
+
+@native_rewrite()
+def fuse_table(ctx: PatternContext, producer: Operation, table: Operation) -> None:
+    """A table after a unit's result runs as its epilogue (the op is changed in place)."""
+    assert isinstance(table, fixed.TableOp)
+    producer.properties["table"] = npu.table_attr(table.entries())
+    _absorb(ctx, producer)
+
+
+@native_constraint()
+def clamp_or_table_unit(ctx: PatternContext, clamp: Operation) -> bool:
+    """A unit's result can be clamped in SRAM: by a CLAMP, or exactly by a TABLE."""
+    target = _target(ctx)
+    return legality.unit_problem(target, "clamp") is None or legality.unit_problem(target, "table") is None
+
+
+@native_constraint()
+def widening_add(ctx: PatternContext, op: Operation) -> bool:
+    """fixed.add or fixed.sub: R10's adder."""
+    return isinstance(op, fixed.WideningAddOp)
+
+
+def _per_channel_constant(x: SSAValue, c: SSAValue) -> bool:
+    xs, cs = shape_of(x), shape_of(c)
+    return len(xs) == 4 and xs[0] == 1 and (int(np.prod(cs)) == 1 or cs == (1, xs[1], 1, 1))
+
+
+@native_constraint()
+def conv_cheaper_than_eltwise(ctx: PatternContext, mul: Operation, x: SSAValue) -> bool:
+    """x * c (c one value or one per channel of an NCHW map) as a depthwise 1x1 CONV costs fewer
+    cycles than the ELTWISE mul on this target (or the ELTWISE unit has no mul): the compute
+    instruction and the constant's loads, by target/cost.py's formulas."""
+    (c,) = [v for v in mul.operands if v is not x]
+    target = _target(ctx)
+    if not _per_channel_constant(x, c) or shape_of(mul.results[0]) != shape_of(x):
+        return False
+    if legality.conv_problem(target, kernel=(1, 1), strides=(1, 1), dilations=(1, 1), pads=(0, 0, 0, 0),
+                             in_channels=1, depthwise=True):
+        return False
+    if legality.eltwise_problem(target, "mul"):
+        return True
+    _, channels, h, w = shape_of(x)
+    return cost.depthwise_scale_cycles(target, h, w, channels) < cost.eltwise_scale_cycles(target, h, w, channels)
+
+
+@native_rewrite()
+def channel_kernels(ctx: PatternContext, x: SSAValue, c: SSAValue):
+    """The constant as C depthwise 1x1 kernels (one value broadcast to every channel), and the
+    conv's strides, pads, dilations and group."""
+    channels = shape_of(x)[1]
+    codes = c.owner.to_numpy().reshape(-1)  # type: ignore[union-attr]
+    kernels = np.broadcast_to(codes, (channels,)).reshape(channels, 1, 1, 1)
+    return (_constant(ctx, kernels, 8, c.owner), i64_array([1, 1]), i64_array([0, 0, 0, 0]), i64_array([1, 1]),
+            i64_attr(channels))
+
+
+@native_rewrite()
+def reshaped_constant(ctx: PatternContext, c: SSAValue, result_type: Attribute):
+    """The constant's codes in the reshape's result shape."""
+    codes = c.owner.to_numpy()  # type: ignore[union-attr]
+    return _constant(ctx, codes.reshape(shape_of(result_type)), fixed.width_of(c), c.owner)

@@ -1,0 +1,455 @@
+"""Lowering `nn` -> `fixed`: a calibrated float graph becomes integer arithmetic.
+
+Every nn op is rewritten, on its own, into an island `fixed.quantize` (each float input,
+at that value's scale) -> integer ops -> `fixed.dequantize` (at the op's output scale).
+`fold-quantize-pairs` then removes each dequantize -> quantize pair between two islands
+(or turns it into one `fixed.rescale` where the scales differ), so a whole network is
+integer from its input quantize to its output dequantize.
+
+Most islands are PDL patterns, the `*.mlir` files of this directory (add, sub, mul, the
+clamps, tables, pools, data movement, and the compile-time quantize of a constant): the
+pattern says which fixed ops replace the float op, and the native rewrites of `natives.py`
+compute their numbers. The rest stay the Python patterns below, where a pattern would
+only wrap Python: conv/gemm/matmul (per-channel weights, int32 biases, codebooks), batch
+norm and division by a constant (float algebra before lowering), concat (any number of
+inputs). docs/extending.md walks through the split and how to add a lowering.
+
+Scales come from calibration (`nn.scale`, `nn.weight_scales`; see transforms/calibrate.py).
+Before rewriting, `refine_scales` moves scales where that saves a rounding: an op that
+does not change the range of its input (max pool, reshape, flatten, transpose) keeps its
+input's scale, and a rescaling producer (conv, gemm, add, ...) feeding only a relu/clip
+takes the activation's scale, so the activation becomes a bare clamp.
+
+The integer parameters (multipliers, shifts, int32 biases, tables) are computed from the
+scales with the functions of `xnpu.semantics.fixed_point`; docs/fixed-point.md says what
+each one means (rule numbers in comments).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, ModuleOp, StringAttr
+from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.transforms.dead_code_elimination import dce
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from xnpu.dialects import fixed, nn
+from xnpu.errors import XnpuError
+from xnpu.ir_io import describe_op
+from xnpu.lowering.pdl_driver import Pattern, PatternContext, PatternSet, load_natives, load_patterns, split_paths
+from xnpu.semantics import fixed_point
+
+SCALE_ATTR = "nn.scale"
+WEIGHT_SCALES_ATTR = "nn.weight_scales"
+DATA_BITS = 8
+
+# activations that are a clamp of their input's codes (relu6 and hard_tanh are clips)
+CLAMPS = (nn.ReluOp, nn.ClipOp)
+# ops whose output range is a subset of their input's: the input scale serves the output
+RANGE_PRESERVING = (nn.MaxPoolOp, nn.ReshapeOp, nn.FlattenOp, nn.TransposeOp)
+# ops that end in a rescale of their own, so their output scale is free to choose
+RESCALING = (nn.Conv2dOp, nn.GemmOp, nn.MatMulOp, nn.AddOp, nn.SubOp, nn.MulOp, nn.DivOp, nn.BatchNormOp,
+             nn.AveragePoolOp, nn.GlobalAveragePoolOp)
+
+
+# --------------------------------------------------------------------------------------
+# Scales
+# --------------------------------------------------------------------------------------
+
+
+def _arg_attrs(arg: BlockArgument) -> dict:
+    function = arg.block.parent_op()
+    if isinstance(function, func.FuncOp) and function.arg_attrs is not None:
+        return dict(function.arg_attrs.data[arg.index].data)
+    return {}
+
+
+def symmetric_scale(values: np.ndarray) -> float:
+    """max|x| / 127 (seed 000); an all-zero tensor gets scale 1 (any positive scale is exact)."""
+    peak = float(np.max(np.abs(values))) if values.size else 0.0
+    return peak / fixed_point.qmax(DATA_BITS) if peak > 0 else 1.0
+
+
+def scale_of(value: SSAValue) -> float:
+    """The calibrated scale of a float value (constants: their own max|c| / 127)."""
+    if isinstance(value, BlockArgument):
+        attr = _arg_attrs(value).get(SCALE_ATTR)
+        if isinstance(attr, FloatAttr):
+            return attr.value.data
+        raise XnpuError(
+            f"function input {value.index} has no calibrated scale ('{SCALE_ATTR}'): run the calibrate pass first"
+        )
+    owner = value.owner
+    if isinstance(owner, nn.ConstantOp):
+        return symmetric_scale(owner.to_numpy())
+    if isinstance(owner, fixed.DequantizeOp):  # an already lowered producer
+        return float(owner.scales()[0])
+    attr = owner.attributes.get(SCALE_ATTR)
+    if isinstance(attr, FloatAttr):
+        return attr.value.data
+    raise XnpuError(
+        f"{describe_op(owner)} has no calibrated scale ('{SCALE_ATTR}'): run the calibrate pass first"
+    )
+
+
+def _set_scale(op: Operation, scale: float) -> None:
+    op.attributes[SCALE_ATTR] = FloatAttr(scale, nn.f32)
+
+
+def _single_user(value: SSAValue) -> Operation | None:
+    uses = list(value.uses)
+    return uses[0].operation if len(uses) == 1 else None
+
+
+def refine_scales(function: func.FuncOp) -> None:
+    """Choose each activation's integer scale so that no step rounds twice (see module doc)."""
+    for op in function.body.walk():
+        if isinstance(op, CLAMPS):
+            producer = op.input.owner
+            if isinstance(producer, RESCALING) and _single_user(op.input) is op:
+                _set_scale(producer, scale_of(op.results[0]))
+            else:
+                _set_scale(op, scale_of(op.input))
+        elif isinstance(op, RANGE_PRESERVING):
+            _set_scale(op, scale_of(op.operands[0]))
+
+
+# --------------------------------------------------------------------------------------
+# Building blocks shared by the patterns
+# --------------------------------------------------------------------------------------
+
+
+class Island:
+    """The ops one nn op becomes; `int_input` quantizes, `finish` dequantizes the result."""
+
+    def __init__(self, source: Operation):
+        self.source = source
+        self.ops: list[Operation] = []
+
+    def add(self, op: Operation) -> Operation:
+        op.location = self.source.location
+        self.ops.append(op)
+        return op
+
+    def int_input(self, value: SSAValue, scale: float) -> SSAValue:
+        """`value` quantized at `scale` (a constant's quantize is folded by @quantize_constant)."""
+        return self.add(fixed.QuantizeOp(value, scale, DATA_BITS)).results[0]
+
+    def rescale(self, value: SSAValue, factor, bits: int = DATA_BITS, axis: int | None = None, scale=None) -> SSAValue:
+        multiplier, shift = fixed_point.multiplier_from_scale(factor)
+        return self.add(fixed.RescaleOp(value, multiplier, shift, bits, axis, scale=scale)).results[0]
+
+    def to_scale(self, value: SSAValue, s_from: float, s_to: float) -> SSAValue:
+        """`value` (int8 at s_from) at s_to: itself when the scales agree, else one rescale."""
+        return value if s_from == s_to else self.rescale(value, s_from / s_to, scale=s_to)
+
+    def finish(self, rewriter: PatternRewriter, value: SSAValue, scale: float) -> None:
+        self.add(fixed.DequantizeOp(value, scale))
+        rewriter.replace(self.source, self.ops, [self.ops[-1].results[0]])
+
+
+def quantize_weights(weights: np.ndarray, scales: np.ndarray, axis: int) -> np.ndarray:
+    """Symmetric int8 weights, one scale per slice along `axis` (or one for all)."""
+    shape = [1] * weights.ndim
+    if scales.size > 1:
+        shape[axis] = scales.size
+    return fixed_point.quantize(weights.astype(np.float64) / scales.reshape(shape), 1.0, DATA_BITS)
+
+
+def weight_scales(op: Operation, weights: np.ndarray, axis: int) -> np.ndarray:
+    """Calibration's `nn.weight_scales`, or per-channel max|w| / 127 when absent."""
+    attr = op.attributes.get(WEIGHT_SCALES_ATTR)
+    if isinstance(attr, DenseArrayBase):
+        scales = np.asarray(attr.get_values(), dtype=np.float64)
+    else:
+        moved = np.moveaxis(weights, axis, 0).reshape(weights.shape[axis], -1)
+        scales = np.asarray([symmetric_scale(row) for row in moved])
+    return np.where(scales > 0, scales, 1.0)
+
+
+def weight_constant(op: Operation, codes: np.ndarray) -> fixed.ConstantOp:
+    """The int8 weight constant; a compress-weights layer's codebook marker moves onto it."""
+    from xnpu.transforms.compress_weights import carry_codebook
+
+    constant = fixed.ConstantOp(codes, DATA_BITS)
+    carry_codebook(op, constant)
+    return constant
+
+
+def _constant(value: SSAValue | None, op: Operation, role: str) -> np.ndarray | None:
+    if value is None:
+        return None
+    if not isinstance(value.owner, nn.ConstantOp):
+        raise XnpuError(f"{describe_op(op)}: the {role} must be a constant to lower to fixed point")
+    return value.owner.to_numpy()
+
+
+def _bias_codes(bias: np.ndarray | None, channels: int, accumulator_scales: np.ndarray) -> np.ndarray:
+    """R13: the int32 bias at scale s_x * s_w[c]."""
+    values = np.zeros(channels) if bias is None else bias.astype(np.float64).reshape(-1)
+    codes = np.floor(np.abs(values / accumulator_scales) + 0.5) * np.sign(values)
+    return np.clip(codes, -(2**31 - 1), 2**31 - 1).astype(np.int64)
+
+
+# --------------------------------------------------------------------------------------
+# Python patterns: the lowerings a PDL pattern would only wrap
+# --------------------------------------------------------------------------------------
+
+
+class LowerConv2d(RewritePattern):
+    """R13: int8 conv, int32 accumulate and bias, per-channel rescale to int8."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.Conv2dOp, rewriter: PatternRewriter):
+        island = Island(op)
+        weights = _constant(op.weight, op, "weight")
+        s_x, s_y = scale_of(op.input), scale_of(op.result)
+        s_w = weight_scales(op, weights, 0)
+        x = island.int_input(op.input, s_x)
+        w = island.add(weight_constant(op, quantize_weights(weights, s_w, 0))).results[0]
+        accumulator = s_x * np.broadcast_to(s_w, (weights.shape[0],))
+        b = island.add(fixed.ConstantOp(_bias_codes(_constant(op.bias, op, "bias"), weights.shape[0], accumulator), 32))
+        conv = island.add(
+            fixed.Conv2dOp(x, w, b.results[0], nn.ints(op.strides), nn.ints(op.pads), nn.ints(op.dilations),
+                           op.group.value.data)
+        )
+        y = island.rescale(conv.results[0], accumulator / s_y, axis=1, scale=s_y)
+        island.finish(rewriter, y, s_y)
+
+
+class LowerBatchNorm(RewritePattern):
+    """A batch norm left unfolded is a depthwise 1x1 convolution: w = g / sqrt(v + eps)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.BatchNormOp, rewriter: PatternRewriter):
+        gamma, beta, mean, var = (_constant(v, op, r) for v, r in
+                                  ((op.scale, "scale"), (op.bias, "bias"), (op.mean, "mean"), (op.var, "var")))
+        factor = gamma / np.sqrt(var + op.epsilon.value.data)
+        channels = factor.size
+        weight = rewriter_constant(factor.reshape(channels, 1, 1, 1))
+        bias = rewriter_constant((beta - mean * factor).astype(np.float32))
+        conv = nn.Conv2dOp(op.input, weight.results[0], bias.results[0], group=channels)
+        conv.location = op.location
+        conv.attributes[SCALE_ATTR] = FloatAttr(scale_of(op.result), nn.f32)
+        rewriter.replace(op, [weight, bias, conv])
+
+
+def rewriter_constant(array: np.ndarray) -> nn.ConstantOp:
+    return nn.ConstantOp(np.ascontiguousarray(array, dtype=np.float32))
+
+
+class LowerGemm(RewritePattern):
+    """R13: A (activation) x B (constant weights, alpha folded in) + beta*C as int32 bias."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.GemmOp, rewriter: PatternRewriter):
+        if op.trans_a.value.data:
+            raise XnpuError(f"{describe_op(op)}: a transposed activation (transA=1) cannot be lowered")
+        weights = _constant(op.b, op, "B operand") * np.float32(op.alpha.value.data)
+        trans_b = bool(op.trans_b.value.data)
+        out_axis = 0 if trans_b else 1
+        c = _constant(op.c, op, "C operand")
+        n = weights.shape[out_axis]
+        if c is not None:
+            c = np.broadcast_to(c * np.float32(op.beta.value.data), (nn.shape_of(op.result)[0], n))
+            if not (c == c[:1]).all():
+                raise XnpuError(f"{describe_op(op)}: a C operand that varies along M cannot be an int32 bias")
+            c = c[0]
+        lower_dense(op, rewriter, op.a, weights, c, trans_b)
+
+
+def lower_dense(op: Operation, rewriter: PatternRewriter, a: SSAValue, weights, bias, trans_b: bool) -> None:
+    island = Island(op)
+    out_axis = 0 if trans_b else 1
+    s_a, s_y = scale_of(a), scale_of(op.results[0])
+    s_w = weight_scales(op, weights, out_axis)
+    n = weights.shape[out_axis]
+    q_a = island.int_input(a, s_a)
+    w = island.add(weight_constant(op, quantize_weights(weights, s_w, out_axis))).results[0]
+    accumulator = s_a * np.broadcast_to(s_w, (n,))
+    b = island.add(fixed.ConstantOp(_bias_codes(bias, n, accumulator), 32)).results[0]
+    gemm = island.add(fixed.GemmOp(q_a, w, b, trans_b))
+    y = island.rescale(gemm.results[0], accumulator / s_y, axis=1, scale=s_y)
+    island.finish(rewriter, y, s_y)
+
+
+class LowerMatMul(RewritePattern):
+    """A 2-D activation times a constant matrix is a gemm without bias."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.MatMulOp, rewriter: PatternRewriter):
+        if len(nn.shape_of(op.lhs)) != 2 or len(nn.shape_of(op.rhs)) != 2:
+            raise XnpuError(f"{describe_op(op)}: only a 2-D matmul by a constant matrix lowers to fixed point")
+        lower_dense(op, rewriter, op.lhs, _constant(op.rhs, op, "right operand"), None, False)
+
+
+class LowerDivByConstant(RewritePattern):
+    """x / c with a constant c is x * (1 / c)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.DivOp, rewriter: PatternRewriter):
+        divisor = _constant(op.rhs, op, "divisor")
+        if np.any(divisor == 0):
+            raise XnpuError(f"{describe_op(op)}: division by a constant containing zero")
+        reciprocal = rewriter_constant(1.0 / divisor)
+        mul = nn.MulOp(op.lhs, reciprocal.results[0], op.result.type)
+        mul.location = op.location
+        mul.attributes[SCALE_ATTR] = FloatAttr(scale_of(op.result), nn.f32)
+        rewriter.replace(op, [reciprocal, mul])
+
+
+class LowerConcat(RewritePattern):
+    """Inputs are brought to the output's scale (one rescale each where they differ), then joined."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.ConcatOp, rewriter: PatternRewriter):
+        island = Island(op)
+        s_y = scale_of(op.result)
+        parts = []
+        for value in op.inputs:
+            s_x = scale_of(value)
+            x = island.int_input(value, s_x)
+            parts.append(island.to_scale(x, s_x, s_y))
+        y = island.add(fixed.ConcatOp(parts, op.axis.value.data, scale=s_y)).results[0]
+        island.finish(rewriter, y, s_y)
+
+
+class RejectUnlowerable(RewritePattern):
+    """Ops with no integer form here get one clear error instead of a silent float island."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
+        if isinstance(op, nn.SoftmaxOp):
+            raise XnpuError(
+                f"{describe_op(op)}: softmax has no fixed-point lowering; remove it from the graph "
+                "(argmax and top-k are unchanged by it) or run the model at the float level"
+            )
+        if isinstance(op, nn.DivOp) and not isinstance(op.rhs.owner, nn.ConstantOp):
+            raise XnpuError(f"{describe_op(op)}: division by a tensor has no fixed-point lowering")
+        if isinstance(op, nn.ClipOp) and op.has_operand_bounds:
+            raise XnpuError(
+                f"{describe_op(op)}: clip with a bound computed at run time has no fixed-point lowering; "
+                "make min and max constants (initializers) to quantize it"
+            )
+
+
+def python_patterns() -> list[RewritePattern]:
+    """The lowerings that stay Python (docs/extending.md says why), beside the pattern files."""
+    return [
+        LowerBatchNorm(),
+        LowerDivByConstant(),
+        LowerConv2d(),
+        LowerGemm(),
+        LowerMatMul(),
+        LowerConcat(),
+    ]
+
+
+# --------------------------------------------------------------------------------------
+# Removing the dequantize -> quantize pairs between islands
+# --------------------------------------------------------------------------------------
+
+
+class FoldDequantizeQuantize(RewritePattern):
+    """quantize(dequantize(q, s1), s2) is q when s1 == s2, else one rescale by s1 / s2."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: fixed.QuantizeOp, rewriter: PatternRewriter):
+        source = op.input.owner
+        if not isinstance(source, fixed.DequantizeOp) or source.axis is not None:
+            return
+        s_in = float(fixed.scale_values(source.scale)[0])
+        s_out = op.scale.value.data
+        bits = fixed.width_of(op.result)
+        if s_in == s_out and source.input.type == op.result.type:
+            rewriter.replace(op, [], [source.input])
+            return
+        multiplier, shift = fixed_point.multiplier_from_scale(s_in / s_out)
+        rescale = fixed.RescaleOp(source.input, multiplier, shift, bits, scale=s_out)
+        rescale.location = op.location
+        rewriter.replace(op, [rescale])
+
+
+class EraseUnusedDequantize(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: fixed.DequantizeOp, rewriter: PatternRewriter):
+        if not op.result.uses:
+            rewriter.erase_op(op)
+
+
+PATTERN_DIR = Path(__file__).resolve().parent
+VARIANTS = ("two_stage", "direct")
+
+
+def nn_to_fixed_patterns(extra=()) -> list[Pattern]:
+    """The shipped `nn -> fixed` pattern files and those in `extra` (files or directories)."""
+    import xnpu.lowering.nn_to_fixed.natives  # noqa: F401  (registers by decoration)
+
+    return load_patterns([PATTERN_DIR, *extra])
+
+
+def _functions(module: ModuleOp) -> list[func.FuncOp]:
+    return [op for op in module.ops if isinstance(op, func.FuncOp)]
+
+
+def _reject_unlowered(module: ModuleOp) -> None:
+    """A float op no pattern matched is one clear error, not a float op in the fixed module."""
+    for op in module.walk():
+        if op.dialect_name() == "nn" and not isinstance(op, nn.ConstantOp):
+            raise XnpuError(f"{describe_op(op)}: no nn -> fixed lowering matches this op")
+
+
+@dataclass(frozen=True)
+class LowerNNToFixedPass(ModulePass):
+    """Lower a calibrated nn graph to fixed-point islands (quantize -> integer ops -> dequantize).
+
+    `variant` picks seed 000's requantization of an add: `two_stage` (int24 -> int16 -> int8)
+    or `direct` (int24 -> int8). `patterns` and `natives` add pattern files (or directories)
+    and Python files of native functions, comma-separated (docs/extending.md).
+    """
+
+    name = "lower-nn-to-fixed"
+    variant: str = "two_stage"
+    patterns: str = ""
+    natives: str = ""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.variant not in VARIANTS:
+            raise XnpuError(f"lower-nn-to-fixed: variant must be 'two_stage' or 'direct', got '{self.variant}'")
+        for path in split_paths(self.natives):
+            load_natives(path)
+        patterns = nn_to_fixed_patterns(split_paths(self.patterns))
+        for function in _functions(op):
+            refine_scales(function)
+        PatternRewriteWalker(GreedyRewritePatternApplier([RejectUnlowerable()]), apply_recursively=False).rewrite_module(op)
+        declarative = PatternSet(patterns, PatternContext(options={"variant": self.variant}))
+        PatternRewriteWalker(GreedyRewritePatternApplier([declarative, *python_patterns()])).rewrite_module(op)
+        _reject_unlowered(op)
+        dce(op)  # the float constants the quantize_constant pattern replaced
+        op.attributes["fixed.add_variant"] = StringAttr(self.variant)
+
+
+@dataclass(frozen=True)
+class FoldQuantizePairsPass(ModulePass):
+    """Remove dequantize -> quantize between integer ops, so the graph is integer end to end."""
+
+    name = "fold-quantize-pairs"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier([FoldDequantizeQuantize(), EraseUnusedDequantize()])
+        ).rewrite_module(op)
+        from xdsl.transforms.common_subexpression_elimination import cse
+
+        cse(op)

@@ -1,0 +1,189 @@
+"""The native constraints and rewrites the `nn -> fixed` patterns call by name.
+
+The pattern files say which integer ops replace a float op; these functions compute the
+numbers they carry, from the calibrated scales, with `xnpu.semantics.fixed_point` (rule
+numbers of docs/fixed-point.md in the docstrings). Each takes the `PatternContext` first,
+then the PDL values of the call: an `SSAValue` for `!pdl.value`, an `Operation` for
+`!pdl.operation`, an `Attribute` for `!pdl.attribute`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, StringAttr, i8
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from xnpu.dialects import fixed, nn
+from xnpu.dialects.nn import i64_array, i64_attr, ints, shape_of
+from xnpu.lowering.nn_to_fixed import CLAMPS, DATA_BITS, scale_of
+from xnpu.lowering.pdl_driver import PatternContext, native_constraint, native_rewrite
+from xnpu.semantics import fixed_point, float_ops
+
+# --------------------------------------------------------------------------------------
+# Constraints
+# --------------------------------------------------------------------------------------
+
+
+@native_constraint()
+def add_variant_is(ctx: PatternContext, variant: Attribute) -> bool:
+    """The pass's `variant` option (seed 000's requantization of an add) is this one."""
+    assert isinstance(variant, StringAttr)
+    return ctx.options["variant"] == variant.data
+
+
+@native_constraint()
+def is_clamp(ctx: PatternContext, op: Operation) -> bool:
+    """relu, or clip (relu6 and hard_tanh are clips): a clamp of the codes (R8)."""
+    return isinstance(op, CLAMPS)
+
+
+TABLE_FUNCTIONS = {
+    nn.SigmoidOp: lambda op: float_ops.sigmoid,
+    nn.HardSwishOp: lambda op: float_ops.hard_swish,
+    nn.HardSigmoidOp: lambda op: lambda x: float_ops.hard_sigmoid(x, op.alpha.value.data, op.beta.value.data),
+}
+
+
+@native_constraint()
+def is_table_function(ctx: PatternContext, op: Operation) -> bool:
+    """A pointwise float function with an entry in TABLE_FUNCTIONS: 256 possible results (R15)."""
+    return type(op) in TABLE_FUNCTIONS
+
+
+# --------------------------------------------------------------------------------------
+# Rewrites: scales and types
+# --------------------------------------------------------------------------------------
+
+
+@native_rewrite()
+def int8_codes(ctx: PatternContext, value: SSAValue):
+    """(scale, type) of `value` as int8 codes: its calibrated scale, as the f64 `scale` of
+    quantize and dequantize, and the i8 tensor type of its shape."""
+    return fixed.scale_attr(scale_of(value)), int8_type(ctx, value)
+
+
+@native_rewrite()
+def int8_type(ctx: PatternContext, value: SSAValue):
+    """The i8 tensor type of `value`'s shape."""
+    return fixed.int_tensor(DATA_BITS, shape_of(value))
+
+
+@native_rewrite()
+def constant_codes(ctx: PatternContext, constant: Operation, scale: Attribute, codes_type: Attribute):
+    """R4 at compile time: the codes of an nn.constant quantized at `scale`."""
+    assert isinstance(constant, nn.ConstantOp) and isinstance(scale, FloatAttr)
+    codes = fixed_point.quantize(constant.to_numpy(), scale.value.data, fixed.width_of(codes_type))
+    return fixed.dense_from_ints(codes, fixed.width_of(codes_type))
+
+
+# --------------------------------------------------------------------------------------
+# Rewrites: element-wise add, sub and mul (seed 000)
+# --------------------------------------------------------------------------------------
+
+
+def _add_plan(ctx: PatternContext, op: Operation) -> fixed_point.AddPlan:
+    assert isinstance(op, (nn.AddOp, nn.SubOp))
+    return fixed_point.add_plan(scale_of(op.lhs), scale_of(op.rhs), scale_of(op.result), ctx.options["variant"],
+                                subtract=isinstance(op, nn.SubOp))
+
+
+def _rescale(multiplier: int, shift: int) -> tuple[Attribute, Attribute]:
+    return i64_array([multiplier]), i64_array([shift])
+
+
+@native_rewrite()
+def add_inputs(ctx: PatternContext, op: Operation):
+    """R11: (lhs_multiplier, lhs_shift, rhs_multiplier, rhs_shift) into the common scale
+    s_add = max(s_l, s_r) / 2^15, that scale, and the int24 type of the sum."""
+    plan = _add_plan(ctx, op)
+    return (i64_attr(plan.lhs_multiplier), i64_attr(plan.lhs_shift), i64_attr(plan.rhs_multiplier),
+            i64_attr(plan.rhs_shift), fixed.scale_attr(plan.base_scale), fixed.int_tensor(24, shape_of(op.results[0])))
+
+
+@native_rewrite()
+def add_stage(ctx: PatternContext, op: Operation):
+    """R11 two_stage: the int24 -> int16 shift rs1, its scale s_add * 2^rs1, the int16 type."""
+    plan = _add_plan(ctx, op)
+    return (i64_attr(plan.pre_shift), fixed.scale_attr(plan.base_scale * 2**plan.pre_shift),
+            fixed.int_tensor(16, shape_of(op.results[0])))
+
+
+@native_rewrite()
+def add_rescale(ctx: PatternContext, op: Operation):
+    """R11: (multiplier, shift) of the final rescale to int8 (r_res * 2^rs1, or r_res when direct)."""
+    plan = _add_plan(ctx, op)
+    return _rescale(plan.multiplier, plan.shift)
+
+
+@native_rewrite()
+def mul_product(ctx: PatternContext, op: Operation):
+    """R12: the exact int8 x int8 product's scale s_l * s_r and its int16 type (broadcast shape)."""
+    assert isinstance(op, nn.MulOp)
+    return fixed.scale_attr(scale_of(op.lhs) * scale_of(op.rhs)), fixed.int_tensor(16, shape_of(op.result))
+
+
+@native_rewrite()
+def mul_rescale(ctx: PatternContext, op: Operation):
+    """R12: (multiplier, shift) of r = s_l * s_r / s_out."""
+    assert isinstance(op, nn.MulOp)
+    plan = fixed_point.mul_plan(scale_of(op.lhs), scale_of(op.rhs), scale_of(op.result))
+    return _rescale(plan.multiplier, plan.shift)
+
+
+# --------------------------------------------------------------------------------------
+# Rewrites: clamps, tables, pools
+# --------------------------------------------------------------------------------------
+
+
+def clamp_codes(low: float, high: float, scale: float) -> tuple[int, int]:
+    """R8: float bounds as codes at `scale`; an open bound is the int8 limit."""
+    limit = fixed_point.qmax(DATA_BITS)
+    lo = -limit if math.isinf(low) else int(np.clip(fixed_point.quantize(low, scale, 32), -limit, limit))
+    hi = limit if math.isinf(high) else int(np.clip(fixed_point.quantize(high, scale, 32), -limit, limit))
+    return lo, hi
+
+
+@native_rewrite()
+def clamp_bounds(ctx: PatternContext, op: Operation):
+    """R8: (min, max) codes of a relu ([0, inf)) or clip at the op's output scale."""
+    low, high = (0.0, math.inf) if isinstance(op, nn.ReluOp) else op.bounds()  # type: ignore[attr-defined]
+    lo, hi = clamp_codes(low, high, scale_of(op.results[0]))
+    return i64_attr(lo), i64_attr(hi)
+
+
+@native_rewrite()
+def table_entries(ctx: PatternContext, op: Operation):
+    """R15: entry i = quantize(f(dequantize(i - 128, s_in)), s_out) for the op's function f."""
+    function = TABLE_FUNCTIONS[type(op)](op)
+    table = fixed_point.build_table(lambda v: function(np.asarray(v, np.float32)), scale_of(op.operands[0]),
+                                    scale_of(op.results[0]), DATA_BITS)
+    return DenseArrayBase.from_list(i8, [int(v) for v in table])
+
+
+@native_rewrite()
+def average_pool_rescale(ctx: PatternContext, op: Operation):
+    """R14: (multipliers, shifts) of s_in / (count * s_out), one pair per output position
+    (count = the valid taps of its window), or one pair when every window counts the same."""
+    assert isinstance(op, nn.AveragePoolOp)
+    kernel, strides, pads = ints(op.kernel_shape), ints(op.strides), ints(op.pads)
+    counts = float_ops.average_pool_counts(shape_of(op.input)[2:], kernel, strides, pads, shape_of(op.result)[2:],
+                                           bool(op.count_include_pad.value.data))
+    multiplier, shift = fixed_point.multiplier_from_scale(scale_of(op.input) / (counts.astype(np.float64) * scale_of(op.result)))
+    if (multiplier == multiplier.flat[0]).all() and (shift == shift.flat[0]).all():
+        multiplier, shift = multiplier.flat[:1], shift.flat[:1]
+    return i64_array(multiplier.reshape(-1)), i64_array(shift.reshape(-1))
+
+
+@native_rewrite()
+def global_average_pool_sum(ctx: PatternContext, op: Operation):
+    """R14: the int32 window sum's scale (the input's) and type (N x C x 1 x 1)."""
+    return fixed.scale_attr(scale_of(op.operands[0])), fixed.int_tensor(32, shape_of(op.results[0]))
+
+
+@native_rewrite()
+def global_average_pool_rescale(ctx: PatternContext, op: Operation):
+    """R14: (multiplier, shift) of s_in / (H * W * s_out)."""
+    area = math.prod(shape_of(op.operands[0])[2:])
+    return _rescale(*fixed_point.multiplier_from_scale(scale_of(op.operands[0]) / (area * scale_of(op.results[0]))))

@@ -1,0 +1,289 @@
+"""convert-fixed-to-tosa checked by an independent implementation: IREE compiles the exported
+TOSA for this CPU, runs it, and its outputs must equal xnpu's fixed level bit for bit
+(docs/tosa.md). Edge values of R4's rounding, rescales at the int32 extremes, every fixed op
+(through a small ONNX graph), the example and the five benchmark models."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import xnpu
+from xnpu.semantics import fixed_point as fp
+
+pytest.importorskip("iree.compiler", reason="IREE is in the test extras: pip install -e '.[test]'")
+pytest.importorskip("iree.runtime", reason="IREE is in the test extras: pip install -e '.[test]'")
+
+from xnpu.tosa_export import IreeProgram, to_tosa  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED_BENCH = ROOT.parent / "shared" / "bench"
+BIN = Path(sys.executable).parent
+
+
+def iree_equals_fixed(module, x: np.ndarray) -> list[np.ndarray]:
+    """Run the fixed module with xnpu, export it and run it with IREE; assert equal outputs."""
+    expected = list(xnpu.run(module, x).values())
+    got = IreeProgram(to_tosa(module))(x)
+    assert len(got) == len(expected)
+    for want, have in zip(expected, got):
+        assert want.dtype == have.dtype and want.shape == have.shape
+        mismatch = np.flatnonzero(want.reshape(-1) != have.reshape(-1))
+        first = mismatch[:5]
+        assert mismatch.size == 0, (
+            f"{mismatch.size} differ, first at {first}: xnpu {want.reshape(-1)[first]} iree {have.reshape(-1)[first]}"
+        )
+    return got
+
+
+def single_op_module(op_text: str, input_type: str, result_type: str) -> object:
+    return xnpu.parse_ir(
+        f"builtin.module {{\n  func.func @main(%x: {input_type}) -> {result_type} {{\n"
+        f"    %r = {op_text}\n    func.return %r : {result_type}\n  }}\n}}\n"
+    )
+
+
+# --------------------------------------------------------------------------------------
+# R4: quantize and dequantize, on the values where rounding decides
+# --------------------------------------------------------------------------------------
+
+
+def quantize_edge_values(scale: float, bits: int) -> np.ndarray:
+    """Every threshold and its float32 neighbours, (k + 1/2) * s and its neighbours, the
+    specials (+-0, +-inf, NaN, denormals, the largest float32), all with both signs."""
+    f32 = np.float32
+    thresholds = fp.quantize_thresholds(scale, bits)
+    halves = ((np.arange(fp.qmax(bits) + 2) + 0.5) * scale).astype(f32)
+    points = np.concatenate([thresholds, halves])
+    special = [0.0, np.inf, np.nan, np.finfo(f32).max, np.finfo(f32).tiny, 1e-45, 3e-39, scale, 1e30]
+    values = np.concatenate([points, np.nextafter(points, f32(0)), np.nextafter(points, f32(np.inf)), special])
+    return np.concatenate([values, -values]).astype(f32)
+
+
+SCALES = [0.0078740157186985016, 1 / 127, 0.1, 2.0**-7, 1e-3, 3.3, 12345.678, 1e-20, 0.5348 / 127]
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_r4_quantize_in_tosa_rounds_exactly_as_the_contract(scale):
+    x = quantize_edge_values(scale, 8)
+    n = x.size
+    module = single_op_module(
+        f"fixed.quantize %x {{scale = {scale:.17e} : f64}} : tensor<{n}xf32> -> tensor<{n}xi8>",
+        f"tensor<{n}xf32>", f"tensor<{n}xi8>",
+    )
+    (q,) = iree_equals_fixed(module, x)
+    assert np.array_equal(q, fp.quantize(x, scale, 8))  # the reference itself, not only xnpu.run
+    assert q.min() >= -127 and {0, 127, -127} <= set(q.tolist())
+
+
+def test_r4_quantize_to_int16_and_random_values():
+    rng = np.random.default_rng(4)
+    scale = 0.000123
+    x = np.concatenate([quantize_edge_values(scale, 16), rng.normal(0, 3, 20000).astype(np.float32)])
+    n = x.size
+    module = single_op_module(
+        f"fixed.quantize %x {{scale = {scale:.17e} : f64}} : tensor<1x{n}xf32> -> tensor<1x{n}xi16>",
+        f"tensor<1x{n}xf32>", f"tensor<1x{n}xi16>",
+    )
+    iree_equals_fixed(module, x.reshape(1, n))
+
+
+@pytest.mark.parametrize("axis_scales", [[0.0123], [0.5, 1e-3, 7.77e-5]], ids=["per_tensor", "per_channel"])
+def test_r4_dequantize_every_code(axis_scales):
+    channels = len(axis_scales)
+    codes = np.tile(np.arange(-128, 128, dtype=np.int8), (1, 3, 1)).reshape(1, 3, 256)[:, :channels]
+    if channels == 1:
+        attrs = f"scale = {axis_scales[0]:.17e} : f64"
+        codes = codes[:, :1]
+    else:
+        attrs = f"scale = array<f64: {', '.join(f'{s:.17e}' for s in axis_scales)}>, axis = 1 : i64"
+    t = f"1x{channels}x256"
+    module = single_op_module(f"fixed.dequantize %x {{{attrs}}} : tensor<{t}xi8> -> tensor<{t}xf32>",
+                              f"tensor<{t}xi8>", f"tensor<{t}xf32>")
+    iree_equals_fixed(module, np.ascontiguousarray(codes))
+
+
+# --------------------------------------------------------------------------------------
+# R6-R9: rescale and shift at the extremes
+# --------------------------------------------------------------------------------------
+
+INT32_EXTREMES = np.array([-(2**31), -(2**31) + 1, 2**31 - 1, -1, 0, 1, 2**30, -(2**30), 12345, -12345], dtype=np.int64)
+
+
+@pytest.mark.parametrize("out_bits", [8, 16, 24, 32])
+def test_r9_rescale_from_int32_matches_at_the_extremes(out_bits):
+    rng = np.random.default_rng(out_bits)
+    channels = 6
+    multipliers = [16384, 32767, 0, 20000, 26274, 16385]
+    shifts = [31, 62, 0, 40, 22, 33] if out_bits < 32 else [32, 62, 0, 40, 33, 31]
+    x = np.concatenate([np.tile(INT32_EXTREMES, (channels, 1)).T, rng.integers(-(2**31), 2**31, (200, channels))])
+    x = x.astype(np.int32).reshape(1, -1, channels)
+    result = f"tensor<1x{x.shape[1]}x{channels}xi{out_bits}>"
+    module = single_op_module(
+        f"fixed.rescale %x {{multiplier = array<i64: {', '.join(map(str, multipliers))}>, "
+        f"shift = array<i64: {', '.join(map(str, shifts))}>, axis = 2 : i64}} : tensor<1x{x.shape[1]}x{channels}xi32> -> {result}",
+        f"tensor<1x{x.shape[1]}x{channels}xi32>", result,
+    )
+    iree_equals_fixed(module, x)
+
+
+@pytest.mark.parametrize("multiplier,shift", [(16384, -1), (22668, 0), (31999, 1), (16384, -8), (0, 0), (16385, 2)])
+def test_r6_small_shifts_of_int8_become_exact_32_bit_rescales(multiplier, shift):
+    """R11's exact 2^15 (shift -1) and other shifts below TOSA's 16-bit minimum of 2."""
+    x = np.arange(-128, 128, dtype=np.int8).reshape(1, 256)
+    module = single_op_module(
+        f"fixed.rescale %x {{multiplier = array<i64: {multiplier}>, shift = array<i64: {shift}>}} : tensor<1x256xi8> -> tensor<1x256xi32>",
+        "tensor<1x256xi8>", "tensor<1x256xi32>",
+    )
+    (y,) = iree_equals_fixed(module, x)
+    assert np.array_equal(y, fp.rescale(x, multiplier, shift, 32))
+
+
+@pytest.mark.parametrize("amount,rounding,types", [(8, 0, ("i24", "i16")), (3, 1, ("i24", "i16")), (5, 1, ("i16", "i8")),
+                                                   (-4, 0, ("i8", "i16")), (-9, 0, ("i16", "i24")), (0, 0, ("i24", "i8"))])
+def test_r7_shift_floor_rounding_and_left(amount, rounding, types):
+    source, result = types
+    bits = int(source[1:])
+    low, high = fp.storage_range(bits)
+    rng = np.random.default_rng(abs(amount))
+    x = np.concatenate([[low, low + 1, high, -1, 0, 1, -5, 5, -12, 12], rng.integers(low, high + 1, 500)])
+    x = x.astype(fp.storage_dtype(bits)).reshape(1, -1)
+    t_in, t_out = f"tensor<1x{x.shape[1]}x{source}>", f"tensor<1x{x.shape[1]}x{result}>"
+    module = single_op_module(f"fixed.shift %x {{shift = {amount} : i64, rounding = {rounding} : i64}} : {t_in} -> {t_out}",
+                              t_in, t_out)
+    iree_equals_fixed(module, x)
+
+
+# --------------------------------------------------------------------------------------
+# Every fixed op, through one small ONNX graph quantized by xnpu
+# --------------------------------------------------------------------------------------
+
+
+def zoo_model() -> onnx.ModelProto:
+    """Grouped and depthwise (multiplier 2) convs, avg pool (count_include_pad = 0, ceil mode:
+    per-position multipliers), max pool (ceil mode, padding), concat, sigmoid (table), sub,
+    add of a rank-3 constant, transpose, reshape, matmul, a rank-1 mul, clip, hard-swish."""
+    rng = np.random.default_rng(13)
+
+    def weight(name, *shape):
+        return numpy_helper.from_array(rng.normal(0, 0.4, shape).astype(np.float32), name)
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], group=2, pads=[1, 1, 1, 1], strides=[2, 2], name="grouped"),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu"),
+        helper.make_node("AveragePool", ["r1"], ["ap"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                         count_include_pad=0, ceil_mode=1, name="avg"),
+        helper.make_node("MaxPool", ["r1"], ["mp"], kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 1, 1], ceil_mode=1, name="max"),
+        helper.make_node("Concat", ["ap", "mp"], ["cat"], axis=1, name="concat"),
+        helper.make_node("Conv", ["cat", "wd"], ["dw"], group=16, pads=[1, 1, 1, 1], name="depthwise"),
+        helper.make_node("Sigmoid", ["dw"], ["sg"], name="sigmoid"),
+        helper.make_node("Sub", ["dw", "sg"], ["sub"], name="sub"),
+        helper.make_node("Add", ["sub", "bias3"], ["added"], name="add_rank3"),
+        helper.make_node("Transpose", ["added"], ["tr"], perm=[0, 2, 3, 1], name="transpose"),
+        helper.make_node("Reshape", ["tr", "shape"], ["flat"], name="reshape"),
+        helper.make_node("MatMul", ["flat", "m"], ["mm"], name="matmul"),
+        helper.make_node("Mul", ["mm", "gain"], ["scaled"], name="mul_rank1"),
+        helper.make_node("Clip", ["scaled", "lo", "hi"], ["clipped"], name="clip"),
+        helper.make_node("HardSwish", ["clipped"], ["y"], name="hardswish"),
+    ]
+    initializers = [
+        weight("w1", 8, 2, 3, 3), weight("b1", 8), weight("wd", 32, 1, 3, 3), weight("bias3", 32, 1, 1),
+        numpy_helper.from_array(np.array([1, 288], np.int64), "shape"), weight("m", 288, 10), weight("gain", 10),
+        numpy_helper.from_array(np.array(-2.0, np.float32), "lo"), numpy_helper.from_array(np.array(3.0, np.float32), "hi"),
+    ]
+    graph = helper.make_graph(
+        nodes, "zoo", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 9, 9])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], initializers,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("variant", ["two_stage", "direct"])
+def test_every_fixed_op_runs_bit_exact_in_iree(variant):
+    rng = np.random.default_rng(7)
+    module = xnpu.import_onnx(zoo_model())
+    xnpu.quantize(module, rng.normal(0, 1, (8, 4, 9, 9)).astype(np.float32), variant=variant, progress=False)
+    names = {op.name for op in module.walk()}
+    for op in ("conv2d", "avg_pool", "max_pool", "concat", "table", "sub", "add", "transpose", "reshape", "gemm", "mul", "clamp"):
+        assert f"fixed.{op}" in names, op
+    program = IreeProgram(to_tosa(module.clone()))
+    for sample in rng.normal(0, 1.5, (4, 1, 4, 9, 9)).astype(np.float32):
+        (expected,) = xnpu.run(module, sample).values()
+        (got,) = program(sample)
+        assert np.array_equal(expected, got)
+
+
+# --------------------------------------------------------------------------------------
+# The example and the benchmark models
+# --------------------------------------------------------------------------------------
+
+IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32).reshape(1, 3, 1, 1)
+IMAGENET_STD = np.array([0.229, 0.224, 0.225], dtype=np.float32).reshape(1, 3, 1, 1)
+BENCH = {
+    "digits_plain": "digits/digits_plain.onnx",
+    "digits_resnet": "digits/digits_resnet.onnx",
+    "digits_se": "digits/digits_se.onnx",
+    "resnet18_like": "imagenet_like/resnet18_like.onnx",
+    "mobilenetv2_like": "imagenet_like/mobilenetv2_like.onnx",
+}
+
+
+def bench_data(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(calibration, evaluation samples): few, the test is about exactness, not accuracy."""
+    if name.startswith("digits"):
+        return (np.load(SHARED_BENCH / "digits" / "calib_x.npy")[:16].astype(np.float32),
+                np.load(SHARED_BENCH / "digits" / "test_x.npy")[:3].astype(np.float32))
+    raw = np.load(SHARED_BENCH / "imagenet_like" / "images_u8.npy", mmap_mode="r")
+    images = ((raw[[0, 5, 32, 40]].astype(np.float32) / 255.0 - IMAGENET_MEAN) / IMAGENET_STD).astype(np.float32)
+    return images[:2], images[2:]
+
+
+@pytest.mark.parametrize("name", list(BENCH))
+def test_bench_model_in_iree_equals_the_fixed_level(name):
+    path = SHARED_BENCH / BENCH[name]
+    if not path.exists():
+        pytest.skip(f"benchmark model not found at {path} (expected ../shared/bench)")
+    calibration, samples = bench_data(name)
+    module = xnpu.import_onnx(path)
+    xnpu.quantize(module, calibration, progress=False)
+    program = IreeProgram(to_tosa(module.clone()))
+    for sample in samples:
+        (expected,) = xnpu.run(module, sample[None]).values()
+        (got,) = program(sample[None])
+        assert np.array_equal(expected, got), f"{name}: max |difference| {np.abs(expected - got).max()}"
+
+
+def test_example_through_the_command_line_tools(tmp_path):
+    """The recipe of docs/tosa.md: xnpu-compile --emit=tosa, iree-compile, iree-run-module with .npy files."""
+    example = ROOT / "examples"
+    batch = np.load(example / "tiny_calib.npy")[:3]
+    np.save(tmp_path / "x.npy", batch[:1])
+    np.save(tmp_path / "batch.npy", batch)
+
+    def run(*command):
+        done = subprocess.run([str(c) for c in command], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    run(BIN / "xnpu-compile", example / "tiny_cnn.onnx", "--calibration", example / "tiny_calib.npy",
+        "--emit=tosa", "-o", tmp_path / "m.tosa.mlir")
+    run(BIN / "xnpu-compile", example / "tiny_cnn.onnx", "--calibration", example / "tiny_calib.npy",
+        "--emit=fixed", "-o", tmp_path / "m.fixed.mlir")
+    run(BIN / "iree-compile", "--iree-input-type=tosa", "--iree-hal-target-device=local",
+        "--iree-hal-local-target-device-backends=llvm-cpu", "--iree-llvmcpu-target-cpu=host",
+        tmp_path / "m.tosa.mlir", "-o", tmp_path / "m.vmfb")
+    run(BIN / "iree-run-module", f"--module={tmp_path / 'm.vmfb'}", "--function=main",
+        f"--input=@{tmp_path / 'x.npy'}", f"--output=@{tmp_path / 'y.npy'}")
+    run(BIN / "xnpu-run", tmp_path / "m.fixed.mlir", "--input", tmp_path / "batch.npy", "-o", tmp_path / "fixed.npz")
+    (fixed_batch,) = np.load(tmp_path / "fixed.npz").values()
+    assert np.array_equal(np.load(tmp_path / "y.npy"), fixed_batch[:1])
+    # xnpu-run runs the TOSA file too (through IREE), on every sample of a batch
+    run(BIN / "xnpu-run", tmp_path / "m.tosa.mlir", "--input", tmp_path / "batch.npy", "-o", tmp_path / "tosa.npz")
+    (tosa_batch,) = np.load(tmp_path / "tosa.npz").values()
+    assert tosa_batch.shape == (3, 10) and np.array_equal(tosa_batch, fixed_batch)
