@@ -38,6 +38,7 @@ from xnpu.transforms.compress_weights import (  # noqa: E402
 RESULTS = Path(__file__).resolve().parent / "results" / "compression.md"
 DIGITS = ("digits_plain", "digits_resnet", "digits_se")
 SMALL_LAYER = 1000  # the min-elements of the mixed configurations
+DEFAULT_CONFIG = "default: seed003 fitted l min=1000"
 
 
 def packed(count: int, bits: int) -> int:
@@ -123,19 +124,44 @@ def digits_rows(model, bits_list: list[int]) -> list[dict]:
         for bits in bits_list:
             start = time.perf_counter()
             module = base.clone()
-            compress_module(module, bits, 0.125, method)
+            compress_module(module, bits, 0.125, method, min_elements=0)
             measure(method, bits, module, start)
+    # The defaults (xnpu-compile --compress-bits B alone): seed 003 with its step fitted per
+    # layer, layers under 1000 weights left int8.
+    for bits in bits_list:
+        start = time.perf_counter()
+        module = base.clone()
+        compress_module(module, bits)
+        measure(DEFAULT_CONFIG, bits, module, start)
     # Layers under 1000 weights kept int8 (their 16-byte dictionary is not the point; their
     # accuracy is); and seed003's rule keeps the largest logs, so its range is 2^(b-1) * l:
-    # a coarser step widens it.
+    # a coarser step widens it, a fitted one matches it to the layer.
     for method, step, min_elements in [(m, 0.125, SMALL_LAYER) for m in METHODS] + [
-        ("seed003", 0.5, 0), ("seed003", 1.0, 0), ("seed003", 0.5, SMALL_LAYER)
+        ("seed003", 0.5, 0), ("seed003", 1.0, 0), ("seed003", 0.5, SMALL_LAYER), ("seed003", None, 0)
     ]:
         start = time.perf_counter()
         module = base.clone()
         compress_module(module, 4, step, method, min_elements=min_elements)
-        label = method + (f" l={step}" if step != 0.125 else "") + (f" min={min_elements}" if min_elements else "")
+        label = method + {0.125: "", None: " fitted l"}.get(step, f" l={step}") + (f" min={min_elements}" if min_elements else "")
         measure(label, 4, module, start)
+    return rows
+
+
+def binary_rows(model) -> list[dict]:
+    """Whole .xnb files, plain int8 and `--compress-bits 4` with the defaults, against the float32 weights."""
+    from xnpu.target.binary import packed_size
+
+    count = sum(w.size for w in layer_weights(model.path))
+    rows = []
+    for config, options in (("int8", {}), ("--compress-bits 4", {"compress_bits": 4})):
+        binary = xnpu.compile(model.path, model.calibration, **options)
+        compressed = sum(r.size for r in binary.compressed)
+        weight_bytes = count - compressed + sum(len(r.dictionary) + packed_size(r.size, r.bits) for r in binary.compressed)
+        file_bytes = len(binary.to_bytes())
+        rows.append({"model": model.name, "config": config, "f32 weight bytes": 4 * count,
+                     "weight bytes": weight_bytes, "x (weights)": 4 * count / weight_bytes,
+                     "file bytes": file_bytes, "x (file)": 4 * count / file_bytes})
+        print(f"  {model.name} {config}: file {file_bytes} bytes, {4 * count / file_bytes:.2f}x", flush=True)
     return rows
 
 
@@ -159,15 +185,16 @@ def size_rows(model, bits_list: list[int]) -> list[dict]:
     rows = [{"model": model.name, "config": "float32", "b": 32, "weights": count, "bytes": 4 * count, "x vs f32": 1.0},
             {"model": model.name, "config": "int8", "b": 8, "weights": count, "bytes": count, "x vs f32": 4.0}]
     energy = sum(float((w.astype(np.float64) ** 2).sum()) for w in layers)
-    for method in METHODS:
+    for method, step in [(m, "0.125") for m in METHODS] + [("seed003", "fitted")]:
         for bits in bits_list:
             start = time.perf_counter()
             stored, error = 0, 0.0
             for w in layers:
-                book = codebook(w, bits, 0.125, method)
+                book = codebook(w, bits, 0.125 if step == "0.125" else None, method)
                 stored += codebook_bytes(w.size, bits)
                 error += float(((book.decode() - w) ** 2).sum())
-            rows.append({"model": model.name, "config": method, "b": bits, "weights": count, "bytes": stored,
+            rows.append({"model": model.name, "config": method + ("" if step == "0.125" else " fitted l"), "b": bits,
+                         "weights": count, "bytes": stored,
                          "x vs f32": 4 * count / stored, "w rel rms err": float(np.sqrt(error / energy)),
                          "s": time.perf_counter() - start})
             print(f"  {model.name} {method} b={bits}: {rows[-1]['x vs f32']:.2f}x "
@@ -184,7 +211,7 @@ def imagenet_cosine(model, images: int, bits: int) -> list[dict]:
     for config, method in (("int8 per-channel", None),) + tuple((m, m) for m in METHODS):
         module = base.clone()
         if method is not None:
-            compress_module(module, bits, 0.125, method)
+            compress_module(module, bits, 0.125, method, min_elements=0)
         logits = only(xnpu.run(lower(module), x))
         metrics = agreement(reference, logits)
         rows.append({"model": model.name, "config": config, "b": 8 if method is None else bits, "images": images,
@@ -201,11 +228,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     names = args.models.split(",") if args.models else None
     bits_list = [int(b) for b in args.bits.split(",")]
-    digits, sizes, cosines = [], [], []
+    digits, binaries, sizes, cosines = [], [], [], []
     for model in bench_models(names):
         print(model.name, flush=True)
         if model.name in DIGITS:
             digits += digits_rows(model, bits_list)
+            binaries += binary_rows(model)
         else:
             sizes += size_rows(model, bits_list)
             if args.images:
@@ -216,7 +244,9 @@ def main(argv: list[str] | None = None) -> int:
         "float32 = 4 bytes each, int8 = 1 byte each, codebook = per layer 2^b int8 dictionary bytes + "
         "ceil(n*b/8) packed id bytes (the payload of binary section kind 6, whose 12-byte region headers "
         "are left out). Every layer is compressed (min-elements 0) and the step is l = 0.125 unless the config "
-        "says otherwise (`min=1000`: layers under 1000 weights stay int8, counted at 1 byte per weight; `l=`: another step). Accuracy: the fixed-level run (bit-identical to the simulator) on the 500 "
+        "says otherwise (`min=1000`: layers under 1000 weights stay int8, counted at 1 byte per weight; `l=`: another "
+        f"step; `fitted l`: the step fitted per layer). `{DEFAULT_CONFIG}` is what `xnpu-compile --compress-bits B` does "
+        "with no other option. Accuracy: the fixed-level run (bit-identical to the simulator) on the 500 "
         "digits test samples; `loss pts` is float top-1 minus this top-1 in points; `agree`/`cos` compare "
         "the logits with the float model's (onnxruntime).\n",
     ]
@@ -224,6 +254,14 @@ def main(argv: list[str] | None = None) -> int:
         text.append("## Digits models\n")
         text.append(table(digits, ["model", "config", "b", "weights", "bytes", "x vs f32", "top1", "loss pts",
                                    "agree", "cos mean", "cos min"]))
+        text.append("")
+    if binaries:
+        text.append("## Compiled digits binaries against the float32 weights\n")
+        text.append("`weight bytes`: the conv/gemm weights as the .xnb stores them (int8, or section kind 6 ids and "
+                    "dictionaries plus the int8 layers under 1000 weights); `file bytes`: the whole .xnb (instructions, "
+                    "biases, rescale records, tables, alignment, strings and provenance included).\n")
+        text.append(table(binaries, ["model", "config", "f32 weight bytes", "weight bytes", "x (weights)", "file bytes",
+                                     "x (file)"]))
         text.append("")
     if sizes:
         text.append("## ImageNet-like models: sizes and weight error\n")

@@ -50,29 +50,33 @@ def quantize(
     progress: bool | None = None,
     after_pass: AfterPass = _ignore,
     compress_bits: int | None = None,
-    compress_step: float = 0.125,
+    compress_step: float | None = None,
     compress_method: str = "seed003",
-    compress_min_elements: int = 0,
+    compress_min_elements: int | None = None,
     compress_exclude: str = "",
     **calibration_options,
 ) -> ModuleOp:
     """Calibrate `module` (an nn module, changed in place) on `calibration` and lower it to `fixed`.
 
     `compress_bits` runs compress-weights (seed 003's codebook, docs/compression.md) after
-    calibration: conv/gemm weights become b-bit ids stored as binary section kind 6.
+    calibration: conv/gemm weights become b-bit ids stored as binary section kind 6; the
+    other `compress_*` options default to the pass's (step fitted per layer, layers under
+    1000 weights left int8).
     """
     from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass, LowerNNToFixedPass
     from xnpu.transforms.calibrate import calibrate
 
+    verify_module(module)  # what op verifiers leave out (tensor sizes, dominance) before anything runs
     float_cleanup(module, after_pass)
     calibrate(module, calibration, method=method, per_channel_weights=per_channel, progress=progress,
               **calibration_options)
     after_pass("calibrate", module)
     if compress_bits is not None:
-        from xnpu.transforms.compress_weights import CompressWeightsPass
+        from xnpu.transforms.compress_weights import DEFAULT_MIN_ELEMENTS, CompressWeightsPass
 
+        min_elements = DEFAULT_MIN_ELEMENTS if compress_min_elements is None else compress_min_elements
         _apply(module, CompressWeightsPass(bits=compress_bits, step=compress_step, method=compress_method,
-                                           min_elements=compress_min_elements, exclude=compress_exclude), after_pass)
+                                           min_elements=min_elements, exclude=compress_exclude), after_pass)
     _apply(module, LowerNNToFixedPass(variant=variant), after_pass)
     _apply(module, FoldQuantizePairsPass(), after_pass)
     verify_module(module)

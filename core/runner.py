@@ -127,6 +127,8 @@ def bind_inputs(
         arrays.append(array)
     if len(batches) > 1:
         raise XnpuError(f"inputs disagree on the number of samples: {sorted(batches)}")
+    if 0 in batches:
+        raise XnpuError("the data holds no samples (its leading dimension is 0)")
     return arrays, batches.pop() if batches else 1
 
 

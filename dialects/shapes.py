@@ -198,6 +198,8 @@ def verify_conv_geometry(
     """NCHW input, OIHW weight: attribute lengths and ranges, groups, fit; the result shape."""
     x = expect_rank(op, input, 4, "input")
     w = expect_rank(op, weight, 4, "weight")
+    if 0 in x or 0 in w:
+        raise VerifyException(f"{op.name}: input {list(x)} and weight {list(w)} must not be empty")
     expect_len(op, "strides", strides, 2)
     expect_len(op, "pads", pads, 4)
     expect_len(op, "dilations", dilations, 2)

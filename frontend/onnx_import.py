@@ -39,6 +39,7 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 from xnpu.dialects import nn
 from xnpu.errors import XnpuError
 from xnpu.frontend.onnx_shapes import FOLDABLE_OPS, fold_shape_computations, static_input_shapes
+from xnpu.ir_io import check_input_file
 from xnpu.runner import NAME_ATTR
 
 MIN_OPSET = 11
@@ -51,9 +52,7 @@ def _load(source: str | os.PathLike[str] | onnx.ModelProto) -> onnx.ModelProto:
     if isinstance(source, onnx.ModelProto):
         return source
     path = Path(source)
-    if not path.is_file():
-        reason = "is a directory" if path.is_dir() else "no such file"
-        raise XnpuError(f"{path}: cannot read ONNX model: {reason}")
+    check_input_file(path)
     try:
         model = onnx.load(str(path))
     except Exception as error:  # protobuf raises several unrelated types for garbage input
@@ -62,6 +61,19 @@ def _load(source: str | os.PathLike[str] | onnx.ModelProto) -> onnx.ModelProto:
     if model.ir_version <= 0 or not model.HasField("graph"):
         raise XnpuError(f"{path}: not an ONNX model (no graph or IR version)")
     return model
+
+
+def _tensor_array(tensor: onnx.TensorProto, what: str) -> np.ndarray:
+    """The value of an ONNX tensor (initializer or Constant), refused with one line when its
+    stored data does not match its dims (numpy_helper would fail on the reshape)."""
+    dims = [int(d) for d in tensor.dims]
+    if any(d < 0 for d in dims):
+        raise XnpuError(f"{what} has negative dims {dims}")
+    try:
+        return numpy_helper.to_array(tensor)
+    except Exception as error:  # onnx raises ValueError, TypeError or KeyError for damaged tensors
+        reason = _first_line(error) or type(error).__name__
+        raise XnpuError(f"{what}: its data does not match its dims {dims} ({reason})") from None
 
 
 def _first_line(error: BaseException) -> str:
@@ -134,7 +146,7 @@ class _Importer:
         # name -> (array, location name): initializers and Constant nodes, folded
         self.constants: dict[str, tuple[np.ndarray, str]] = {}
         for tensor in graph.initializer:
-            self.constants[tensor.name] = (numpy_helper.to_array(tensor), tensor.name)
+            self.constants[tensor.name] = (_tensor_array(tensor, f"initializer '{tensor.name}'"), tensor.name)
         if len(graph.sparse_initializer):
             raise XnpuError("sparse initializers are not supported")
         self.values: dict[str, SSAValue] = {}
@@ -226,6 +238,7 @@ class _Importer:
         self.location = NameLoc(StringAttr(name), NoneAttr())
         first_op = len(self.ops)
         try:
+            _check_attribute_types(node, self.opset)
             # converted first: a converter says best why an output shape is unknown (a non-constant parameter)
             converter(self, node, _attributes(node))
             if op_type not in SHAPE_FREE_OPS:
@@ -263,6 +276,21 @@ class _Importer:
 
     def define(self, node: onnx.NodeProto, value: SSAValue) -> None:
         self.values[node.output[0]] = value
+
+
+def _check_attribute_types(node: onnx.NodeProto, opset: int) -> None:
+    """Each attribute has the type the op's schema declares (shape inference does not check
+    it, and a converter would fail on `group=[1, 2]` with a TypeError)."""
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opset, node.domain)
+    except onnx.defs.SchemaError:
+        return
+    for attribute in node.attribute:
+        declared = schema.attributes.get(attribute.name)
+        if declared is not None and attribute.type != declared.type.value:
+            names = dict(onnx.AttributeProto.AttributeType.items())
+            given = next((name for name, value in names.items() if value == attribute.type), str(attribute.type))
+            raise _NodeError(f"attribute '{attribute.name}' must be {declared.type.name}, got {given}")
 
 
 def _ssa_name(onnx_name: str) -> str | None:
@@ -378,7 +406,7 @@ def _constant(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
         raise _NodeError(f"expects exactly one value attribute, got {sorted(attrs)}")
     (kind, value), = attrs.items()
     if kind == "value":
-        array = numpy_helper.to_array(value)
+        array = _tensor_array(value, "its value")
     elif kind == "value_float":
         array = np.array(value, dtype=np.float32)
     elif kind == "value_floats":

@@ -148,6 +148,17 @@ class Binary:
     def from_bytes(data: bytes) -> Binary:
         return _read(bytes(data))
 
+    @staticmethod
+    def from_file(path) -> Binary:
+        """The binary in file `path` (a regular file of bounded size); errors name the file."""
+        from xnpu.ir_io import read_input_file
+
+        data = read_input_file(path)
+        try:
+            return Binary.from_bytes(data)
+        except XnpuError as error:
+            raise XnpuError(f"{path}: {error}") from None
+
     def check_target(self, target) -> None:
         """XnpuError unless this program was built for `target` and every instruction is valid on it."""
         if self.target_id != target.id:

@@ -331,10 +331,9 @@ def load_target(name_or_path: str | Path) -> TargetDescription:
         path = TARGET_DIR / f"{text}.toml"
         if not path.is_file():
             raise XnpuError(f"unknown target '{text}' (known: {', '.join(list_targets())})")
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise XnpuError(f"cannot read target {path}: {error.strerror or error}") from None
+    from xnpu.ir_io import read_input_file
+
+    raw = read_input_file(path)  # a regular file of bounded size: not a FIFO, not /dev/zero
     try:
         document = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:

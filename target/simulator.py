@@ -929,14 +929,7 @@ class BinaryModel:
 
     @staticmethod
     def from_file(path) -> BinaryModel:
-        try:
-            data = open(path, "rb").read()
-        except OSError as error:
-            raise XnpuError(f"{path}: cannot read: {error.strerror or error}") from None
-        try:
-            return BinaryModel(Binary.from_bytes(data))
-        except XnpuError as error:
-            raise XnpuError(f"{path}: {error}") from None
+        return BinaryModel(Binary.from_file(path))
 
     def __call__(self, inputs: np.ndarray | Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         result = simulate(self.binary, inputs, self.target, self.trace)

@@ -21,18 +21,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from xnpu.errors import XnpuError
 from xnpu.pipeline import LEVELS
-from xnpu.tools.cli import run_reporting_errors, write_output
+from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors, write_output
 from xnpu.tools.shape_option import add_input_shape_option, input_shapes
 
 PROG = "xnpu-compile"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="Compile an ONNX model for an xnpu target.")
+    parser = ArgumentParser(prog=PROG, description="Compile an ONNX model for an xnpu target.")
     parser.add_argument("model", nargs="?", help="ONNX model file")
     parser.add_argument("--calibration", "-c", help="calibration samples (.npy, or .npz by input name)")
     parser.add_argument("--target", "-t", default="xnpu_default", help="shipped target name or target .toml file (default: xnpu_default)")
@@ -49,11 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: as many as fit 256 MiB, at most 64)")
     parser.add_argument("--compress-bits", type=int, default=None, metavar="B",
                         help="store conv/gemm weights as B-bit codebook ids (seed 003, docs/compression.md)")
-    parser.add_argument("--compress-step", type=float, default=0.125, metavar="L", help="log-domain step (default 0.125)")
+    parser.add_argument("--compress-step", type=float, default=None, metavar="L",
+                        help="log-domain step for every layer (default: fitted per layer)")
     parser.add_argument("--compress-method", default="seed003", choices=("seed003", "frequency", "kmeans"),
                         help="how the codebook points are chosen (default seed003)")
-    parser.add_argument("--compress-min-elements", type=int, default=0, metavar="N",
-                        help="leave layers with fewer than N weights uncompressed")
+    parser.add_argument("--compress-min-elements", type=int, default=None, metavar="N",
+                        help="leave layers with fewer than N weights uncompressed (default 1000)")
     parser.add_argument("--compress-exclude", default="", metavar="NAMES",
                         help="comma-separated layer (ONNX node) names to leave uncompressed")
     add_input_shape_option(parser)
@@ -61,9 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _load_calibration(path: str, limit: int | None):
-    from xnpu.tools.xnpu_run import load_arrays
+    from xnpu.array_io import load_arrays
 
-    data = load_arrays(Path(path))
+    data = load_arrays(path)
     if limit is not None:
         if limit < 1:
             raise XnpuError(f"--calibration-samples must be at least 1, got {limit}")
@@ -77,8 +77,8 @@ def compile_main(args: argparse.Namespace) -> None:
 
     if args.model is None:
         raise XnpuError("no model given (xnpu-compile model.onnx --calibration calib.npy -o model.xnb)")
-    if not Path(args.model).is_file():
-        raise XnpuError(f"{args.model}: cannot read: No such file")
+    inputs = (args.model, args.calibration, args.target)
+    check_output(args.output, inputs)
     shapes = input_shapes(args)
     if args.emit == "bin" and (args.output is None or args.output == "-") and sys.stdout.isatty():
         raise XnpuError("refusing to write a binary to a terminal; give -o model.xnb")
@@ -103,7 +103,8 @@ def compile_main(args: argparse.Namespace) -> None:
         calibration_batch=args.calibration_batch,
     )
     # TOSA goes out in MLIR's generic form, the one every upstream parser reads (docs/tosa.md)
-    write_output(args.output, result.to_bytes() if args.emit == "bin" else print_ir(result, generic=args.emit == "tosa"))
+    payload = result.to_bytes() if args.emit == "bin" else print_ir(result, generic=args.emit == "tosa")
+    write_output(args.output, payload, inputs)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,32 +10,16 @@ With the constants shown, the text assembles back to the same bytes
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-from xnpu.errors import XnpuError
-from xnpu.tools.cli import run_reporting_errors, write_output
+from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors, write_output
 
 PROG = "xnpu-objdump"
 
 
-def read_binary(path: str):
-    from xnpu.target.binary import Binary
-
-    try:
-        data = Path(path).read_bytes()
-    except OSError as error:
-        raise XnpuError(f"{path}: cannot read: {error.strerror or error}") from None
-    try:
-        return Binary.from_bytes(data)
-    except XnpuError as error:
-        raise XnpuError(f"{path}: {error}") from None
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=PROG, description="Disassemble an xnpu binary.")
+    parser = ArgumentParser(prog=PROG, description="Disassemble an xnpu binary.")
     parser.add_argument("binary", help="compiled program (.xnb)")
     parser.add_argument("--no-constants", action="store_true", help="do not print the constant image")
     parser.add_argument("--target", help="target name or .toml file (default: the shipped target with the binary's id)")
@@ -45,8 +29,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     def action():
         from xnpu.target.emit import disassemble
 
-        text = disassemble(read_binary(args.binary), args.target, constants=not args.no_constants)
-        write_output(args.output, text)
+        inputs = (args.binary, args.target)
+        check_output(args.output, inputs)
+        from xnpu.target.binary import Binary
+
+        text = disassemble(Binary.from_file(args.binary), args.target, constants=not args.no_constants)
+        write_output(args.output, text, inputs)
 
     return run_reporting_errors(PROG, action)
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import io
-import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING
@@ -29,8 +28,19 @@ if TYPE_CHECKING:  # xdsl.passes is imported when a pipeline is given
 
 from xnpu.context import make_context
 from xnpu.errors import XnpuError
-from xnpu.ir_io import IRParser, first_line, parse_error_line, print_ir, verify_error_text, write_atomically
+from xnpu.ir_io import (
+    IRParser,
+    check_input_file,
+    first_line,
+    failing_op,
+    parse_error_line,
+    position_of,
+    print_ir,
+    verify_error_text,
+    write_atomically,
+)
 from xnpu.registry import all_passes
+from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors
 
 PROG = "xnpu-opt"
 
@@ -62,7 +72,7 @@ class XnpuOptMain(CommandLineTool):
         self.ctx = make_context()
         self.register_all_frontends()
         self.register_all_passes()
-        arg_parser = argparse.ArgumentParser(
+        arg_parser = ArgumentParser(
             prog=PROG, description="Run xnpu passes over textual IR and print the result."
         )
         self.register_all_arguments(arg_parser)
@@ -70,6 +80,9 @@ class XnpuOptMain(CommandLineTool):
         self.ctx.allow_unregistered = self.args.allow_unregistered_dialect
         # what the pipeline is doing, for naming the culprit when verification fails
         self.stage: str | None = None
+        # where the ops of the chunk being processed were parsed, for file:line:col errors
+        self.op_spans: dict = {}
+        self.line_offset = 0
 
     # ---- registration ------------------------------------------------------------------
 
@@ -162,7 +175,9 @@ class XnpuOptMain(CommandLineTool):
     def register_all_frontends(self) -> None:
         def parse_mlir(stream: IO[bytes]) -> ModuleOp:
             parser = IRParser(self.ctx, stream.read(), self.get_input_name())
-            return parser.parse_module(not self.args.no_implicit_module)
+            module = parser.parse_module(not self.args.no_implicit_module)
+            self.op_spans = parser.op_spans
+            return module
 
         self.available_frontends["mlir"] = parse_mlir
 
@@ -191,6 +206,8 @@ class XnpuOptMain(CommandLineTool):
         self.pipeline.apply(self.ctx, module)
 
     def prepare_input(self) -> tuple[list[tuple[IO[bytes], int]], str]:
+        if self.args.input_file is not None:
+            check_input_file(self.args.input_file)
         try:
             chunks, extension = self.split_input()
         except OSError as error:
@@ -220,6 +237,7 @@ class XnpuOptMain(CommandLineTool):
                 chunk.close()
 
     def parse_or_report(self, chunk: IO[bytes], extension: str, offset: int) -> ModuleOp | None:
+        self.line_offset = offset
         try:
             return self.parse_chunk(chunk, extension, offset)
         except ParseError as error:
@@ -242,11 +260,15 @@ class XnpuOptMain(CommandLineTool):
                 for note in getattr(error, "__notes__", ()):
                     print(note)
                 return False
-            message = verify_error_text(module, error)
+            failing, message = failing_op(module, error)
+            if self.stage is None:  # the input itself does not verify: say where, as MLIR does
+                where = position_of(failing, self.get_input_name(), self.op_spans, self.line_offset)
+                raise ToolError(f"{where}: error: {verify_error_text(failing, message)}") from None
+            message = verify_error_text(failing, message)
         except XnpuError as error:
             message = str(error)
         stage = f"{self.stage}: " if self.stage else ""
-        raise ToolError(f"{self.get_input_name()}: error: {stage}{message}")
+        raise ToolError(f"{PROG}: error: {self.get_input_name()}: {stage}{message}")
 
     def run(self) -> int:
         try:
@@ -262,13 +284,15 @@ class XnpuOptMain(CommandLineTool):
                     print(f"{name:<{width}}  {pass_description(factory)}".rstrip())
                 return 0
             self.setup_pipeline()
+            inputs = (self.args.input_file, self.args.target)
+            check_output(self.args.output_file, inputs)
             chunks, extension = self.prepare_input()
             if self.args.output_file is None:
                 self.process(chunks, extension, sys.stdout.write)
             else:
                 pieces: list[str] = []
                 self.process(chunks, extension, pieces.append)
-                write_atomically(self.args.output_file, "".join(pieces))
+                write_atomically(self.args.output_file, "".join(pieces), inputs)
         except ToolError as error:
             sys.stdout.flush()
             print(error, file=sys.stderr)
@@ -281,12 +305,8 @@ class XnpuOptMain(CommandLineTool):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        return XnpuOptMain(argv).run()
-    except BrokenPipeError:
-        # the reader (`| head`) went away; say nothing more, as other Unix tools do
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+    options = XnpuOptMain(argv)  # a usage error exits here, as argparse does
+    return run_reporting_errors(PROG, options.run)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from xnpu.errors import XnpuError
-from xnpu.tools.cli import run_reporting_errors
+from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors
 from xnpu.tools.shape_option import add_input_shape_option, input_shapes
 
 PROG = "xnpu-quantize"
@@ -45,20 +45,14 @@ def load_model(path: Path, shapes: dict[str, tuple[int, ...]] | None = None):
 
 
 def load_calibration(path: Path, module):
-    from xnpu.runner import signature
-    from xnpu.transforms.calibrate import load_calibration_data
+    from xnpu.transforms.calibrate import bind_archive, load_calibration_data
 
     data = load_calibration_data(path)
-    if isinstance(data, dict) and len(data) == 1:
-        # np.savez(file, x) names the array arr_0: a single array feeds a single input
-        inputs, _ = signature(module)
-        if len(inputs) == 1 and inputs[0].name not in data:
-            return next(iter(data.values()))
-    return data
+    return bind_archive(module, data) if isinstance(data, dict) else data
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="Calibrate a float model and lower it to int8 (fixed).")
+    parser = ArgumentParser(prog=PROG, description="Calibrate a float model and lower it to int8 (fixed).")
     parser.add_argument("model", help="the float model: .onnx or nn-level .mlir")
     parser.add_argument("--calibration", required=True, metavar="FILE",
                         help="calibration samples: .npy (one-input model) or .npz keyed by input name")
@@ -84,6 +78,8 @@ def quantize_file(args: argparse.Namespace) -> list[Path]:
         raise XnpuError("--report-samples needs --report DIR")
     if args.report_samples is not None and args.report_samples < 1:
         raise XnpuError(f"--report-samples must be >= 1, got {args.report_samples}")
+    inputs = (args.model, args.calibration)
+    check_output(args.output, inputs)
     module = load_model(Path(args.model), input_shapes(args))
     if not any(op.dialect_name() == "nn" for op in module.walk()):
         raise XnpuError(f"{args.model}: the model has no float (nn) ops to quantize")
@@ -94,7 +90,7 @@ def quantize_file(args: argparse.Namespace) -> list[Path]:
     written = []
     if float_module is not None:  # before the output: a failed report leaves no output behind
         written = write_layer_report(args, float_module, fixed_module, calibration)
-    write_atomically(args.output, print_ir(fixed_module))
+    write_atomically(args.output, print_ir(fixed_module), inputs)
     return written
 
 

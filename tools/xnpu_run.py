@@ -13,19 +13,19 @@ sample (xnpu.run). Every failure is one line `xnpu-run: error: ...` and exit sta
 
 from __future__ import annotations
 
-import argparse
 import io
+import stat
 import sys
-import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
+from xnpu.array_io import load_arrays
 from xnpu.errors import XnpuError
-from xnpu.tools.cli import error_line
-from xnpu.ir_io import first_line, load_ir, write_atomically
+from xnpu.ir_io import load_ir, write_atomically
 from xnpu.runner import run
+from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors
 
 PROG = "xnpu-run"
 
@@ -69,27 +69,15 @@ def load_model(path: Path) -> ModelRunner:
     if loader is None:
         known = ", ".join(MODEL_LOADERS)
         raise XnpuError(f"{path}: unknown model file type '{path.suffix}' (known: {known})")
-    if not path.is_file():
-        raise XnpuError(f"{path}: cannot read: No such file")
     return loader(path)
 
 
-def load_arrays(path: Path) -> np.ndarray | dict[str, np.ndarray]:
-    """One array from a .npy, or arrays by name from a .npz."""
-    if path.suffix not in (".npy", ".npz"):
-        raise XnpuError(f"{path}: inputs must be .npy or .npz files")
-    try:
-        loaded = np.load(path, allow_pickle=False)
-        if isinstance(loaded, np.lib.npyio.NpzFile):
-            with loaded:
-                return {name: loaded[name] for name in loaded.files}
-        return loaded
-    except OSError as error:
-        raise XnpuError(f"{path}: cannot read: {error.strerror or error}") from None
-    except (ValueError, EOFError, zipfile.BadZipFile) as error:
-        # without a numpy header numpy guesses "pickled data", which would only mislead
-        reason = "" if "pickle" in str(error) else f" ({first_line(error)})"
-        raise XnpuError(f"{path}: not a valid {path.suffix} file{reason}") from None
+def split_input_spec(spec: str) -> tuple[str | None, str]:
+    """An `--input` value as (NAME, FILE), or (None, FILE) when it names no input."""
+    name, separator, file = spec.partition("=")
+    if separator and name and not Path(spec).exists():
+        return name, file
+    return None, spec
 
 
 def collect_inputs(specs: Sequence[str]) -> Inputs:
@@ -97,16 +85,16 @@ def collect_inputs(specs: Sequence[str]) -> Inputs:
     named: dict[str, np.ndarray] = {}
     unnamed: list[np.ndarray] = []
     for spec in specs:
-        name, separator, file = spec.partition("=")
-        if separator and name and not Path(spec).exists():
+        name, file = split_input_spec(spec)
+        if name is not None:
             if name in named:
                 raise XnpuError(f"input '{name}' is given twice")
-            array = load_arrays(Path(file))
+            array = load_arrays(file)
             if isinstance(array, dict):
                 raise XnpuError(f"{file}: NAME=FILE takes a .npy file, not a .npz")
             named[name] = array
             continue
-        arrays = load_arrays(Path(spec))
+        arrays = load_arrays(file)
         if isinstance(arrays, dict):
             twice = sorted(set(arrays) & set(named))
             if twice:
@@ -133,14 +121,23 @@ def summarize(name: str, array: np.ndarray, shown: int = 8) -> str:
     return line
 
 
-def save_outputs(path: Path, outputs: Mapping[str, np.ndarray]) -> None:
+def save_outputs(path: Path, outputs: Mapping[str, np.ndarray], inputs: Sequence[str] = ()) -> None:
     buffer = io.BytesIO()
     np.savez(buffer, **outputs)
-    write_atomically(path, buffer.getvalue())
+    write_atomically(path, buffer.getvalue(), inputs)
+
+
+def is_special_file(path: Path) -> bool:
+    """An existing device or FIFO (/dev/null, a pipe): written through, whatever its name."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=PROG, description="Run a model on numpy inputs.")
+    parser = ArgumentParser(prog=PROG, description="Run a model on numpy inputs.")
     parser.add_argument("model", help="the model: " + ", ".join(MODEL_LOADERS) + " file")
     parser.add_argument(
         "-i",
@@ -154,10 +151,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help=".xnb or isa IR: cycles per layer and per instruction class")
     parser.add_argument("--trace", action="store_true", help=".xnb or isa IR: one line per executed instruction")
     args = parser.parse_args(argv)
-    try:
+
+    def action():
         output = None if args.output is None else Path(args.output)
-        if output is not None and output.suffix != ".npz":
+        if output is not None and output.suffix != ".npz" and not is_special_file(output):
             raise XnpuError(f"{output}: outputs are written as .npz; name the file *.npz")
+        inputs = [args.model, *(split_input_spec(spec)[1] for spec in args.input)]
+        check_output(args.output, inputs)
         model = load_model(Path(args.model))
         if (args.profile or args.trace) and not hasattr(model, "profile"):
             raise XnpuError("--profile and --trace need a compiled program, .xnb or isa IR (they report simulator cycles)")
@@ -165,15 +165,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             model.trace = lambda record: print(record)
         outputs = model(collect_inputs(args.input))
         if output is not None:
-            save_outputs(output, outputs)
-    except XnpuError as error:
-        print(error_line(PROG, error), file=sys.stderr)
-        return 1
-    for name, array in outputs.items():
-        print(summarize(name, array))
-    if args.profile:
-        print(model.profile())
-    return 0
+            save_outputs(output, outputs, inputs)
+        for name, array in outputs.items():
+            print(summarize(name, array))
+        if args.profile:
+            print(model.profile())
+
+    return run_reporting_errors(PROG, action)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from xnpu.errors import XnpuError
 from xnpu.ir_io import print_ir
-from xnpu.tools.cli import run_reporting_errors, write_output
+from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors, write_output
 from xnpu.tools.shape_option import add_input_shape_option, input_shapes
 
 PROG = "xnpu-translate"
@@ -38,10 +38,10 @@ def emit_binary(args: argparse.Namespace) -> bytes:
 
 
 def disassemble(args: argparse.Namespace) -> str:
+    from xnpu.target.binary import Binary
     from xnpu.target.emit import disassemble as _disassemble
-    from xnpu.tools.xnpu_objdump import read_binary
 
-    return _disassemble(read_binary(args.input))
+    return _disassemble(Binary.from_file(args.input))
 
 
 # mode name (its flag is --<name>) -> (help, translation returning the output text or bytes)
@@ -53,7 +53,7 @@ MODES: dict[str, tuple[str, Callable[[argparse.Namespace], str | bytes]]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="Translate between xnpu IR and other formats.")
+    parser = ArgumentParser(prog=PROG, description="Translate between xnpu IR and other formats.")
     modes = parser.add_mutually_exclusive_group(required=True)
     for mode, (help_text, _) in MODES.items():
         modes.add_argument(f"--{mode}", dest="mode", action="store_const", const=mode, help=help_text)
@@ -66,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
 def translate(args: argparse.Namespace) -> None:
     if args.input_shape and args.mode != "import-onnx":
         raise XnpuError("--input-shape applies to --import-onnx only")
-    write_output(args.output, MODES[args.mode][1](args))
+    check_output(args.output, [args.input])
+    write_output(args.output, MODES[args.mode][1](args), [args.input])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -419,8 +419,6 @@ def collect_statistics(
     """
     input_specs, _ = signature(module)
     arrays, samples = bind_inputs(input_specs, data)
-    if samples == 0:
-        raise XnpuError("the calibration data holds no samples")
     listener = StatisticsListener(make_statistic)
     try:
         compiled = CompiledFunction(module, listeners=(listener,))
@@ -566,28 +564,16 @@ def calibrate(
 
 
 def load_calibration_data(path: str | Path) -> np.ndarray | dict[str, np.ndarray]:
-    """An .npy array (memory-mapped, so samples are read as they run) or an .npz of named arrays."""
-    path = Path(path)
-    try:
-        with open(path, "rb") as handle:
-            magic = handle.read(6)
-    except FileNotFoundError:
-        raise XnpuError(f"{path}: calibration data file not found") from None
-    except OSError as error:
-        raise XnpuError(f"{path}: cannot read calibration data: {error.strerror}") from None
-    try:
-        if magic.startswith(b"PK"):
-            with np.load(path, allow_pickle=False) as archive:
-                return {name: archive[name] for name in archive.files}
-        if magic == b"\x93NUMPY":
-            return np.load(path, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError, EOFError) as error:
-        message = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise XnpuError(f"{path}: cannot read calibration data: {message}") from None
-    raise XnpuError(f"{path}: cannot read calibration data: not a NumPy .npy or .npz file")
+    """An .npy array (memory-mapped, so samples are read as they run) or an .npz of named
+    arrays, read by the loader every tool shares (xnpu.array_io)."""
+    from xnpu.array_io import load_arrays
+
+    if not Path(path).exists():
+        raise XnpuError(f"{path}: calibration data file not found")
+    return load_arrays(path, mmap=True)
 
 
-def _bind_archive(module: ModuleOp, data: dict[str, np.ndarray]) -> np.ndarray | dict[str, np.ndarray]:
+def bind_archive(module: ModuleOp, data: dict[str, np.ndarray]) -> np.ndarray | dict[str, np.ndarray]:
     """An .npz with one array feeds a single-input model whatever its key (np.savez names it arr_0)."""
     input_specs, _ = signature(module)
     if len(data) == 1 and len(input_specs) == 1 and input_specs[0].name not in data:
@@ -617,7 +603,7 @@ class CalibratePass(ModulePass):
                        self.calibration_batch)
         data = load_calibration_data(self.data)
         if isinstance(data, dict):
-            data = _bind_archive(op, data)
+            data = bind_archive(op, data)
         calibrate(
             op,
             data,

@@ -24,6 +24,8 @@ from xdsl.pattern_rewriter import (
 )
 
 from xnpu.dialects import nn
+from xnpu.errors import XnpuError
+from xnpu.ir_io import describe_op
 from xnpu.transforms.constants import constant_array, fused_location
 
 
@@ -46,6 +48,9 @@ class FoldBatchNormIntoConv(RewritePattern):
         if weight is None or bias is None or any(s is None for s in stats):
             return
         scale, beta, mean, var = stats
+        if np.any(var + np.float32(bn.epsilon.value.data) < 0):
+            # the square root below would be NaN: the model is broken, say where
+            raise XnpuError(f"{describe_op(bn)}: variance {float(var.min()):g} plus epsilon is negative")
         # the same float32 factor float_ops.batch_norm applies
         factor = (scale / np.sqrt(var + np.float32(bn.epsilon.value.data))).astype(np.float32)
         new_weight = nn.ConstantOp(weight * factor.reshape(-1, 1, 1, 1))

@@ -197,7 +197,7 @@ def test_pass_reads_npz_by_input_name_or_a_single_unnamed_array(tmp_path):
         (TINY_DATA, {"method": "entropy", "bins": 64}, "bins must be at least 128"),
         (TINY_DATA, {"percentile": 0.0, "method": "percentile"}, "percentile must be in (0, 100]"),
         (TINY_DATA[:, :1], {}, "input 'input0' has shape [12, 1, 5, 5], the model expects [1, 2, 5, 5]"),
-        (TINY_DATA[:0], {}, "the calibration data holds no samples"),
+        (TINY_DATA[:0], {}, "the data holds no samples"),
         (TINY_DATA.astype(np.int32), {}, "input 'input0' has dtype int32"),
         ({"image": TINY_DATA}, {}, "unknown input 'image'"),
         (np.full((1, 2, 5, 5), np.nan, np.float32), {}, "non-finite value"),

@@ -186,9 +186,11 @@ def calibrated_tiny():
 
 
 def test_pass_selects_layers_by_name_and_size():
-    assert compress_module(calibrated_tiny(), 4) == ["conv1", "conv2", "conv3", "fc"]
-    assert compress_module(calibrated_tiny(), 4, exclude=frozenset({"conv1", "fc"})) == ["conv2", "conv3"]
-    assert compress_module(calibrated_tiny(), 4, include=frozenset({"conv2"})) == ["conv2"]
+    # by default layers under 1000 weights stay int8: of tiny_cnn's, only conv3 (1152) is compressed
+    assert compress_module(calibrated_tiny(), 4) == ["conv3"]
+    assert compress_module(calibrated_tiny(), 4, min_elements=0) == ["conv1", "conv2", "conv3", "fc"]
+    assert compress_module(calibrated_tiny(), 4, min_elements=0, exclude=frozenset({"conv1", "fc"})) == ["conv2", "conv3"]
+    assert compress_module(calibrated_tiny(), 4, min_elements=0, include=frozenset({"conv2"})) == ["conv2"]
     module = calibrated_tiny()
     assert compress_module(module, 4, min_elements=10**9) == []
     assert not any("nn.codebook" in op.attributes for op in module.walk())
@@ -196,7 +198,7 @@ def test_pass_selects_layers_by_name_and_size():
 
 def test_fixed_weights_are_exactly_the_int8_dictionary():
     fixed = compile_model(EXAMPLES / "tiny_cnn.onnx", np.load(EXAMPLES / "tiny_calib.npy"), stop_at="fixed",
-                          compress_bits=3, compress_method="seed003")
+                          compress_bits=3, compress_method="seed003", compress_min_elements=0)
     marked = [op for op in fixed.walk() if FIXED_CODEBOOK_ATTR in op.attributes]
     assert len(marked) == 4
     for op in marked:
@@ -219,7 +221,7 @@ def test_recalibrating_per_channel_after_compression_is_refused():
     from xnpu.transforms.calibrate import calibrate
 
     module = calibrated_tiny()
-    compress_module(module, 5, method="kmeans")
+    compress_module(module, 5, method="kmeans", min_elements=0)
     calibrate(module, np.load(EXAMPLES / "tiny_calib.npy"), per_channel_weights=True, progress=False)
     with pytest.raises(XnpuError, match="not its codebook; run compress-weights after calibrate"):
         LowerNNToFixedPass().apply(make_context(), module)
@@ -232,8 +234,9 @@ def test_recalibrating_per_channel_after_compression_is_refused():
 
 def tiny_binary(bits: int, method: str = "seed003"):
     calibration = np.load(EXAMPLES / "tiny_calib.npy")
-    fixed = compile_model(EXAMPLES / "tiny_cnn.onnx", calibration, stop_at="fixed", compress_bits=bits, compress_method=method)
-    binary = compile_model(EXAMPLES / "tiny_cnn.onnx", calibration, compress_bits=bits, compress_method=method)
+    options = {"compress_bits": bits, "compress_method": method, "compress_min_elements": 0}
+    fixed = compile_model(EXAMPLES / "tiny_cnn.onnx", calibration, stop_at="fixed", **options)
+    binary = compile_model(EXAMPLES / "tiny_cnn.onnx", calibration, **options)
     return fixed, binary
 
 
@@ -376,11 +379,12 @@ def test_xnpu_compile_compress_options(tmp_path, capsys):
 
     output = tmp_path / "tiny.xnb"
     args = [str(EXAMPLES / "tiny_cnn.onnx"), "--calibration", str(EXAMPLES / "tiny_calib.npy"), "-o", str(output)]
-    assert main(args + ["--compress-bits", "4", "--compress-method", "kmeans", "--compress-exclude", "fc"]) == 0
+    every_layer = ["--compress-min-elements", "0"]
+    assert main(args + ["--compress-bits", "4", "--compress-method", "kmeans", "--compress-exclude", "fc", *every_layer]) == 0
     binary = Binary.from_bytes(output.read_bytes())
     assert len(binary.compressed) == 3 and {r.bits for r in binary.compressed} == {4}
-    assert main(args + ["--compress-bits", "4", "--compress-min-elements", "1000"]) == 0
-    assert len(Binary.from_bytes(output.read_bytes()).compressed) < 3
+    assert main(args + ["--compress-bits", "4"]) == 0  # by default layers under 1000 weights stay int8
+    assert len(Binary.from_bytes(output.read_bytes()).compressed) == 1
     output.unlink()
     assert main(args + ["--compress-bits", "9"]) == 1
     error = capsys.readouterr().err
@@ -393,7 +397,7 @@ def test_isa_text_keeps_the_regions_and_disassembly_reassembles_plain():
     from xnpu.target.emit import emit_binary, module_from_binary
 
     isa_module = compile_model(EXAMPLES / "tiny_cnn.onnx", np.load(EXAMPLES / "tiny_calib.npy"), stop_at="isa",
-                               compress_bits=3, compress_method="kmeans")
+                               compress_bits=3, compress_method="kmeans", compress_min_elements=0)
     binary = emit_binary(isa_module)
     assert emit_binary(parse_ir(print_ir(isa_module))).to_bytes() == binary.to_bytes()
     plain = emit_binary(module_from_binary(binary))

@@ -1,6 +1,7 @@
-// RUN: xnpu-opt %s -p 'compress-weights{bits=2}' | filecheck %s
-// RUN: xnpu-opt %s -p 'compress-weights{bits=2 exclude="fc0"}' | filecheck %s --check-prefix=EXCLUDE
-// RUN: xnpu-opt %s -p 'compress-weights{bits=2 min-elements=5}' | filecheck %s --check-prefix=SMALL
+// RUN: xnpu-opt %s -p 'compress-weights{bits=2 step=0.125 min-elements=0}' | filecheck %s
+// RUN: xnpu-opt %s -p 'compress-weights{bits=2 step=0.125 min-elements=0 exclude="fc0"}' | filecheck %s --check-prefix=EXCLUDE
+// RUN: xnpu-opt %s -p 'compress-weights{bits=2 step=0.125 min-elements=5}' | filecheck %s --check-prefix=SMALL
+// RUN: xnpu-opt %s -p 'compress-weights{bits=2}' | filecheck %s --check-prefix=DEFAULT
 
 // b = 2, l = 0.125: one positive point per layer. conv0 has a zero, so entry 0 is 0
 // (the zero rule) and its one log point is the largest q: ln 1 = 0 (0.5 has q = -6, and
@@ -30,3 +31,6 @@ func.func @layers(%x: tensor<1x2x1x1xf32>) -> tensor<1x2xf32> {
 // EXCLUDE-NOT: nn.codebook
 
 // SMALL-NOT: nn.codebook
+
+// By default the step is fitted per layer and layers under 1000 weights stay int8: none here.
+// DEFAULT-NOT: nn.codebook

@@ -102,7 +102,7 @@ def test_bad_descriptions_give_one_line(edit, message):
 def test_unknown_target_and_bad_files(tmp_path: Path):
     with pytest.raises(XnpuError, match="unknown target 'nope' \\(known: xnpu_default, xnpu_lite\\)"):
         load_target("nope")
-    with pytest.raises(XnpuError, match="cannot read target"):
+    with pytest.raises(XnpuError, match="missing.toml: cannot read: No such file"):
         load_target(tmp_path / "missing.toml")
     broken = tmp_path / "broken.toml"
     broken.write_text("name = [\n")

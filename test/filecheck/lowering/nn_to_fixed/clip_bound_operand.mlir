@@ -8,5 +8,5 @@ func.func @main(%x: tensor<1x4xf32> {nn.name = "x", nn.scale = 0.05 : f32}, %hi:
   func.return %y : tensor<1x4xf32>
 }
 
-// CHECK:      {{^}}{{.*}}clip_bound_operand.mlir: error: in pass 'lower-nn-to-fixed': 'nn.clip' at loc("clip_7"): clip with a bound computed at run time has no fixed-point lowering; make min and max constants (initializers) to quantize it{{$}}
+// CHECK:      {{^}}xnpu-opt: error: {{.*}}clip_bound_operand.mlir: in pass 'lower-nn-to-fixed': 'nn.clip' at loc("clip_7"): clip with a bound computed at run time has no fixed-point lowering; make min and max constants (initializers) to quantize it{{$}}
 // CHECK-NOT:  {{.}}

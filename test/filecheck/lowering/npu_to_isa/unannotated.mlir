@@ -12,4 +12,4 @@ builtin.module attributes {npu.target = "xnpu_default"} {
   }
 }
 
-// CHECK: error: in pass 'lower-npu-to-isa': 'npu.clamp' at loc("clip"): has no npu.tile annotation; run npu-tile first{{$}}
+// CHECK: xnpu-opt: error: {{.*}}unannotated.mlir: in pass 'lower-npu-to-isa': 'npu.clamp' at loc("clip"): has no npu.tile annotation; run npu-tile first{{$}}

@@ -13,4 +13,4 @@ builtin.module attributes {npu.target = "xnpu_default"} {
   }
 }
 
-// CHECK: error: in pass 'npu-assign-layout': 'npu.concat' at loc("cat"): only channel concatenation of NCHW maps has a DMA pattern (target xnpu_default)
+// CHECK: xnpu-opt: error: {{.*}}error_concat_axis.mlir: in pass 'npu-assign-layout': 'npu.concat' at loc("cat"): only channel concatenation of NCHW maps has a DMA pattern (target xnpu_default)

@@ -12,4 +12,4 @@ builtin.module attributes {npu.target = "xnpu_default"} {
   }
 }
 
-// CHECK: error: in pass 'npu-assign-layout': 'fixed.dequantize' at loc("dq"): a dequantize inside the graph has no instruction (only program outputs leave int8) (target xnpu_default)
+// CHECK: xnpu-opt: error: {{.*}}error_inner_dequantize.mlir: in pass 'npu-assign-layout': 'fixed.dequantize' at loc("dq"): a dequantize inside the graph has no instruction (only program outputs leave int8) (target xnpu_default)

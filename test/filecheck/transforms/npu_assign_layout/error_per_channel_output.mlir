@@ -10,4 +10,4 @@ builtin.module attributes {npu.target = "xnpu_default"} {
   }
 }
 
-// CHECK: error: in pass 'npu-assign-layout': 'fixed.dequantize' at loc("out"): a per-channel output scale cannot be described in the io table (target xnpu_default)
+// CHECK: xnpu-opt: error: {{.*}}error_per_channel_output.mlir: in pass 'npu-assign-layout': 'fixed.dequantize' at loc("out"): a per-channel output scale cannot be described in the io table (target xnpu_default)

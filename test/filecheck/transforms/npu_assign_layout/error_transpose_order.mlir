@@ -11,4 +11,4 @@ builtin.module attributes {npu.target = "xnpu_default"} {
   }
 }
 
-// CHECK: error: in pass 'npu-assign-layout': 'npu.transpose' at loc("odd"): transpose [0, 1, 3, 2] of [1, 2, 3, 4] is neither the NHWC nor the NCHW order of its input (target xnpu_default)
+// CHECK: xnpu-opt: error: {{.*}}error_transpose_order.mlir: in pass 'npu-assign-layout': 'npu.transpose' at loc("odd"): transpose [0, 1, 3, 2] of [1, 2, 3, 4] is neither the NHWC nor the NCHW order of its input (target xnpu_default)

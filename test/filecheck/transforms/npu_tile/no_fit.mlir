@@ -14,5 +14,5 @@ builtin.module {
   }
 }
 
-// CHECK: error: in pass 'npu-tile': /l2/c2/Conv, /l2/Relu: no tiling of this convolution fits the 16384-byte SRAM of xnpu_test_16k (input 8x8x128, output 8x8x16, kernel 3x3){{$}}
+// CHECK: xnpu-opt: error: {{.*}}no_fit.mlir: in pass 'npu-tile': /l2/c2/Conv, /l2/Relu: no tiling of this convolution fits the 16384-byte SRAM of xnpu_test_16k (input 8x8x128, output 8x8x16, kernel 3x3){{$}}
 // CHECK-NOT: {{.}}

@@ -9,5 +9,5 @@ builtin.module {
   }
 }
 
-// CHECK: {{^}}{{.*}}dilated_max_pool.mlir: error: in pass 'convert-fixed-to-tosa': 'fixed.max_pool' at loc("dilated"): a dilated max pool has no TOSA form{{$}}
+// CHECK: {{^}}xnpu-opt: error: {{.*}}dilated_max_pool.mlir: in pass 'convert-fixed-to-tosa': 'fixed.max_pool' at loc("dilated"): a dilated max pool has no TOSA form{{$}}
 // CHECK-NOT: {{.}}

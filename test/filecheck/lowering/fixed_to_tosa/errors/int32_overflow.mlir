@@ -11,5 +11,5 @@ builtin.module {
   }
 }
 
-// CHECK: {{^}}{{.*}}int32_overflow.mlir: error: in pass 'convert-fixed-to-tosa': 'fixed.rescale' at loc("gain"): the rescaled value can reach 34359738368, beyond TOSA's int32; no exact TOSA form{{$}}
+// CHECK: {{^}}xnpu-opt: error: {{.*}}int32_overflow.mlir: in pass 'convert-fixed-to-tosa': 'fixed.rescale' at loc("gain"): the rescaled value can reach 34359738368, beyond TOSA's int32; no exact TOSA form{{$}}
 // CHECK-NOT: {{.}}

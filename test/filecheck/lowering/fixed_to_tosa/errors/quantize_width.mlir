@@ -9,5 +9,5 @@ builtin.module {
   }
 }
 
-// CHECK: {{^}}{{.*}}quantize_width.mlir: error: in pass 'convert-fixed-to-tosa': 'fixed.quantize' at loc("wide"): quantize to i32 has no exact TOSA form (a threshold table of 2^31){{$}}
+// CHECK: {{^}}xnpu-opt: error: {{.*}}quantize_width.mlir: in pass 'convert-fixed-to-tosa': 'fixed.quantize' at loc("wide"): quantize to i32 has no exact TOSA form (a threshold table of 2^31){{$}}
 // CHECK-NOT: {{.}}

@@ -9,5 +9,5 @@ builtin.module {
   }
 }
 
-// CHECK: {{^}}{{.*}}unsupported_op.mlir: error: in pass 'convert-fixed-to-tosa': 'nn.relu' at loc("Relu_3"): no TOSA form for this op{{$}}
+// CHECK: {{^}}xnpu-opt: error: {{.*}}unsupported_op.mlir: in pass 'convert-fixed-to-tosa': 'nn.relu' at loc("Relu_3"): no TOSA form for this op{{$}}
 // CHECK-NOT: {{.}}
