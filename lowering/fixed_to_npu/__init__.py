@@ -10,10 +10,12 @@ ask target/legality.py, the one definition of the units' limits, so a pattern on
 what the target can run; ops the target lacks are rewritten before this pass by
 `legalize` (seeds 001 and 002), at the fixed level.
 
-What is left afterwards has no accelerator operation on this target: the pass stops with one
-error naming the op, its ONNX node, the reason and the target. The result runs
-(`xnpu-run`) bit-identically to the fixed module: every npu op computes through the same
-semantics functions as the ops it replaced.
+What is left afterwards has no accelerator operation on this target: with host fallback (the
+default) it is placed on the host, in `npu.host` segments carrying each op's reason
+(`host.py`); without it, the pass stops with one error naming the op, its ONNX node, the
+reason and the target. The result runs (`xnpu-run`) bit-identically to the fixed module:
+every npu op computes through the same semantics functions as the ops it replaced, and a
+host segment through the interpreters of the fixed level.
 """
 
 from __future__ import annotations
@@ -28,15 +30,16 @@ from xdsl.ir import BlockArgument, Operation
 from xdsl.passes import ModulePass
 from xdsl.transforms.dead_code_elimination import dce
 
-from xnpu.dialects import fixed, npu
+from xnpu.dialects import fixed, nn, npu
 from xnpu.errors import XnpuError
 from xnpu.ir_io import describe_op
+from xnpu.lowering.fixed_to_npu.host import place_on_host
 from xnpu.lowering.pdl_driver import PatternContext, apply_patterns, load_natives, load_patterns, split_paths
 from xnpu.target import legality
 from xnpu.target.description import TargetDescription, load_target
 
 PATTERN_DIR = Path(__file__).resolve().parent
-BOUNDARY = (fixed.ConstantOp, fixed.QuantizeOp, fixed.DequantizeOp, func.FuncOp, func.ReturnOp)
+BOUNDARY = (fixed.ConstantOp, fixed.QuantizeOp, fixed.DequantizeOp, func.ReturnOp)
 
 
 def fixed_to_npu_patterns(extra=()):
@@ -53,6 +56,8 @@ def why_not(op: Operation, ctx: PatternContext) -> str:
     """Why no pattern selected a unit for `op` (the first reason that applies)."""
     target = ctx.target
     assert target is not None
+    if op.dialect_name() == "nn":
+        return f"'{op.name}' has no fixed-point lowering (it runs in float)"
     if isinstance(op, (fixed.Conv2dOp, fixed.GemmOp, fixed.AddOp, fixed.SubOp, fixed.MulOp, fixed.GlobalAvgPoolOp)):
         check = {fixed.Conv2dOp: legality.fixed_conv_problem, fixed.GemmOp: legality.fixed_gemm_problem,
                  fixed.GlobalAvgPoolOp: legality.fixed_pool_problem}.get(type(op), legality.fixed_eltwise_problem)
@@ -84,24 +89,45 @@ def check_boundary(op: Operation) -> str | None:
     return None
 
 
-def check_selected(module: ModuleOp, target: TargetDescription, ctx: PatternContext) -> None:
+def unselected(op: Operation, ctx: PatternContext) -> str | None:
+    """Why `op`, a top-level op after selection, has no place on the accelerator (None: it has one)."""
+    if isinstance(op, npu.NpuOp | nn.ConstantOp):
+        return None
+    return check_boundary(op) if isinstance(op, BOUNDARY) else why_not(op, ctx)
+
+
+def host_reason(op: Operation, ctx: PatternContext) -> str | None:
+    """The reason recorded on a host op; None for the dequantize and quantize around a float op."""
+    if isinstance(op, fixed.QuantizeOp) and op.input.owner.dialect_name() == "nn":
+        return None
+    if isinstance(op, fixed.DequantizeOp) and any(u.operation.dialect_name() == "nn" for u in op.result.uses):
+        return None
+    return unselected(op, ctx)
+
+
+def only_function(module: ModuleOp) -> func.FuncOp:
     functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
     if len(functions) != 1:
         raise SelectionError(f"lower-fixed-to-npu expects one function, found {len(functions)}")
-    for op in functions[0].body.walk():
-        if isinstance(op, npu.NpuOp):
-            continue
-        reason = check_boundary(op) if isinstance(op, BOUNDARY) else why_not(op, ctx)
+    return functions[0]
+
+
+def check_selected(module: ModuleOp, target: TargetDescription, ctx: PatternContext) -> None:
+    for op in only_function(module).body.block.ops:
+        reason = unselected(op, ctx)
         if reason:
             raise SelectionError(f"{describe_op(op)}: {reason} (target {target.name})")
 
 
-def lower_fixed_to_npu(module: ModuleOp, target_name: str, extra_patterns=()) -> list[str]:
-    """Select the units of `target_name` for a fixed module (in place); returns the patterns that fired."""
+def lower_fixed_to_npu(module: ModuleOp, target_name: str, extra_patterns=(), host_fallback: bool = True) -> list[str]:
+    """Select the units of `target_name` for a fixed module (in place); returns the patterns that fired.
+    With `host_fallback`, what no unit takes goes to npu.host segments instead of failing."""
     target = load_target(target_name)
     ctx = PatternContext(target)
     fired = apply_patterns(module, fixed_to_npu_patterns(extra_patterns), ctx)
     dce(module)  # constants a pattern replaced (a reshaped or densified kernel's original)
+    if host_fallback:
+        place_on_host(only_function(module), lambda op: host_reason(op, ctx), lambda op: unselected(op, ctx) is not None)
     check_selected(module, target, ctx)
     module.attributes[npu.TARGET_ATTRIBUTE] = StringAttr(target_name)
     return fired
@@ -116,8 +142,9 @@ class LowerFixedToNpuPass(ModulePass):
     target: str = "xnpu_default"
     patterns: str = ""  # extra pattern files or directories, comma-separated
     natives: str = ""  # Python files registering extra native functions, comma-separated
+    host_fallback: bool = True  # place what the target cannot run on the host (npu.host), not an error
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for path in split_paths(self.natives):
             load_natives(path)
-        lower_fixed_to_npu(op, self.target, split_paths(self.patterns))
+        lower_fixed_to_npu(op, self.target, split_paths(self.patterns), self.host_fallback)
