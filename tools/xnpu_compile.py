@@ -5,6 +5,7 @@
     xnpu-compile model.onnx --calibration calib.npy --emit=isa -o model.isa.mlir
     xnpu-compile model.onnx --input-shape input=1,3,320,320 --calibration calib.npy -o model.xnb
     xnpu-compile model.onnx --calibration calib.npy --emit=tosa -o model.tosa.mlir   # for IREE
+    xnpu-compile model.onnx --calibration calib.npy --no-host-fallback -o model.xnb  # all on the accelerator, or fail
     xnpu-compile --list-targets
 
 Runs import -> quantize (calibrate, lower-nn-to-fixed) -> legalize -> lower-fixed-to-npu ->
@@ -12,7 +13,9 @@ npu-assign-layout -> npu-tile -> npu-allocate -> lower-npu-to-isa -> emit on the
 memory (`xnpu.pipeline.compile`); `--emit` stops at a level and writes its IR text (nn, fixed,
 npu, isa), the binary (bin, the default) or the fixed level as TOSA 1.0 (tosa).
 `--print-ir-after-all` prints the
-module after every step to stderr. Every failure is one line `xnpu-compile: error: ...` and
+module after every step to stderr. An op the target cannot run is placed on the host (a host
+segment of the binary, run where the accelerator hands off); the placement summary goes to
+stderr unless `--quiet`, and `--no-host-fallback` makes any such op one error instead. Every failure is one line `xnpu-compile: error: ...` and
 exit status 1; the output file is written atomically, so a failed compile leaves none.
 """
 
@@ -53,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="leave layers with fewer than N weights uncompressed")
     parser.add_argument("--compress-exclude", default="", metavar="NAMES",
                         help="comma-separated layer (ONNX node) names to leave uncompressed")
+    parser.add_argument("--no-host-fallback", action="store_true",
+                        help="fail on an op the target cannot run instead of placing it on the host")
+    parser.add_argument("--quiet", "-q", action="store_true", help="do not print the placement summary")
     add_input_shape_option(parser)
     return parser
 
@@ -96,8 +102,12 @@ def compile_main(args: argparse.Namespace) -> None:
         variant=args.variant, progress=False, stop_at=args.emit, after_pass=after_pass,
         compress_bits=args.compress_bits, compress_step=args.compress_step, compress_method=args.compress_method,
         compress_min_elements=args.compress_min_elements, compress_exclude=args.compress_exclude,
-        input_shapes=shapes,
+        input_shapes=shapes, host_fallback=not args.no_host_fallback,
     )
+    if args.emit in ("npu", "isa", "bin") and not args.quiet:
+        from xnpu.placement import placement_of
+
+        sys.stderr.write(placement_of(result).summary() + "\n")
     # TOSA goes out in MLIR's generic form, the one every upstream parser reads (docs/tosa.md)
     write_output(args.output, result.to_bytes() if args.emit == "bin" else print_ir(result, generic=args.emit == "tosa"))
 
