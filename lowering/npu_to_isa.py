@@ -294,6 +294,10 @@ def _io_layout(shape) -> str:
     return "NCHW" if len(shape) == 4 else "RAW"
 
 
+def _dtype(value: SSAValue) -> str:
+    return numpy_dtype(value.type.get_element_type()).name  # type: ignore[attr-defined]
+
+
 def _scale_where_converted(value: SSAValue) -> float:
     """The scale of an int8 value where a host segment converts it (its dequantize, or the
     quantize or rescale that made it); 1 where it stays codes (a fixed op reads them)."""
@@ -316,12 +320,12 @@ def host_segment(op: npu.HostOp, token: int) -> isa.HostSegmentOp:
     for index, (value, argument) in enumerate(zip(op.inputs, body.block.args)):
         shape = shape_of(value)
         name = ", ".join(location_names(value.owner.location)) or f"input{index}"
-        tensors.append(isa.IoOp(name, "input", shape, "int8", _scale_where_converted(argument), 0,
+        tensors.append(isa.IoOp(name, "input", shape, _dtype(value), _scale_where_converted(argument), 0,
                                 address_of(value), _io_layout(shape)))
     for index, (value, inner) in enumerate(zip(op.outputs, yielded.operands)):
         shape = shape_of(value)
         name = ", ".join(location_names(inner.owner.location)) or f"output{index}"
-        dtype = numpy_dtype(value.type.get_element_type()).name  # type: ignore[attr-defined]
+        dtype = _dtype(value)
         scale = 1.0 if dtype == "float32" else _scale_where_converted(inner)
         tensors.append(isa.IoOp(name, "output", shape, dtype, scale, 0, address_of(value), _io_layout(shape)))
     returned = func.ReturnOp(*yielded.operands)

@@ -54,30 +54,27 @@ def segment_function(segment: HostSegment) -> func.FuncOp:
 
 
 class HostSegments:
-    """A binary's host segments by token, each parsed once, run against a Machine's DDR."""
+    """A binary's host segments by token, parsed once before the program runs, run against a Machine's DDR."""
 
     def __init__(self, binary: Binary):
+        from xnpu.runner import interpreter_functions
+
         self.binary = binary
         self.segments = {segment.token: segment for segment in binary.host_segments}
         self.programs: dict[int, tuple[Interpreter, func.FuncOp]] = {}
-
-    def program(self, segment: HostSegment) -> tuple[Interpreter, func.FuncOp]:
-        if segment.token not in self.programs:
-            from xnpu.runner import interpreter_functions
-
+        for segment in binary.host_segments:
             function = segment_function(segment)
             interpreter = Interpreter(function.parent_op())
             for functions in interpreter_functions():
                 interpreter.register_implementations(functions)
             self.programs[segment.token] = (interpreter, function)
-        return self.programs[segment.token]
 
     def run(self, token: int, machine: Machine) -> bool:
         """Run the segment `token` names on the machine's DDR; False when no segment has that token."""
         segment = self.segments.get(token)
         if segment is None:
             return False
-        interpreter, function = self.program(segment)
+        interpreter, function = self.programs[token]
         args = tuple(machine.read_tensor(tensor) for tensor in segment.inputs)
         try:
             results = interpreter.call_op(function, args)

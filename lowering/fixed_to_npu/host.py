@@ -8,15 +8,14 @@ placed on the host, with its reason (`why_not`, the legality module's words) as
 `npu.host_reason`. Connected host ops are merged into one segment (one hand-off each) as
 long as no path leaves the segment and comes back into it (that would need the accelerator
 in the middle of the segment); the `fixed.dequantize` / `fixed.quantize` ops converting a
-float op's int8 operands and result go with it, and the constants a segment reads are
-copied into it. The module is then put back in an order where every value is defined before
+float op's int8 operands and result go with it, so segments hand off int8 tensors (and float
+program outputs), and the constants a segment reads are copied into it. The module is then put back in an order where every value is defined before
 its use (a segment stands where its last op stood, its users after it).
 """
 
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections.abc import Callable
 
 from xdsl.dialects import func
@@ -68,30 +67,30 @@ def _acyclic(members: set[Operation], ancestors: dict[Operation, frozenset[Opera
 
 
 def segments(host_ops: list[Operation], ancestors: dict[Operation, frozenset[Operation]]) -> list[list[Operation]]:
-    """Maximal connected groups of host ops, in program order, that the accelerator need not enter."""
-    segment_of: dict[Operation, int] = {}
-    groups: dict[int, list[Operation]] = {}
-    fresh = itertools.count()
-    for op in host_ops:
-        neighbours: list[int] = []
-        for value in op.operands:
-            owner = value.owner
-            if owner in segment_of and segment_of[owner] not in neighbours:
-                neighbours.append(segment_of[owner])
-        chosen: list[int] = []
-        for candidate in neighbours:
-            members = {op, *(m for s in (*chosen, candidate) for m in groups[s])}
-            if _acyclic(members, ancestors):
-                chosen.append(candidate)
-        key = chosen[0] if chosen else next(fresh)
-        group = groups.setdefault(key, [])
-        for other in chosen[1:]:
-            group.extend(groups.pop(other))
-        group.append(op)
-        for member in group:
-            segment_of[member] = key
+    """Maximal connected groups of host ops, in program order, that the accelerator need not enter.
+
+    Every op starts alone; groups joined by a def-use edge merge while the merged group stays
+    acyclic, until none can. A dequantize joins the group of the float op it feeds first, so a
+    float value never passes between two segments (a hand-off is int8, or a float program output).
+    """
     order = {op: index for index, op in enumerate(host_ops)}
-    return sorted((sorted(g, key=order.__getitem__) for g in groups.values()), key=lambda g: order[g[0]])
+    group_of = dict(order)
+    groups = {index: {op} for op, index in order.items()}
+    edges = sorted(((value.owner, op) for op in host_ops for value in op.operands if value.owner in order),
+                   key=lambda edge: not isinstance(edge[0], fixed.DequantizeOp))
+    merged = True
+    while merged:
+        merged = False
+        for producer, user in edges:
+            first, second = group_of[producer], group_of[user]
+            if first == second or not _acyclic(groups[first] | groups[second], ancestors):
+                continue
+            groups[first] |= groups.pop(second)
+            for op in groups[first]:
+                group_of[op] = first
+            merged = True
+    ordered = [sorted(group, key=order.__getitem__) for group in groups.values()]
+    return sorted(ordered, key=lambda group: order[group[0]])
 
 
 def outline(members: list[Operation], block: Block) -> npu.HostOp:
