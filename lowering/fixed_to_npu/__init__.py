@@ -33,7 +33,8 @@ from xdsl.transforms.dead_code_elimination import dce
 from xnpu.dialects import fixed, nn, npu
 from xnpu.errors import XnpuError
 from xnpu.ir_io import describe_op
-from xnpu.lowering.fixed_to_npu.host import place_on_host
+from xnpu.lowering.fixed_to_npu.host import place_on_host, split_output_dequantizes
+from xnpu.lowering.fixed_to_npu.natives import PENDING
 from xnpu.lowering.pdl_driver import PatternContext, apply_patterns, load_natives, load_patterns, split_paths
 from xnpu.target import legality
 from xnpu.target.description import TargetDescription, load_target
@@ -43,8 +44,6 @@ BOUNDARY = (fixed.ConstantOp, fixed.QuantizeOp, fixed.DequantizeOp, func.ReturnO
 
 
 def fixed_to_npu_patterns(extra=()):
-    import xnpu.lowering.fixed_to_npu.natives  # noqa: F401  (registers by decoration)
-
     return load_patterns([PATTERN_DIR, *extra])
 
 
@@ -121,13 +120,38 @@ def check_selected(module: ModuleOp, target: TargetDescription, ctx: PatternCont
 
 def lower_fixed_to_npu(module: ModuleOp, target_name: str, extra_patterns=(), host_fallback: bool = True) -> list[str]:
     """Select the units of `target_name` for a fixed module (in place); returns the patterns that fired.
-    With `host_fallback`, what no unit takes goes to npu.host segments instead of failing."""
+
+    With `host_fallback`, what no unit takes is placed on the host: in rounds, because an op
+    that waits for its producer's unit (a table after a conv, to become its epilogue) can be
+    selected on its own once that producer is known to run on the host. Each round marks
+    the ops nothing waits behind with their reason (`npu.host_reason`, which the patterns
+    read as "selected elsewhere"); the marked ops then become npu.host segments.
+    """
     target = load_target(target_name)
     ctx = PatternContext(target)
-    fired = apply_patterns(module, fixed_to_npu_patterns(extra_patterns), ctx)
-    dce(module)  # constants a pattern replaced (a reshaped or densified kernel's original)
+    patterns = fixed_to_npu_patterns(extra_patterns)
+    function = only_function(module)
+    fired: list[str] = []
+    placed: list[Operation] = []
     if host_fallback:
-        place_on_host(only_function(module), lambda op: host_reason(op, ctx), lambda op: unselected(op, ctx) is not None)
+        split_output_dequantizes(function)
+    while True:
+        fired += apply_patterns(module, patterns, ctx)
+        dce(module)  # constants a pattern replaced (a reshaped or densified kernel's original)
+        if not host_fallback:
+            break
+        left = [op for op in function.body.block.ops if op not in placed and unselected(op, ctx)]
+        waiting = {op for op in left for value in op.operands if value.owner in left and isinstance(value.owner, PENDING)}
+        ready = [op for op in left if op not in waiting]
+        if not ready:
+            break
+        for op in ready:
+            reason = host_reason(op, ctx)
+            if reason:
+                op.attributes[npu.HOST_REASON] = StringAttr(reason)
+        placed += ready
+    if placed:
+        place_on_host(function, [op for op in function.body.block.ops if op in set(placed)])
     check_selected(module, target, ctx)
     module.attributes[npu.TARGET_ATTRIBUTE] = StringAttr(target_name)
     return fired

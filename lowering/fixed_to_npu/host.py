@@ -155,20 +155,10 @@ def sort_topologically(block: Block) -> None:
         block.add_ops(order)
 
 
-def place_on_host(function: func.FuncOp, reason: Callable[[Operation], str | None],
-                  needs_placement: Callable[[Operation], bool]) -> list[npu.HostOp]:
-    """Outline every op `needs_placement` accepts into npu.host segments; `reason(op)` is the
-    reason recorded on it (None for the conversions a float op needs)."""
+def place_on_host(function: func.FuncOp, host_ops: list[Operation]) -> list[npu.HostOp]:
+    """Outline `host_ops` (top-level ops of `function`, in program order) into npu.host segments."""
     block = function.body.block
-    split_output_dequantizes(function)
     ops = list(block.ops)
-    host_ops = [op for op in ops if needs_placement(op)]
-    if not host_ops:
-        return []
-    for op in host_ops:
-        why = reason(op)
-        if why:
-            op.attributes[npu.HOST_REASON] = StringAttr(why)
     hosts = [outline(group, block) for group in segments(host_ops, _ancestors(ops))]
     sort_topologically(block)
     return hosts
