@@ -164,6 +164,7 @@ def module_from_binary(binary: Binary, target: str | None = None) -> ModuleOp:
     return module
 
 
+_HOST_SEGMENT_LINE = re.compile(r"^(\s*)isa\.host_segment (\d+) ")
 _INSTRUCTION_LINE = re.compile(r"^(\s*)isa\.(" + "|".join(m.lower() for m in isa.INSTRUCTION_OPS) + r") ")
 
 
@@ -187,6 +188,9 @@ def disassemble(binary: Binary, target: str | None = None, constants: bool = Tru
         out.write(f"// constants: {len(binary.constants)} bytes (not shown)\n")
     index = 0
     for line in text.splitlines():
+        segment = _HOST_SEGMENT_LINE.match(line)
+        if segment:
+            out.write(f"{segment.group(1)}// host segment (section 7): run by the host where SYNC token {segment.group(2)} hands off\n")
         match = _INSTRUCTION_LINE.match(line)
         if match:
             names = ", ".join(binary.provenance.get(index, ())) or "-"

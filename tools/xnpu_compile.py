@@ -15,7 +15,8 @@ npu, isa), the binary (bin, the default) or the fixed level as TOSA 1.0 (tosa).
 `--print-ir-after-all` prints the
 module after every step to stderr. An op the target cannot run is placed on the host (a host
 segment of the binary, run where the accelerator hands off); the placement summary goes to
-stderr unless `--quiet`, and `--no-host-fallback` makes any such op one error instead. Every failure is one line `xnpu-compile: error: ...` and
+stderr unless `--quiet`, and `--no-host-fallback` makes any such op one error instead. `--report DIR` writes the
+per-layer error report of xnpu-quantize, each layer with where it runs on the target. Every failure is one line `xnpu-compile: error: ...` and
 exit status 1; the output file is written atomically, so a failed compile leaves none.
 """
 
@@ -59,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-host-fallback", action="store_true",
                         help="fail on an op the target cannot run instead of placing it on the host")
     parser.add_argument("--quiet", "-q", action="store_true", help="do not print the placement summary")
+    parser.add_argument("--report", metavar="DIR",
+                        help="write the per-layer error report (as xnpu-quantize --report), with where each layer runs")
+    parser.add_argument("--report-samples", type=int, metavar="N", help="compute the report on the first N samples")
     add_input_shape_option(parser)
     return parser
 
@@ -91,7 +95,11 @@ def compile_main(args: argparse.Namespace) -> None:
             raise XnpuError(f"--emit={args.emit} needs --calibration samples")
         calibration = _load_calibration(args.calibration, args.calibration_samples)
 
+    report_modules = {}
+
     def after_pass(name, module):
+        if args.report is not None and name in ("import-onnx", "fold-quantize-pairs"):
+            report_modules[name] = module.clone()  # the float and the int8 model the report compares
         if args.print_ir_after_all:
             sys.stderr.write(f"// -----// IR Dump After {name} //----- //\n")
             sys.stderr.write(print_ir(module))
@@ -104,10 +112,20 @@ def compile_main(args: argparse.Namespace) -> None:
         compress_min_elements=args.compress_min_elements, compress_exclude=args.compress_exclude,
         input_shapes=shapes, host_fallback=not args.no_host_fallback,
     )
-    if args.emit in ("npu", "isa", "bin") and not args.quiet:
+    placement = None
+    if args.emit in ("npu", "isa", "bin"):
         from xnpu.placement import placement_of
 
-        sys.stderr.write(placement_of(result).summary() + "\n")
+        placement = placement_of(result)
+        if not args.quiet:
+            sys.stderr.write(placement.summary() + "\n")
+    if args.report is not None:  # before the output: a failed report leaves no output behind
+        from xnpu.tools.xnpu_quantize import write_layer_report
+
+        if "fold-quantize-pairs" not in report_modules:
+            raise XnpuError("--report needs the int8 model: compile to --emit=fixed or below")
+        write_layer_report(args, report_modules["import-onnx"], report_modules["fold-quantize-pairs"], calibration,
+                           placement)
     # TOSA goes out in MLIR's generic form, the one every upstream parser reads (docs/tosa.md)
     write_output(args.output, result.to_bytes() if args.emit == "bin" else print_ir(result, generic=args.emit == "tosa"))
 

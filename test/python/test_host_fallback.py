@@ -212,3 +212,20 @@ def test_mobilenetv3_like_compiles_for_both_targets_with_its_softmax_on_the_host
             binary = xnpu.compile(model, x[:32], target=target, progress=False)
         assert [(op.op, op.nodes) for op in xnpu.placement_of(binary).host] == [("nn.softmax", ("softmax",))]
         assert np.array_equal(run_binary(binary, x[32:34])["probs"], expected)
+
+
+def test_the_compile_report_says_where_each_layer_runs(tmp_path):
+    import json
+
+    model = tmp_path / "m.onnx"
+    onnx.save(_model(9, softmax=False), model)
+    np.save(tmp_path / "calib.npy", _data(8))
+    report = tmp_path / "report"
+    assert xnpu_compile.main([str(model), "--calibration", str(tmp_path / "calib.npy"), "--target", "xnpu_lite", "-q",
+                              "--report", str(report), "-o", str(tmp_path / "m.xnb")]) == 0
+    layers = {layer["name"]: layer["runs_on"] for layer in json.loads((report / "report.json").read_text())["layers"]}
+    assert layers["conv"] == "host" and layers["fc"] == "accelerator"
+    text = (report / "report.txt").read_text().splitlines()
+    assert any(line.startswith("layer") and "runs on" in line for line in text)
+    assert [line.split()[2] for line in text if line.startswith("conv ")] == ["host"]
+    assert "host" in (report / "report.html").read_text()
