@@ -1,21 +1,26 @@
-"""Compile time and interpreter latency against onnxruntime, on the same model and images.
+"""Compile time, simulator latency and memory against onnxruntime, on the same models and data.
 
-    .venv/bin/python bench/accelerator.py [--model resnet18_like] [--target xnpu_default] [--runs 3] | tee bench/results/accelerator.md
+    .venv/bin/python bench/accelerator.py [--models resnet18_like mobilenetv2_like] [--rounds 3] | tee bench/results/accelerator.md
 
-One run measures, side by side:
-- compile: `xnpu.compile` (ONNX -> calibration on the 32 calibration images -> fixed ->
-  isa -> binary) vs onnxruntime `quantize_static` (QDQ, MinMax, per-channel, symmetric int8)
-  on the same images;
-- latency of one 224x224 inference: the xnpu binary on the bit-exact simulator vs
-  onnxruntime float32 and onnxruntime's int8 model (2 threads each);
-- bit-exactness of the binary against the fixed IR, and the agreement of both with float;
-- per convolution layer: whether the float32 GEMM path is exact (K * 127^2 < 2^24) and how
-  long one exact int8 convolution takes in float32 (chunked K) vs float64 GEMM.
+One run measures, side by side, for every model (default: all five bench models):
+- compile: `xnpu.compile` (ONNX -> calibration -> fixed -> isa -> binary; digits: the 200
+  calibration samples, imagenet_like: the 32 calibration images) vs onnxruntime
+  `quantize_static` (QDQ, MinMax, per-channel, symmetric int8) on the same samples;
+- latency of one sample: the binary on the bit-exact simulator vs onnxruntime float32 and
+  onnxruntime's int8 model (2 threads each); the simulator also with one OpenBLAS thread
+  (OPENBLAS_NUM_THREADS=1): on a machine whose cores other processes keep busy, OpenBLAS's
+  waiting threads spin against the main one and two threads are several times slower;
+- the peak RSS of each step's process: every step runs in a fresh process, xnpu's and
+  onnxruntime's alike, and the rounds alternate between them (best time of the rounds);
+- that the binary is bit-identical to the fixed IR, on evaluation samples;
+- where the simulator's time goes, per instruction class (wall time of one sample).
+Ratios are xnpu / onnxruntime; a ratio below 1 means xnpu is faster.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import sys
 import tempfile
 import time
@@ -25,123 +30,176 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    agreement,
     bench_models,
     best_time,
+    import_packages,
+    interleaved_best,
+    measure_in_child,
     ort_quantize,
     ort_session,
     table,
 )
 
-import xnpu  # noqa: E402
-from xnpu.pipeline import lower_to_isa  # noqa: E402
-from xnpu.target.emit import emit_binary  # noqa: E402
-from xnpu.dialects import fixed  # noqa: E402
-from xnpu.semantics import fixed_point  # noqa: E402
+ALL_MODELS = ["digits_plain", "digits_resnet", "digits_se", "resnet18_like", "mobilenetv2_like"]
 
 
-def conv_gemm_paths(module, runs: int) -> list[dict]:
-    """For each fixed.conv2d: exact float32 path or not, and both GEMM times on random int8 data."""
-    rows = []
-    rng = np.random.default_rng(0)
-    for op in module.walk():
-        if not isinstance(op, fixed.Conv2dOp):
-            continue
-        x_shape = fixed.shape_of(op.input)
-        w_shape = fixed.shape_of(op.weight)
-        group = op.group.value.data
-        reduction = w_shape[1] * w_shape[2] * w_shape[3]
-        x = rng.integers(-127, 128, x_shape)
-        w = rng.integers(-127, 128, w_shape)
-        args = (fixed.ints(op.strides), fixed.ints(op.pads), fixed.ints(op.dilations), group)
-        t64 = best_time(lambda: fixed_point.conv2d_accumulate_exact(x, w, *args, dtype=np.float64), runs)
-        t32 = best_time(lambda: fixed_point.conv2d_accumulate_exact(x, w, *args, dtype=np.float32), runs)
-        same = np.array_equal(
-            fixed_point.conv2d_accumulate_exact(x, w, *args, dtype=np.float64),
-            fixed_point.conv2d_accumulate_exact(x, w, *args, dtype=np.float32),
-        )
-        rows.append({
-            "layer": str(op.location).replace("loc(", "").rstrip(")")[:40],
-            "K": reduction,
-            "f32 exact unchunked": reduction * 127 * 127 < 2**24,
-            "f64 ms": t64 * 1e3,
-            "f32 ms": t32 * 1e3,
-            "same result": same,
-        })
-    return rows
+# Each step imports its libraries before its clock starts (as a user's process has them
+# loaded once), and returns (seconds, result).
+
+
+def ort_quantize_step(model_path: str, calibration: np.ndarray, out: str) -> tuple[float, None]:
+    return ort_quantize(model_path, calibration, out), None
+
+
+def xnpu_compile(model_path: str, calibration: np.ndarray, target: str) -> tuple[float, bytes]:
+    import xnpu
+
+    import_packages("xnpu.frontend", "xnpu.transforms", "xnpu.lowering", "xnpu.target")  # the libraries, not the work
+    start = time.perf_counter()
+    binary = xnpu.compile(model_path, calibration, target=target, progress=False).to_bytes()
+    return time.perf_counter() - start, binary
+
+
+def _ort_inference(model_path: str, x: np.ndarray):
+    session = ort_session(model_path)
+    session.run(None, {"input": x})  # first run outside the clock
+    return lambda: session.run(None, {"input": x})
+
+
+def _xnpu_inference(binary_path: str, x: np.ndarray):
+    from xnpu.target.binary import Binary
+    from xnpu.target.simulator import run_binary
+
+    binary = Binary.from_bytes(Path(binary_path).read_bytes())
+    run_binary(binary, {"input": x})  # the first run loads the constants and prepares the weights
+    return lambda: run_binary(binary, {"input": x})
+
+
+def ort_latency(model_path: str, x: np.ndarray, repeat: int) -> tuple[float, None]:
+    return best_time(_ort_inference(model_path, x), repeat), None
+
+
+def xnpu_latency(binary_path: str, x: np.ndarray, repeat: int) -> tuple[float, None]:
+    return best_time(_xnpu_inference(binary_path, x), repeat), None
+
+
+def simulator_profile(binary, x: np.ndarray, runs: int) -> dict[str, tuple[int, float]]:
+    """Wall time of one sample per instruction class: {mnemonic: (count, best seconds)}."""
+    from xnpu.target.simulator import machine_for, run_binary
+
+    machine = machine_for(binary)
+    run_binary(binary, {"input": x})
+    units = dict(machine._units)
+    best: dict[str, float] = {}
+    counts: collections.Counter = collections.Counter()
+    try:
+        for _ in range(runs):
+            spent: collections.Counter = collections.Counter()
+            counts.clear()
+            for name, unit in units.items():
+                def timed(instruction, unit=unit, name=name):
+                    start = time.perf_counter()
+                    unit(instruction)
+                    spent[name] += time.perf_counter() - start
+                    counts[name] += 1
+                machine._units[name] = timed
+            start = time.perf_counter()
+            run_binary(binary, {"input": x})
+            spent["(total run_binary)"] = time.perf_counter() - start
+            for name, seconds in spent.items():
+                best[name] = min(best.get(name, float("inf")), seconds)
+    finally:
+        machine._units.update(units)
+    return {name: (counts.get(name, 1), seconds) for name, seconds in best.items()}
+
+
+def bench_model(model, target: str, rounds: int, runs: int, eval_count: int, workdir: Path) -> tuple[dict, str]:
+    import xnpu
+    from xnpu.pipeline import lower_to_isa
+    from xnpu.target.emit import emit_binary
+    from xnpu.target.simulator import run_binary
+
+    ort_int8 = str(workdir / f"{model.name}.int8.onnx")
+    compiled = interleaved_best({
+        "xnpu": lambda: _timed(measure_in_child(xnpu_compile, str(model.path), model.calibration, target)),
+        "ort": lambda: _timed(measure_in_child(ort_quantize_step, str(model.path), model.calibration, ort_int8)),
+    }, rounds)
+    binary_path = workdir / f"{model.name}.xnb"
+    binary_path.write_bytes(compiled["xnpu"].result)
+    one = model.evaluation[:1]
+    latency = interleaved_best({
+        "xnpu": lambda: _timed(measure_in_child(xnpu_latency, str(binary_path), one, runs)),
+        "xnpu 1t": lambda: _timed(measure_in_child(xnpu_latency, str(binary_path), one, runs,
+                                                   env={"OPENBLAS_NUM_THREADS": "1"})),
+        "fp32": lambda: _timed(measure_in_child(ort_latency, str(model.path), one, runs * 3)),
+        "int8": lambda: _timed(measure_in_child(ort_latency, ort_int8, one, runs * 3)),
+    }, rounds)
+
+    fixed_module = xnpu.compile(model.path, model.calibration, target=target, stop_at="fixed", progress=False)
+    binary = emit_binary(lower_to_isa(fixed_module.clone(), target))
+    x = model.evaluation[:eval_count]
+    fixed_out = xnpu.run(fixed_module, x)
+    binary_out = run_binary(binary, {"input": x})
+    bit_exact = all(np.array_equal(binary_out[name], fixed_out[name]) for name in fixed_out)
+    profile = simulator_profile(binary, one, runs)
+
+    row = {
+        "model": model.name,
+        "calib": len(model.calibration),
+        "compile s": compiled["xnpu"].seconds,
+        "ort quantize s": compiled["ort"].seconds,
+        "compile ratio": compiled["xnpu"].seconds / compiled["ort"].seconds,
+        "compile MB": compiled["xnpu"].peak_rss_mb,
+        "ort quantize MB": compiled["ort"].peak_rss_mb,
+        "sim ms": latency["xnpu"].seconds * 1e3,
+        "ort fp32 ms": latency["fp32"].seconds * 1e3,
+        "sim/fp32": latency["xnpu"].seconds / latency["fp32"].seconds,
+        "sim 1 BLAS thread ms": latency["xnpu 1t"].seconds * 1e3,
+        "sim 1t/fp32": latency["xnpu 1t"].seconds / latency["fp32"].seconds,
+        "ort int8 ms": latency["int8"].seconds * 1e3,
+        "sim MB": latency["xnpu"].peak_rss_mb,
+        "ort fp32 MB": latency["fp32"].peak_rss_mb,
+        f"bit-exact ({len(x)})": bit_exact,
+    }
+    total = profile.pop("(total run_binary)")[1]
+    lines = [f"{model.name}: one sample on the simulator, {total * 1e3:.1f} ms (best of {runs})", "",
+             "| instruction | count | ms | share |", "|---|---|---|---|"]
+    for name, (count, seconds) in sorted(profile.items(), key=lambda item: -item[1][1]):
+        lines.append(f"| {name} | {count} | {seconds * 1e3:.2f} | {100 * seconds / total:.1f}% |")
+    lines.append(f"| (outside the units: quantize, io, dispatch) | | {(total - sum(s for _, s in profile.values())) * 1e3:.2f} | |")
+    return row, "\n".join(lines)
+
+
+def _timed(measured):
+    """The step's own clock (its imports and set-up excluded), the child's RSS and result."""
+    seconds, result = measured.result
+    return type(measured)(seconds, measured.peak_rss_mb, result)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="resnet18_like")
+    parser.add_argument("--models", nargs="+", default=ALL_MODELS, choices=ALL_MODELS)
     parser.add_argument("--target", default="xnpu_default")
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--eval", type=int, default=4, help="evaluation images for the agreement check")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per comparison (best is kept)")
+    parser.add_argument("--runs", type=int, default=5, help="inferences per latency measurement (best is kept)")
+    parser.add_argument("--eval", type=int, default=8, help="evaluation samples for the bit-exactness check")
     args = parser.parse_args()
-    (model,) = bench_models([args.model])
-    x = model.evaluation[: args.eval]
-
-    with tempfile.TemporaryDirectory() as tmp:
-        ort_int8_path = Path(tmp) / "int8.onnx"
-        ort_quantize_s = ort_quantize(model.path, model.calibration, ort_int8_path)
-
-        start = time.perf_counter()
-        fixed_module = xnpu.compile(model.path, model.calibration, target=args.target, stop_at="fixed")
-        quantize_s = time.perf_counter() - start
-        start = time.perf_counter()
-        binary = emit_binary(lower_to_isa(fixed_module.clone(), args.target))
-        lower_s = time.perf_counter() - start
-        compile_s = quantize_s + lower_s
-
-        from xnpu.target.simulator import run_binary
-
-        fp32 = ort_session(model.path)
-        int8 = ort_session(ort_int8_path)
-        one = x[:1]
-        ort_fp32_s = best_time(lambda: fp32.run(None, {"input": one}), args.runs * 3)
-        ort_int8_s = best_time(lambda: int8.run(None, {"input": one}), args.runs * 3)
-        xnpu_s = best_time(lambda: run_binary(binary, {"input": one}), args.runs)
-
-        reference = np.concatenate([fp32.run(None, {"input": x[i : i + 1]})[0] for i in range(len(x))])
-        fixed_out = xnpu.run(fixed_module, x)
-        name = next(iter(fixed_out))
-        binary_out = run_binary(binary, {"input": x})[name]
-        bit_exact = np.array_equal(binary_out, fixed_out[name])
-        ort_int8_out = np.concatenate([int8.run(None, {"input": x[i : i + 1]})[0] for i in range(len(x))])
-
-    print(f"# {model.name} on {args.target}\n")
-    print(table(
-        [
-            {"step": "quantize (calibrate + lower to fixed)", "xnpu s": quantize_s},
-            {"step": "fixed -> isa -> binary", "xnpu s": lower_s},
-            {"step": "total compile", "xnpu s": compile_s, "onnxruntime s": ort_quantize_s,
-             "ratio xnpu/ort": compile_s / ort_quantize_s},
-        ],
-        ["step", "xnpu s", "onnxruntime s", "ratio xnpu/ort"],
-    ))
+    rows, profiles = [], []
+    with tempfile.TemporaryDirectory(prefix="xnpu-bench-") as tmp:
+        for model in bench_models(args.models):
+            print(f"{model.name} ...", file=sys.stderr)
+            row, profile = bench_model(model, args.target, args.rounds, args.runs, args.eval, Path(tmp))
+            rows.append(row)
+            profiles.append(profile)
+    columns = list(rows[0])
+    columns[-1:] = [c for c in rows[0] if c.startswith("bit-exact")]
+    print(f"# xnpu beside onnxruntime on {args.target} ({args.rounds} alternating rounds, best kept)\n")
+    print("Compile: xnpu.compile (calibrate, quantize, lower, emit) vs onnxruntime quantize_static (per-channel "
+          "MinMax), same samples. Latency: one sample; the simulator is bit-exact. MB: peak RSS of the "
+          "process that did the step.\n")
+    print(table(rows, columns))
     print()
-    print(table(
-        [
-            {"engine": "xnpu binary on the simulator (bit-exact)", "ms": xnpu_s * 1e3, "x fp32": xnpu_s / ort_fp32_s},
-            {"engine": "onnxruntime float32", "ms": ort_fp32_s * 1e3, "x fp32": 1.0},
-            {"engine": "onnxruntime int8 (QDQ)", "ms": ort_int8_s * 1e3, "x fp32": ort_int8_s / ort_fp32_s},
-        ],
-        ["engine", "ms", "x fp32"],
-    ))
-    print()
-    print(f"binary == fixed IR on {len(x)} images: {bit_exact}")
-    print(table(
-        [
-            {"model": "xnpu int8", **agreement(reference, binary_out)},
-            {"model": "onnxruntime int8", **agreement(reference, ort_int8_out)},
-        ],
-        ["model", "top1_agree", "cos_mean", "cos_min"],
-    ))
-    print(f"binary: {len(binary.to_bytes()) / 1e6:.2f} MB, {len(binary.instructions)} instructions\n")
-    rows = conv_gemm_paths(fixed_module, args.runs)
-    print(table(rows, ["layer", "K", "f32 exact unchunked", "f64 ms", "f32 ms", "same result"]))
-    print(f"\nconvolutions: float64 {sum(r['f64 ms'] for r in rows):.1f} ms, "
-          f"float32 (chunked K) {sum(r['f32 ms'] for r in rows):.1f} ms")
+    print("\n\n".join(profiles))
 
 
 if __name__ == "__main__":

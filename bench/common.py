@@ -130,14 +130,105 @@ def table(rows: list[dict], columns: list[str]) -> str:
     return "\n".join(lines)
 
 
-def ort_quantize(model_path: Path, calibration: np.ndarray, out: Path) -> float:
+def ort_quantize(model_path: Path | str, calibration: np.ndarray, out: Path | str, per_channel: bool = True,
+                 input_name: str = "input") -> float:
+    """onnxruntime quantize_static (QDQ, MinMax, symmetric int8): its seconds, libraries loaded first."""
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
     start = time.perf_counter()
     quantize_static(
-        str(model_path), str(out), ArrayReader("input", calibration), quant_format=QuantFormat.QDQ,
-        per_channel=True, activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+        str(model_path), str(out), ArrayReader(input_name, calibration), quant_format=QuantFormat.QDQ,
+        per_channel=per_channel, activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
         calibrate_method=CalibrationMethod.MinMax,
         extra_options={"ActivationSymmetric": True, "WeightSymmetric": True},
     )
     return time.perf_counter() - start
+
+
+# --------------------------------------------------------------------------------------
+# Steps measured in a fresh process: wall time and the process's peak RSS
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Measured:
+    seconds: float  # best of the calls
+    peak_rss_mb: float  # the whole process's high-water mark (Python, libraries, the step)
+    result: object
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set (VmHWM), in MB."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _child(connection, function, args, repeat: int) -> None:
+    try:
+        best, result = float("inf"), None
+        for _ in range(repeat):
+            start = time.perf_counter()
+            result = function(*args)
+            best = min(best, time.perf_counter() - start)
+        connection.send((best, peak_rss_mb(), result, None))
+    except BaseException as error:  # reported by the parent
+        connection.send((None, None, None, f"{type(error).__name__}: {error}"))
+
+
+def import_packages(*names: str) -> None:
+    """Import every module of these packages: a timed step then measures its work, not imports."""
+    import importlib
+    import pkgutil
+
+    for name in names:
+        package = importlib.import_module(name)
+        for module in pkgutil.walk_packages(package.__path__, f"{name}."):
+            importlib.import_module(module.name)
+
+
+def measure_in_child(function: Callable, *args, repeat: int = 1, env: dict[str, str] | None = None) -> Measured:
+    """Call `function(*args)` `repeat` times in a fresh (spawned) process: the best time, the
+    process's peak RSS and the last result. Imports happen before the clock starts only as
+    far as `function` does them itself; each engine pays its own the same way. `env` adds
+    environment variables for the child (e.g. OPENBLAS_NUM_THREADS, read when numpy loads)."""
+    import multiprocessing
+    import os
+
+    context = multiprocessing.get_context("spawn")
+    parent, child = context.Pipe(duplex=False)
+    process = context.Process(target=_child, args=(child, function, args, repeat))
+    saved = dict(os.environ)
+    os.environ.update(env or {})
+    try:
+        process.start()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    child.close()
+    seconds, rss, result, error = parent.recv()
+    process.join()
+    if error is not None:
+        raise RuntimeError(f"{getattr(function, '__name__', function)} failed in the child process: {error}")
+    return Measured(seconds, rss, result)
+
+
+def interleaved_best(steps: dict[str, Callable[[], Measured]], rounds: int) -> dict[str, Measured]:
+    """Run every step once per round, alternating, and keep each step's fastest round (with the
+    largest peak RSS seen): a busy machine slows both sides of a comparison alike."""
+    best: dict[str, Measured] = {}
+    for _ in range(rounds):
+        for name, step in steps.items():
+            measured = step()
+            kept = best.get(name)
+            if kept is None or measured.seconds < kept.seconds:
+                rss = max(measured.peak_rss_mb, kept.peak_rss_mb) if kept else measured.peak_rss_mb
+                best[name] = Measured(measured.seconds, rss, measured.result)
+    return best

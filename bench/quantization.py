@@ -17,9 +17,12 @@ images 0-31) and evaluated on the same inputs (digits: test_x, 500; imagenet_lik
                 kernels, which on x86 without VNNI saturate 16-bit pair sums and lose accuracy)
 
 Columns: top-1 accuracy (digits only: the imagenet_like weights are random), top-1
-agreement and logits cosine (mean, min over samples) against the float logits, and the
-time of the quantize call (xnpu: calibration + lowering; onnxruntime: quantize_static,
-which calibrates too). The table is printed and written to bench/results/quantization.md.
+agreement and logits cosine (mean, min over samples) against the float logits, the time of
+the quantize call (xnpu: calibration + lowering; onnxruntime: quantize_static, which
+calibrates too), its ratio to onnxruntime's with the same weight granularity (per-tensor or
+per-channel) in the same run, and the peak RSS of the process that quantized: each quantize
+call runs in a fresh process, xnpu's and onnxruntime's alike. The table is printed and
+written to bench/results/quantization.md.
 """
 
 from __future__ import annotations
@@ -34,7 +37,17 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import ArrayReader, accuracy, agreement, bench_models, ort_run_each, ort_session, table  # noqa: E402
+from common import (  # noqa: E402
+    accuracy,
+    agreement,
+    bench_models,
+    import_packages,
+    measure_in_child,
+    ort_quantize,
+    ort_run_each,
+    ort_session,
+    table,
+)
 
 import xnpu  # noqa: E402
 
@@ -47,7 +60,8 @@ XNPU_CONFIGS = (  # (label, per_channel, variant)
     ("per-channel, direct", True, "direct"),
 )
 ORT_CONFIGS = (("per-tensor", False), ("per-channel", True))
-COLUMNS = ["model", "engine", "config", "accuracy", "top1_agree", "cos_mean", "cos_min", "quantize_s"]
+COLUMNS = ["model", "engine", "config", "accuracy", "top1_agree", "cos_mean", "cos_min", "quantize_s",
+           "x ort", "quantize_MB"]
 
 
 def only_output(outputs: dict[str, np.ndarray]) -> np.ndarray:
@@ -55,62 +69,54 @@ def only_output(outputs: dict[str, np.ndarray]) -> np.ndarray:
     return logits
 
 
-def xnpu_rows(model, reference: np.ndarray, evaluation: np.ndarray) -> list[dict]:
+def xnpu_quantize_and_run(path: str, calibration: np.ndarray, evaluation: np.ndarray, per_channel: bool,
+                          variant: str) -> tuple[float, np.ndarray]:
+    """In a fresh process: the quantize call's time (imports done first), then the int8 logits."""
+    import_packages("xnpu.frontend", "xnpu.transforms", "xnpu.lowering")  # the libraries, not the work
+
+    module = xnpu.import_onnx(path)
+    start = time.perf_counter()
+    fixed = xnpu.quantize(module, calibration, method="minmax", per_channel=per_channel, variant=variant,
+                          progress=False)
+    elapsed = time.perf_counter() - start
+    return elapsed, only_output(xnpu.run(fixed, evaluation))
+
+
+def xnpu_rows(model, reference: np.ndarray, evaluation: np.ndarray, ort_seconds: dict[bool, float]) -> list[dict]:
     rows = []
     for label, per_channel, variant in XNPU_CONFIGS:
-        module = xnpu.import_onnx(model.path)
-        start = time.perf_counter()
-        fixed = xnpu.quantize(module, model.calibration, method="minmax", per_channel=per_channel, variant=variant,
-                              progress=False)
-        elapsed = time.perf_counter() - start
-        logits = only_output(xnpu.run(fixed, evaluation))
-        rows.append(row(model, "xnpu", f"minmax, {label}", reference, logits, elapsed))
-        print(f"  xnpu {label}: {rows[-1]['cos_mean']:.5f} ({elapsed:.1f} s)", file=sys.stderr)
+        measured = measure_in_child(xnpu_quantize_and_run, str(model.path), model.calibration, evaluation,
+                                    per_channel, variant)
+        elapsed, logits = measured.result
+        rows.append(row(model, "xnpu", f"minmax, {label}", reference, logits, elapsed,
+                        elapsed / ort_seconds[per_channel], measured.peak_rss_mb))
+        print(f"  xnpu {label}: {rows[-1]['cos_mean']:.5f} ({elapsed:.2f} s)", file=sys.stderr)
     return rows
 
 
-def ort_rows(model, reference: np.ndarray, evaluation: np.ndarray, workdir: Path) -> list[dict]:
-    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
-
+def ort_rows(model, reference: np.ndarray, evaluation: np.ndarray, workdir: Path) -> tuple[list[dict], dict[bool, float]]:
     input_name = ort_session(model.path).get_inputs()[0].name
-    rows = []
+    rows, seconds = [], {}
     for label, per_channel in ORT_CONFIGS:
         output = workdir / f"{model.name}.{label}.int8.onnx"
-        start = time.perf_counter()
-        quantize_static(
-            str(model.path),
-            str(output),
-            ArrayReader(input_name, model.calibration),
-            quant_format=QuantFormat.QDQ,
-            activation_type=QuantType.QInt8,
-            weight_type=QuantType.QInt8,
-            per_channel=per_channel,
-            calibrate_method=CalibrationMethod.MinMax,
-            extra_options={"ActivationSymmetric": True, "WeightSymmetric": True},
-        )
-        elapsed = time.perf_counter() - start
-        for session, kind in ((reference_session(output), "QDQ in float"), (ort_session(output), "int8 kernels")):
+        measured = measure_in_child(ort_quantize, str(model.path), model.calibration, str(output), per_channel,
+                                    input_name)
+        elapsed = seconds[per_channel] = measured.result
+        # "QDQ in float": graph optimizations off, so quantize/dequantize pairs run in float and
+        # every product and sum is exact, as in xnpu's integer interpreter; the default session
+        # fuses them into int8 kernels that, on x86 CPUs without VNNI (AVX2's VPMADDUBSW sums
+        # pairs of u8 x s8 products into int16 with saturation), can lose accuracy of their own
+        for session, kind in ((ort_session(output, optimize=False), "QDQ in float"),
+                              (ort_session(output), "int8 kernels")):
             logits = ort_run_each(session, evaluation)
-            rows.append(row(model, "onnxruntime", f"minmax, {label}, {kind}", reference, logits, elapsed))
-            print(f"  onnxruntime {label}, {kind}: {rows[-1]['cos_mean']:.5f} ({elapsed:.1f} s)", file=sys.stderr)
-    return rows
+            rows.append(row(model, "onnxruntime", f"minmax, {label}, {kind}", reference, logits, elapsed, 1.0,
+                            measured.peak_rss_mb))
+            print(f"  onnxruntime {label}, {kind}: {rows[-1]['cos_mean']:.5f} ({elapsed:.2f} s)", file=sys.stderr)
+    return rows, seconds
 
 
-def reference_session(path: Path):
-    """The QDQ model with graph optimizations off: quantize/dequantize pairs run in float, so
-    every product and sum is exact, as in xnpu's integer interpreter. The default session fuses
-    them into int8 kernels that, on x86 CPUs without VNNI (AVX2's VPMADDUBSW sums pairs of
-    u8 x s8 products into int16 with saturation), can lose accuracy of their own."""
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 2
-    options.log_severity_level = 3
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-
-
-def row(model, engine: str, config: str, reference: np.ndarray, logits: np.ndarray, seconds: float | None) -> dict:
+def row(model, engine: str, config: str, reference: np.ndarray, logits: np.ndarray, seconds: float | None,
+        ratio: float | None = None, rss_mb: float | None = None) -> dict:
     labels = None if model.labels is None else model.labels[: len(logits)]
     return {
         "model": model.name,
@@ -119,6 +125,8 @@ def row(model, engine: str, config: str, reference: np.ndarray, logits: np.ndarr
         "accuracy": accuracy(logits, labels),
         **agreement(reference, logits),
         "quantize_s": seconds,
+        "x ort": ratio,
+        "quantize_MB": rss_mb,
     }
 
 
@@ -143,8 +151,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  float: {time.perf_counter() - start:.1f} s", file=sys.stderr)
             float_row = row(model, "float", "xnpu.run", reference, reference, None)
             rows.append(float_row)
-            rows += ort_rows(model, reference, evaluation, Path(workdir))
-            rows += xnpu_rows(model, reference, evaluation)
+            ort, ort_seconds = ort_rows(model, reference, evaluation, Path(workdir))
+            rows += ort
+            rows += xnpu_rows(model, reference, evaluation, ort_seconds)
     text = table(rows, COLUMNS)
     evaluated = ", ".join(
         f"{m.name} {len(m.evaluation) if not (args.quick and m.labels is None) else QUICK_IMAGES}" for m in models
@@ -155,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
         "against the float logits (xnpu.run on the nn module); accuracy only where the model has real labels.\n"
         "onnxruntime 'QDQ in float': graph optimizations off (exact QDQ arithmetic); 'int8 kernels': the default "
         "session (fused int8 kernels; on x86 without VNNI they saturate 16-bit pair sums).\n"
+        "quantize_s: the quantize call alone (libraries loaded first), in a fresh process per call; 'x ort': its "
+        "ratio to onnxruntime's quantize_static with the same weight granularity in this run; quantize_MB: that "
+        "process's peak RSS.\n"
         f"Evaluation samples: {evaluated}. Calibration: digits calib_x (200), imagenet_like images 0-31.\n\n"
         + text + "\n"
     )

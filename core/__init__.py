@@ -13,18 +13,19 @@ The Python API the command line tools are thin shells over:
 """
 
 from xnpu.errors import XnpuError
-from xnpu.ir_io import load_ir, parse_ir, print_ir
 
-# The runner pulls in xDSL's interpreters (half a second); tools that only parse and
-# print (xnpu-opt, many times per lit run) should not pay for it.
-_RUNNER_NAMES = ("TensorSpec", "run", "signature")
+# Imported on first use: every tool imports the package (xnpu.errors, ...), and one that only
+# parses and prints (xnpu-opt, many times per lit run) must not pay for the runner (xDSL's
+# interpreters, numpy) or even the dialects before it needs them.
+_LAZY = {"TensorSpec": "xnpu.runner", "run": "xnpu.runner", "signature": "xnpu.runner",
+         "load_ir": "xnpu.ir_io", "parse_ir": "xnpu.ir_io", "print_ir": "xnpu.ir_io"}
 
 
 def __getattr__(name):
-    if name in _RUNNER_NAMES:
-        import xnpu.runner
+    if name in _LAZY:
+        import importlib
 
-        return getattr(xnpu.runner, name)
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'xnpu' has no attribute '{name}'")
 
 

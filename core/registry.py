@@ -4,9 +4,13 @@ Each entry imports its pass lazily so that listing passes stays cheap. Add a pas
 when you add one to transforms/ or lowering/.
 """
 
-from collections.abc import Callable
+from __future__ import annotations
 
-from xdsl.passes import ModulePass
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # xdsl.passes is only needed once a pass runs
+    from xdsl.passes import ModulePass
 
 
 def _calibrate():

@@ -9,6 +9,7 @@ outputs, so a whole test set is one call.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -16,7 +17,7 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, TensorType
 from xdsl.interpreter import Interpreter
-from xdsl.interpreters.func import FuncFunctions
+from xdsl.ir import Operation, SSAValue
 
 from xnpu.errors import XnpuError
 
@@ -76,12 +77,13 @@ def signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
 
 
 def interpreter_functions():
-    """The interpreter functions of every dialect a module may contain."""
+    """The interpreter functions of xnpu's dialects (xDSL's `func` is only needed by its own
+    Interpreter, and importing xdsl.interpreters loads every xDSL interpreter: seconds)."""
     from xnpu.interpreters.fixed import FixedFunctions
     from xnpu.interpreters.nn import NNFunctions
     from xnpu.interpreters.npu import NpuFunctions
 
-    return [FuncFunctions(), NNFunctions(), FixedFunctions(), NpuFunctions()]
+    return [NNFunctions(), FixedFunctions(), NpuFunctions()]
 
 
 def bind_inputs(
@@ -128,10 +130,151 @@ def bind_inputs(
     return arrays, batches.pop() if batches else 1
 
 
-def run(module: ModuleOp, inputs: np.ndarray | Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Run `module` on numpy inputs; returns outputs by name (stacked over samples)."""
+class CompiledFunction:
+    """A function's ops as a straight-line list of steps, built once per module.
+
+    Each step calls the op's implementation in xnpu.interpreters (so the semantics modules,
+    as with xDSL's Interpreter) on the values of its operands, and a value is dropped after
+    its last use: memory holds only the live tensors, which matters when N samples run at
+    once. `listeners` receive `did_interpret_op(op, results)` after every op, as xDSL
+    Interpreter listeners do. Functions this cannot run (several blocks, an op without an
+    implementation) raise CannotCompile; `run` then uses xDSL's Interpreter.
+    """
+
+    class CannotCompile(Exception):
+        pass
+
+    def __init__(self, module: ModuleOp, listeners=()) -> None:
+        from xnpu.batching import runs_batched
+
+        self.function = entry_function(module)
+        self.listeners = tuple(listeners)
+        block = self.function.body.blocks.first
+        if block is None or block.next_block is not None:
+            raise CompiledFunction.CannotCompile("the function has several blocks")
+        implementations = {}
+        for functions in interpreter_functions():
+            for op_type, implementation in type(functions)._impls():  # pyright: ignore[reportPrivateUsage]
+                implementations[op_type] = (functions, implementation)
+        slots: dict[SSAValue, int] = {argument: index for index, argument in enumerate(block.args)}
+        self.arguments = len(block.args)
+        self.steps: list[tuple] = []
+        self.outputs: tuple[int, ...] = ()
+        last_use: dict[int, int] = {}
+        for op in block.ops:
+            operands = tuple(slots[operand] for operand in op.operands)
+            if isinstance(op, func.ReturnOp):
+                self.outputs = operands
+                break
+            if type(op) not in implementations or op.regions:
+                raise CompiledFunction.CannotCompile(f"no implementation of {op.name}")
+            for slot in operands:
+                last_use[slot] = len(self.steps)
+            results = []
+            for result in op.results:
+                slots[result] = len(slots)
+                results.append(slots[result])
+            functions, implementation = implementations[type(op)]
+            self.steps.append((op, functions, implementation, operands, tuple(results)))
+        self.slot_count = len(slots)
+        self.slot_bytes = [0] * len(slots)
+        for value, slot in slots.items():
+            self.slot_bytes[slot] = _value_bytes(value)
+        kept = set(self.outputs)
+        # after step k, the values read there for the last time (and not returned) are dropped
+        self.dropped = [tuple(s for s in step[3] if last_use[s] == k and s not in kept) for k, step in enumerate(self.steps)]
+        self.batched = runs_batched(self.function)
+
+    def __call__(self, arguments: tuple) -> tuple:
+        values: list = [None] * self.slot_count
+        values[: self.arguments] = arguments
+        for (op, functions, implementation, operands, results), dropped in zip(self.steps, self.dropped):
+            outputs = implementation(functions, None, op, tuple(values[s] for s in operands)).values
+            for slot, value in zip(results, outputs):
+                values[slot] = value
+            for listener in self.listeners:
+                listener.did_interpret_op(op, outputs)
+            for slot in dropped:
+                values[slot] = None
+        return tuple(values[s] for s in self.outputs)
+
+    def sample_bytes(self) -> int:
+        """An estimate of the memory one sample needs: the largest set of live values, plus the
+        windows a convolution gathers (its im2col), from the IR's batch-1 shapes."""
+        live = sum(self.slot_bytes[: self.arguments])
+        peak = live
+        for (op, _, _, _, results), dropped in zip(self.steps, self.dropped):
+            produced = sum(self.slot_bytes[r] for r in results)
+            scratch = 0
+            if op.name.endswith("conv2d"):
+                kernel = math.prod(op.operands[1].type.get_shape()[1:])
+                scratch = 4 * kernel * math.prod(op.results[0].type.get_shape()[2:])
+            peak = max(peak, live + produced + scratch)
+            live += produced - sum(self.slot_bytes[d] for d in dropped)
+        return peak
+
+
+def _value_bytes(value: SSAValue) -> int:
+    if not isinstance(value.type, TensorType):
+        return 0
+    from xnpu.semantics.dtypes import numpy_dtype
+
+    return math.prod(value.type.get_shape()) * numpy_dtype(value.type.get_element_type()).itemsize
+
+
+# Samples run at once where a function allows it (xnpu.batching): as many as fit this much
+# memory (CompiledFunction.sample_bytes), at most MAX_BATCH.
+BATCH_MEMORY_BYTES = 256 << 20
+MAX_BATCH = 64
+
+
+def default_batch(compiled: CompiledFunction, memory_bytes: int = BATCH_MEMORY_BYTES) -> int:
+    if not compiled.batched:
+        return 1
+    return max(1, min(MAX_BATCH, memory_bytes // max(1, compiled.sample_bytes())))
+
+
+def batches(samples: int, batch: int):
+    """[start, stop) ranges of at most `batch` samples."""
+    for start in range(0, samples, batch):
+        yield start, min(samples, start + batch)
+
+
+def run(module: ModuleOp, inputs: np.ndarray | Mapping[str, np.ndarray], batch: int | None = None) -> dict[str, np.ndarray]:
+    """Run `module` on numpy inputs; returns outputs by name (stacked over samples).
+
+    Samples run `batch` at a time (default: as many as fit BATCH_MEMORY_BYTES) where the
+    function keeps samples apart along axis 0 (xnpu.batching), else one at a time.
+    """
     input_specs, output_specs = signature(module)
     arrays, samples = bind_inputs(input_specs, inputs)
+    try:
+        compiled = CompiledFunction(module)
+    except CompiledFunction.CannotCompile:
+        return _run_interpreted(module, arrays, samples, output_specs)
+    if batch is not None and batch < 1:
+        raise XnpuError(f"batch must be >= 1, got {batch}")
+    size = 1 if not compiled.batched else (batch or default_batch(compiled))
+    if samples == 1:
+        size = 1
+    per_batch: list[tuple] = []
+    for start, stop in batches(samples, size):
+        per_batch.append(compiled(tuple(a if samples == 1 else a[start:stop] for a in arrays)))
+    return _stack_outputs(output_specs, per_batch, samples)
+
+
+def _stack_outputs(output_specs: list[TensorSpec], per_batch: list[tuple], samples: int) -> dict[str, np.ndarray]:
+    outputs = {}
+    for position, spec in enumerate(output_specs):
+        values = [np.asarray(result[position]) for result in per_batch]
+        outputs[spec.name] = values[0] if samples == 1 else np.concatenate(values, axis=0)
+    return outputs
+
+
+def _run_interpreted(module: ModuleOp, arrays, samples: int, output_specs) -> dict[str, np.ndarray]:
+    """xDSL's Interpreter, sample by sample (functions CompiledFunction cannot take)."""
+    from xdsl.interpreters.func import FuncFunctions
+
     function = entry_function(module)
     if any(op.dialect_name() == "tosa" for op in function.walk()):  # the TOSA export runs on IREE (docs/tosa.md)
         from xnpu.ir_io import print_ir
@@ -141,15 +284,8 @@ def run(module: ModuleOp, inputs: np.ndarray | Mapping[str, np.ndarray]) -> dict
         call = lambda args: tuple(program(*args))  # noqa: E731
     else:
         interpreter = Interpreter(module)
-        for functions in interpreter_functions():
+        for functions in (FuncFunctions(), *interpreter_functions()):
             interpreter.register_implementations(functions)
         call = lambda args: interpreter.call_op(function, args)  # noqa: E731
-    per_sample: list[tuple] = []
-    for index in range(samples):
-        args = tuple(a if samples == 1 else a[index : index + 1] for a in arrays)
-        per_sample.append(call(args))
-    outputs = {}
-    for position, spec in enumerate(output_specs):
-        values = [np.asarray(result[position]) for result in per_sample]
-        outputs[spec.name] = values[0] if samples == 1 else np.concatenate(values, axis=0)
-    return outputs
+    per_sample = [call(tuple(a if samples == 1 else a[index : index + 1] for a in arrays)) for index in range(samples)]
+    return _stack_outputs(output_specs, per_sample, samples)

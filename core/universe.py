@@ -7,14 +7,7 @@ always agree on what exists.
 
 from xdsl.universe import Universe
 
-from xnpu.context import xnpu_dialects
+from xnpu.context import XNPU_DIALECTS
 from xnpu.registry import all_passes
 
-
-def _dialect_factories():
-    # A dialect's name is only known once it is built; building every xnpu dialect here
-    # is cheap (no pass or interpreter is imported).
-    return {dialect.name: (lambda dialect=dialect: dialect) for dialect in xnpu_dialects()}
-
-
-XNPU_UNIVERSE = Universe(all_dialects=_dialect_factories(), all_passes=all_passes())
+XNPU_UNIVERSE = Universe(all_dialects=dict(XNPU_DIALECTS), all_passes=all_passes())

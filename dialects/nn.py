@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
 from xdsl.dialects.builtin import (
     I64,
     BytesAttr,
@@ -49,6 +48,7 @@ from xdsl.printer import Printer
 from xdsl.traits import Commutative, ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
 
+from xnpu.lazy import numpy as np
 from xnpu.dialects.shapes import (  # noqa: F401  (re-exported: nn.shape_of, nn.ints, ... are public)
     broadcast_shapes,
     broadcasts_to,

@@ -18,6 +18,8 @@ the outputs back and dequantize them, mirroring `fixed.quantize` / `fixed.dequan
 
 from __future__ import annotations
 
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -90,6 +92,61 @@ class RunStats:
         self.tokens.extend(other.tokens)
 
 
+@dataclass(frozen=True)
+class _Transfer:
+    """One DMA instruction's views (bytes with a trailing element axis) and spans."""
+
+    instruction: Instruction
+    ddr: np.ndarray
+    sram: np.ndarray
+    padded: np.ndarray | None  # the whole padded SRAM region, or None
+    sram_start: int
+    sram_size: int
+    ddr_start: int
+    ddr_end: int
+    fields: tuple
+
+    def copy_in(self) -> None:
+        if self.padded is not None:
+            self.padded[...] = 0  # every padded lane the LOAD covers is defined: zero, then the data
+        self.sram[...] = self.ddr
+
+
+@dataclass
+class _Plan:
+    """What a binary's run does that does not depend on data: the instructions executed (up
+    to the first SYNC halt=1), each checked against the target, and the run's cycles."""
+
+    instructions: list
+    steps: list[tuple[int, str, Instruction]]
+    stats: RunStats
+    transfers: dict = field(default_factory=dict)  # id(instruction) -> _Transfer, built on first use
+
+    @staticmethod
+    def of(binary: Binary, machine: Machine) -> _Plan | None:
+        """None when an instruction fails a check: `execute` then reports it at its turn."""
+        stats = RunStats(machine.target.cost.clock_mhz)
+        steps = []
+        for index, instruction in enumerate(binary.instructions):
+            mnemonic = getattr(instruction, "op", None)
+            if not isinstance(instruction, Instruction) or mnemonic not in machine._units:
+                return None
+            try:
+                machine.target.check_instruction(instruction)
+                cycles = instruction_cycles(instruction, machine.target)
+            except XnpuError:
+                return None
+            steps.append((index, mnemonic, instruction))
+            stats.add(mnemonic, tuple(binary.provenance.get(index, ())), cycles)
+            if mnemonic == "SYNC" and instruction["halt"]:
+                break
+        return _Plan(binary.instructions, steps, stats)
+
+    def fresh_stats(self) -> RunStats:
+        s = self.stats
+        return RunStats(s.clock_mhz, s.cycles, s.instructions, dict(s.by_class), dict(s.by_layer))
+
+
 Program = Binary | Iterable[Instruction] | bytes
 Trace = Callable[[TraceRecord], None]
 
@@ -115,7 +172,7 @@ class Machine:
         if not 0 <= ddr_size <= limit:
             raise XnpuError(f"simulator DDR of {ddr_size} bytes: target {self.target.name} has {limit}")
         self.ddr = np.frombuffer(bytearray(ddr_size), dtype=np.uint8)
-        self.sram = np.frombuffer(bytearray(self.target.memory.sram_bytes), dtype=np.uint8)
+        self._sram_array = np.frombuffer(bytearray(self.target.memory.sram_bytes), dtype=np.uint8)
         self.align = self.target.align
         self._units = {
             "SYNC": self._sync,
@@ -130,20 +187,50 @@ class Machine:
         self._halted = False
         self._tokens: list[int] = []
         self._host: HostSegments | None = None  # the running binary's host segments (target/host.py)
+        # Constants decoded once per binary: which binary's constant image DDR holds unchanged
+        # (None once anything else wrote there), the SRAM regions a LOAD filled from that image
+        # (start -> [end, the LOAD's fields, its copy while not yet done]), and what the conv
+        # unit prepared from them. A LOAD of constants copies only when the bytes are read
+        # (`_span`), so weights that the conv unit has prepared are never copied again.
+        self._image: tuple[int, int] | None = None  # (id of the binary, image length)
+        self._image_owner: Binary | None = None
+        self._sram_constants: dict[int, list] = {}
+        self._views_only = False
+        self._transfers: dict[int, _Transfer] | None = None  # a binary's DMA views, while it runs
+        self._prepared: dict[tuple, object] = {}
+        self._plans: dict[int, tuple[Binary, _Plan]] = {}
 
     # ----------------------------------------------------------------------------------
     # Host interface
     # ----------------------------------------------------------------------------------
 
+    @property
+    def sram(self) -> np.ndarray:
+        """The SRAM bytes, every LOAD done."""
+        self._materialize(0, self._sram_array.size)
+        return self._sram_array
+
     def reset_sram(self) -> None:
         """SRAM keeps nothing between runs; the simulator defines its contents as zeros."""
-        self.sram[:] = 0
+        self._sram_constants.clear()
+        self._sram_array[:] = 0
 
     def write_ddr(self, address: int, data) -> None:
         raw = np.frombuffer(bytes(data), dtype=np.uint8) if not isinstance(data, np.ndarray) else (
             np.ascontiguousarray(data).reshape(-1).view(np.uint8)
         )
-        self._span(self.ddr, "DDR", address, raw.size)[:] = raw
+        target = self._span(self.ddr, "DDR", address, raw.size)
+        self._before_ddr_write(address, raw.size)
+        target[:] = raw
+
+    def _before_ddr_write(self, address: int, size: int) -> None:
+        """DDR [address, address + size) is about to change: if that touches the constant image,
+        the pending LOADs from it are done now and nothing derived from it is kept."""
+        if self._image is not None and size and address < self._image[1]:
+            self._materialize(0, self._sram_array.size)
+            self._image = None
+            self._image_owner = None
+            self._prepared.clear()
 
     def read_ddr(self, address: int, size: int) -> bytes:
         return self._span(self.ddr, "DDR", address, size).tobytes()
@@ -152,7 +239,20 @@ class Machine:
         """docs/binary-format.md: the constant image is copied to DDR address 0."""
         if len(constants) > self.ddr.size:
             raise XnpuError(f"the {len(constants)}-byte constant image does not fit the {self.ddr.size}-byte DDR")
+        self._before_ddr_write(0, len(constants))
         self.ddr[: len(constants)] = np.frombuffer(constants, dtype=np.uint8)
+
+    def _load_image(self, binary: Binary) -> list[int]:
+        """Constants and decoded weights into DDR, unless DDR still holds exactly this binary's
+        (nothing wrote below the image's end since): a binary is loaded once per machine."""
+        if self._image_owner is binary and self._image is not None:
+            return self._image_decode
+        self.load_constants(binary.constants)
+        decode = self.decode_weights(binary)
+        self._image = (id(binary), len(binary.constants))
+        self._image_owner = binary
+        self._image_decode = decode
+        return decode
 
     def decode_weights(self, binary: Binary) -> list[int]:
         """docs/binary-format.md section 6: expand each compressed region through its
@@ -205,8 +305,7 @@ class Machine:
                 raise XnpuError(
                     f"binary: built for target id {program.target_id}, the machine is {self.target.name} (id {self.target.id})"
                 )
-            self.load_constants(program.constants)
-            decode = self.decode_weights(program)
+            decode = self._load_image(program)
             if self._host is None or self._host.binary is not program:
                 self._host = HostSegments(program) if program.host_segments else None
             for tensor in program.inputs():
@@ -215,7 +314,7 @@ class Machine:
                 self.write_tensor(tensor, inputs.pop(tensor.name))
             if inputs:
                 raise XnpuError(f"unknown input '{sorted(inputs)[0]}'")
-            stats = self.execute(program.instructions, program.provenance, trace)
+            stats = self._execute_binary(program, trace)
             for cycles in decode:
                 stats.add(WEIGHT_DECODE, (WEIGHT_DECODE,), cycles)
                 stats.instructions -= 1  # stats.add counts an instruction; a decode is not one
@@ -254,14 +353,45 @@ class Machine:
                 break
         return stats
 
+    def _execute_binary(self, binary: Binary, trace: Trace | None) -> RunStats:
+        """`execute` for a Binary: the checks and cycles that depend only on the instructions
+        (everything but the data) are computed once per binary (`_Plan`)."""
+        plan = None if trace is not None else self._plan(binary)
+        if plan is None:
+            return self.execute(binary.instructions, binary.provenance, trace)
+        stats = plan.fresh_stats()
+        self._halted = False
+        self._tokens = stats.tokens
+        units = self._units
+        self._transfers = plan.transfers
+        try:
+            for index, mnemonic, instruction in plan.steps:
+                try:
+                    units[mnemonic](instruction)
+                except XnpuError as error:
+                    raise XnpuError(f"instruction {index} ({mnemonic}): {error}") from None
+        finally:
+            self._transfers = None
+        return stats
+
+    def _plan(self, binary: Binary) -> _Plan | None:
+        cached = self._plans.get(id(binary))
+        if cached is not None and cached[0] is binary and cached[1].instructions is binary.instructions:
+            return cached[1]
+        plan = _Plan.of(binary, self)
+        if plan is not None:
+            self._plans[id(binary)] = (binary, plan)
+        return plan
+
     # ----------------------------------------------------------------------------------
     # Memory views (bounds-checked before any view is made)
     # ----------------------------------------------------------------------------------
 
-    @staticmethod
-    def _span(memory: np.ndarray, name: str, address: int, size: int) -> np.ndarray:
+    def _span(self, memory: np.ndarray, name: str, address: int, size: int) -> np.ndarray:
         if address < 0 or size < 0 or address + size > memory.size:
             raise XnpuError(f"{name} bytes [{address}, {address + size}) are outside the {memory.size}-byte {name}")
+        if self._sram_constants and memory is self._sram_array and not self._views_only:
+            self._materialize(address, size)
         return memory[address : address + size]
 
     def _strided(self, memory: np.ndarray, name: str, address: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
@@ -269,26 +399,54 @@ class Machine:
         base = self._span(memory, name, address, extent)
         if extent == 0:
             return np.zeros(shape, dtype=np.uint8)
-        return as_strided(base, shape=shape, strides=strides)
+        return np.ndarray(shape, np.uint8, base, 0, strides)
+
+    def _materialize(self, address: int, size: int) -> None:
+        """Do the pending constant LOADs that overlap SRAM [address, address + size)."""
+        end = address + size
+        for entry_start, entry in self._sram_constants.items():
+            copy = entry[2]
+            if copy is not None and entry_start < end and address < entry[0]:
+                entry[2] = None
+                copy()
 
     def _feature_map(self, address: int, h: int, w: int, c: int) -> np.ndarray:
         """The H x W x C int8 view of a padded NHWC map in SRAM (docs/isa.md section 1)."""
         cp = self.align(c)
-        return self._span(self.sram, "SRAM", address, h * w * cp).view(np.int8).reshape(h, w, cp)[:, :, :c]
+        return self._span(self._sram_array, "SRAM", address, h * w * cp).view(np.int8).reshape(h, w, cp)[:, :, :c]
 
     def _write_feature_map(self, address: int, values: np.ndarray) -> None:
         """Store an H x W x C result (already saturated to int8); pad lanes are written as 0."""
         h, w, c = values.shape
+        self._output_map(address, h, w, c)[...] = values
+
+    def _output_map(self, address: int, h: int, w: int, c: int) -> np.ndarray:
+        """The H x W x C int8 view a unit writes its result through, its pad lanes already 0."""
         cp = self.align(c)
-        padded = np.zeros((h, w, cp), dtype=np.int8)
-        padded[:, :, :c] = values
-        self._span(self.sram, "SRAM", address, padded.size)[:] = padded.reshape(-1).view(np.uint8)
+        self._span(self._sram_array, "SRAM", address, 0)  # bounds first
+        if address + h * w * cp > self._sram_array.size:
+            self._span(self._sram_array, "SRAM", address, h * w * cp)
+        self._sram_written(address, h * w * cp)
+        padded = self._span(self._sram_array, "SRAM", address, h * w * cp).view(np.int8).reshape(h, w, cp)
+        if cp != c:
+            padded[:, :, c:] = 0
+        return padded[:, :, :c]
+
+    def _sram_written(self, address: int, size: int) -> None:
+        """SRAM [address, address + size) is about to be written: forget which constants it held
+        (a pending LOAD that the write covers only in part is done first)."""
+        if self._sram_constants:
+            end = address + size
+            for start in [s for s, entry in self._sram_constants.items() if s < end and address < entry[0]]:
+                entry = self._sram_constants.pop(start)
+                if entry[2] is not None and not (address <= start and entry[0] <= end):
+                    entry[2]()
 
     def _map_bytes(self, h: int, w: int, c: int) -> int:
         return h * w * self.align(c)
 
     def _rescale_records(self, address: int, count: int) -> tuple[np.ndarray, np.ndarray]:
-        raw = self._span(self.sram, "SRAM", address, count * RESCALE_RECORD.itemsize)
+        raw = self._span(self._sram_array, "SRAM", address, count * RESCALE_RECORD.itemsize)
         records = raw.view(RESCALE_RECORD)
         if np.any(records["zero"]):
             raise XnpuError(f"a rescale record at SRAM {address} has a nonzero byte 3")
@@ -327,7 +485,7 @@ class Machine:
             unused("d2", "d3", "ddr_row_stride", "ddr_pixel_stride", "sram_row_stride")
             n = d0 * d1
             ddr = self._strided(self.ddr, "DDR", ddr_addr, (n, e), (e, 1))
-            sram = self._strided(self.sram, "SRAM", sram_addr, (n, e), (e, 1))
+            sram = self._strided(self._sram_array, "SRAM", sram_addr, (n, e), (e, 1))
             return ddr, sram, None
         if layout in (DMA_LAYOUTS["NHWC"], DMA_LAYOUTS["NCHW"]):
             if layout == DMA_LAYOUTS["NHWC"]:
@@ -345,35 +503,60 @@ class Machine:
             srs = srs or w * cp * e
             if loading:
                 _no_overlap("SRAM", h, w, cp * e, srs, cp * e)
-            padded = self._strided(self.sram, "SRAM", sram_addr, (h, w, cp, e), (srs, cp * e, e, 1))
+            padded = self._strided(self._sram_array, "SRAM", sram_addr, (h, w, cp, e), (srs, cp * e, e, 1))
             return ddr, padded[:, :, :c], padded
         if layout == DMA_LAYOUTS["OHWI"]:
             unused("ddr_row_stride", "ddr_pixel_stride", "sram_row_stride")
             o, kh, kw, ci = d0, d1, d2, d3
             op, ip = self.align(o), self.align(ci)
             ddr = self._strided(self.ddr, "DDR", ddr_addr, (o, kh, kw, ci, e), (kh * kw * ci * e, kw * ci * e, ci * e, e, 1))
-            padded = self._strided(self.sram, "SRAM", sram_addr, (op, kh, kw, ip, e), (kh * kw * ip * e, kw * ip * e, ip * e, e, 1))
+            padded = self._strided(self._sram_array, "SRAM", sram_addr, (op, kh, kw, ip, e), (kh * kw * ip * e, kw * ip * e, ip * e, e, 1))
             return ddr, padded[:o, :, :, :ci], padded
         if layout == DMA_LAYOUTS["DW"]:
             unused("d3", "ddr_row_stride", "ddr_pixel_stride", "sram_row_stride")
             c, kh, kw = d0, d1, d2
             strides = (kh * kw * e, kw * e, e, 1)
             ddr = self._strided(self.ddr, "DDR", ddr_addr, (c, kh, kw, e), strides)
-            padded = self._strided(self.sram, "SRAM", sram_addr, (self.align(c), kh, kw, e), strides)
+            padded = self._strided(self._sram_array, "SRAM", sram_addr, (self.align(c), kh, kw, e), strides)
             return ddr, padded[:c], padded
         raise XnpuError(f"unknown DMA layout {layout}")
 
+    def _transfer(self, i: Instruction, loading: bool) -> _Transfer:
+        """A DMA's views and spans. Within a binary's run they are built once per instruction
+        (its fields and the memories do not change); the checks of `_dma` ran then."""
+        cached = self._transfers.get(id(i)) if self._transfers is not None else None
+        if cached is not None and cached.instruction is i:
+            return cached
+        self._views_only = True  # the views; what they read or overwrite is settled by the caller
+        try:
+            ddr, sram, padded = self._dma(i, loading)
+        finally:
+            self._views_only = False
+        region = padded if padded is not None else sram
+        ddr_start, ddr_end = dma_ddr_span(i)
+        transfer = _Transfer(i, ddr, sram, padded, i["sram_addr"], _strided_extent(region.shape, region.strides),
+                             ddr_start, ddr_end, tuple(i.fields.values()))
+        if self._transfers is not None:
+            self._transfers[id(i)] = transfer
+        return transfer
+
     def _load(self, i: Instruction) -> None:
-        ddr, sram, padded = self._dma(i, loading=True)
-        if padded is not None:
-            padded[...] = 0  # every padded lane the LOAD covers is defined: zero, then the data
-        sram[...] = ddr
+        t = self._transfer(i, loading=True)
+        self._sram_written(t.sram_start, t.sram_size)
+        if self._image is not None and t.ddr_end <= self._image[1]:
+            # constants: copied when SRAM is read there; a unit may reuse what it derived from them
+            self._sram_constants[t.sram_start] = [t.sram_start + t.sram_size, t.fields, t.copy_in]
+        else:
+            t.copy_in()
 
     def _store(self, i: Instruction) -> None:
         if i["layout"] in (DMA_LAYOUTS["OHWI"], DMA_LAYOUTS["DW"]):
             raise XnpuError(f"layout {_layout_name(i['layout'])} is LOAD-only")
-        ddr, sram, _ = self._dma(i, loading=False)
-        ddr[...] = sram  # only the unpadded elements reach DDR
+        t = self._transfer(i, loading=False)
+        if self._sram_constants:
+            self._materialize(t.sram_start, t.sram_size)
+        self._before_ddr_write(t.ddr_start, t.ddr_end - t.ddr_start)
+        t.ddr[...] = t.sram  # only the unpadded elements reach DDR
 
     # ----------------------------------------------------------------------------------
     # Compute units: read int8 maps, call fixed_point, write saturated int8 maps
@@ -390,31 +573,72 @@ class Machine:
         if depthwise and c != o:
             raise XnpuError(f"depthwise needs in_c == out_c, got {c} and {o}")
         _disjoint(("input", i["in_addr"], self._map_bytes(h, w, c)), ("output", i["out_addr"], self._map_bytes(oh, ow, o)))
-        x = self._feature_map(i["in_addr"], h, w, c).transpose(2, 0, 1)[None]
+        x = self._feature_map(i["in_addr"], h, w, c)[None]
+        strides = (i["stride_h"], i["stride_w"])
+        pads = (i["pad_top"], i["pad_left"], i["pad_bottom"], i["pad_right"])
+        dilations = (i["dilation_h"], i["dilation_w"])
+        if depthwise:
+            acc = fp.depthwise_sums_nhwc(x, self._conv_weights(i, depthwise=True), strides, pads, dilations)
+            reduction = kh * kw
+        else:
+            acc = fp.conv_sums_nhwc(x, self._conv_weights(i, depthwise=False), strides, pads, dilations)
+            reduction = kh * kw * c
+        self._requantization(i, reduction)(acc[0], out=self._output_map(i["out_addr"], oh, ow, o))
+
+    def _constant_origin(self, address: int, size: int) -> tuple | None:
+        """Which constants SRAM [address, address + size) holds (the LOAD that brought them and
+        the offset into it), or None if it is not known to hold constants."""
+        for start, entry in self._sram_constants.items():
+            if start <= address and address + size <= entry[0]:
+                return entry[1], address - start
+        return None
+
+    def _requantization(self, i: Instruction, reduction: int) -> fp.Requantization:
+        """The CONV's bias and rescale records as fp.Requantization; once per binary when
+        both came from the constant image."""
+        o = i["out_c"]
+        count = o if i["per_channel"] else 1
+        rescale = self._constant_origin(i["rescale_addr"], count * RESCALE_RECORD.itemsize)
+        bias_origin = self._constant_origin(i["bias_addr"], 4 * o) if i["bias"] else ()
+        key = None
+        if rescale is not None and bias_origin is not None:
+            key = ("requantize", rescale, bias_origin, count, o, i["relu"], reduction)
+            cached = self._prepared.get(key)
+            if cached is not None:
+                return cached
+        bias = self._span(self._sram_array, "SRAM", i["bias_addr"], 4 * o).view("<i4") if i["bias"] else None
+        multiplier, shift = self._rescale_records(i["rescale_addr"], count)
+        low = 0 if i["relu"] else -fp.qmax(INT8_BITS)  # ReLU: R8's clamp to [0, 127] of the int8 result
+        prepared = fp.requantization(bias, reduction, multiplier, shift, low, fp.qmax(INT8_BITS))
+        if key is not None:
+            self._prepared[key] = prepared
+        return prepared
+
+    def _conv_weights(self, i: Instruction, depthwise: bool):
+        """The CONV's weights: KH x KW x C int8 (depthwise), or fp.ExactWeights of the O x KH x
+        KW x C block. Weights a LOAD brought from the constant image are prepared once per binary."""
+        c, o, kh, kw, address = i["in_c"], i["out_c"], i["kernel_h"], i["kernel_w"], i["weight_addr"]
         if depthwise:
             cp = self.align(c)
-            weights = self._span(self.sram, "SRAM", i["weight_addr"], cp * kh * kw).view(np.int8)
-            weights = weights.reshape(cp, kh, kw)[:c, None]
+            size = cp * kh * kw
         else:
             op, ip = self.align(o), self.align(c)
-            weights = self._span(self.sram, "SRAM", i["weight_addr"], op * kh * kw * ip).view(np.int8)
-            weights = weights.reshape(op, kh, kw, ip)[:o, :, :, :c].transpose(0, 3, 1, 2)
-        bias = None
-        if i["bias"]:
-            bias = self._span(self.sram, "SRAM", i["bias_addr"], 4 * o).view("<i4")
-        multiplier, shift = self._rescale_records(i["rescale_addr"], o if i["per_channel"] else 1)
-        acc = fp.conv2d_int(
-            x, weights, bias,
-            strides=(i["stride_h"], i["stride_w"]),
-            pads=(i["pad_top"], i["pad_left"], i["pad_bottom"], i["pad_right"]),
-            dilations=(i["dilation_h"], i["dilation_w"]),
-            group=c if depthwise else 1,
-            out_bits=32,
-        )
-        y = fp.rescale(acc, multiplier, shift, INT8_BITS, axis=1)
-        if i["relu"]:
-            y = _relu(y)
-        self._write_feature_map(i["out_addr"], y[0].transpose(1, 2, 0))
+            size = op * kh * kw * ip
+        origin = self._constant_origin(address, size)
+        key = None
+        if origin is not None:
+            key = ("weights", origin, depthwise, c, o, kh, kw)
+            prepared = self._prepared.get(key)
+            if prepared is not None:
+                return prepared
+        raw = self._span(self._sram_array, "SRAM", address, size).view(np.int8)
+        weight = raw.reshape(cp, kh, kw)[:c].transpose(1, 2, 0) if depthwise else raw.reshape(op, kh, kw, ip)[:o, :, :, :c]
+        if key is not None:
+            weight = np.array(weight)  # a copy: what is kept must not follow later writes to this SRAM
+        prepared = weight if depthwise else fp.ExactWeights(weight)
+        if key is not None:
+            self._prepared[key] = prepared
+        return prepared
 
     def _eltwise(self, i: Instruction) -> None:
         _positive(i, "h", "w", "c")
@@ -432,7 +656,7 @@ class Machine:
         _disjoint(("b", i["b_addr"], b_bytes), ("output", i["out_addr"], out_bytes), in_place=True)
         a = self._feature_map(i["a_addr"], h, w, c)
         if b_shape is None:
-            b = self._span(self.sram, "SRAM", i["b_addr"], 1).view(np.int8).reshape(1, 1, 1)
+            b = self._span(self._sram_array, "SRAM", i["b_addr"], 1).view(np.int8).reshape(1, 1, 1)
         else:
             b = self._feature_map(i["b_addr"], *b_shape)
         op = i["op"]
@@ -497,7 +721,7 @@ class Machine:
 
     def _table(self, i: Instruction) -> None:
         _positive(i, "h", "w", "c")
-        table = self._span(self.sram, "SRAM", i["table_addr"], fp.TABLE_SIZE).view(np.int8)
+        table = self._span(self._sram_array, "SRAM", i["table_addr"], fp.TABLE_SIZE).view(np.int8)
         x = self._feature_map(i["in_addr"], i["h"], i["w"], i["c"])
         self._write_feature_map(i["out_addr"], fp.table_lookup(x, table))
 
@@ -508,6 +732,10 @@ class Machine:
             raise XnpuError(f"clamp bounds [{i['min']}, {i['max']}] are not an ordered range inside int8")
         x = self._feature_map(i["in_addr"], i["h"], i["w"], i["c"])
         self._write_feature_map(i["out_addr"], fp.clamp(x, i["min"], i["max"]))
+
+
+def _span_of(bounds: tuple[int, int]) -> tuple[int, int]:
+    return bounds[0], bounds[1] - bounds[0]
 
 
 def _relu(y: np.ndarray) -> np.ndarray:
@@ -627,6 +855,27 @@ def ddr_bytes_needed(binary: Binary) -> int:
     return end
 
 
+_MACHINES: OrderedDict[int, tuple[weakref.ref, TargetDescription, Machine]] = OrderedDict()
+_MACHINES_KEPT = 2  # a machine keeps its binary's prepared weights (4 bytes per weight)
+
+
+def machine_for(binary: Binary, target: TargetDescription | None = None) -> Machine:
+    """A machine for running `binary` (on `target`, by default the one its target id names):
+    the same one for every run of the same binary object, whose constants are then loaded
+    and weights prepared once; kept for the last few binaries."""
+    key = id(binary)
+    kept = _MACHINES.get(key)
+    if kept is not None and kept[0]() is binary and (target is None or kept[1] == target):
+        _MACHINES.move_to_end(key)
+        return kept[2]
+    target = target_for_binary(binary) if target is None else target
+    machine = Machine(target, ddr_size=min(target.memory.ddr_bytes, ddr_bytes_needed(binary)))
+    _MACHINES[key] = (weakref.ref(binary, lambda _, key=key: _MACHINES.pop(key, None)), target, machine)
+    while len(_MACHINES) > _MACHINES_KEPT:
+        _MACHINES.popitem(last=False)
+    return machine
+
+
 @dataclass
 class BinaryRun:
     outputs: dict[str, np.ndarray]  # dequantized float32, by io name
@@ -643,7 +892,6 @@ def simulate(
     """Quantize float inputs (R4, io scales), run every sample, dequantize the outputs."""
     from xnpu.runner import TensorSpec, bind_inputs
 
-    target = target_for_binary(binary) if target is None else target
     target = load_target(target) if isinstance(target, str) else target
     for tensor in binary.io:
         if tensor.zero_point != 0:
@@ -653,8 +901,8 @@ def simulate(
                             " (and reads float32 outputs)")
     specs = [TensorSpec(t.name, tuple(t.shape), np.dtype(np.float32)) for t in binary.inputs()]
     arrays, samples = bind_inputs(specs, inputs)
-    machine = Machine(target, ddr_size=min(target.memory.ddr_bytes, ddr_bytes_needed(binary)))
-    stats = RunStats(target.cost.clock_mhz)
+    machine = machine_for(binary, target)
+    stats = RunStats(machine.target.cost.clock_mhz)
     per_sample: list[dict[str, np.ndarray]] = []
     for index in range(samples):
         codes = {

@@ -48,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--per-tensor", action="store_true", help="one weight scale per tensor instead of per channel")
     parser.add_argument("--variant", default="two_stage", choices=("two_stage", "direct"), help="int8 add requantization (R11)")
     parser.add_argument("--calibration-samples", type=int, default=None, metavar="N", help="use only the first N samples")
+    parser.add_argument("--calibration-batch", type=int, default=None, metavar="N",
+                        help="samples run through the float graph at once during calibration "
+                        "(default: as many as fit 256 MiB, at most 64)")
     parser.add_argument("--compress-bits", type=int, default=None, metavar="B",
                         help="store conv/gemm weights as B-bit codebook ids (seed 003, docs/compression.md)")
     parser.add_argument("--compress-step", type=float, default=0.125, metavar="L", help="log-domain step (default 0.125)")
@@ -111,6 +114,7 @@ def compile_main(args: argparse.Namespace) -> None:
         compress_bits=args.compress_bits, compress_step=args.compress_step, compress_method=args.compress_method,
         compress_min_elements=args.compress_min_elements, compress_exclude=args.compress_exclude,
         input_shapes=shapes, host_fallback=not args.no_host_fallback,
+        calibration_batch=args.calibration_batch,
     )
     placement = None
     if args.emit in ("npu", "isa", "bin"):

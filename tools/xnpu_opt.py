@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import io
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass, PassPipeline
 from xdsl.tools.command_line_tool import CommandLineTool
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
-from xdsl.xdsl_opt_main import xDSLOptMain
+
+if TYPE_CHECKING:  # xdsl.passes is imported when a pipeline is given
+    from xdsl.passes import ModulePass
 
 from xnpu.context import make_context
 from xnpu.errors import XnpuError
@@ -47,11 +49,13 @@ def pass_description(factory: Callable[[], type[ModulePass]]) -> str:
     return doc.splitlines()[0] if doc else ""
 
 
-class XnpuOptMain(xDSLOptMain):
+class XnpuOptMain(CommandLineTool):
+    """xdsl-opt's driver for xnpu IR. Not xDSLOptMain itself: that loads every xDSL dialect,
+    adds xDSL's output `-t/--target` (xnpu-opt keeps `--target` for the hardware description
+    of the NPU being compiled for, see register_all_arguments), and importing it costs a
+    sixth of the tool's start-up."""
+
     def __init__(self, args: Sequence[str] | None = None):
-        # Not xDSLOptMain.__init__: that loads every xDSL dialect and adds xDSL's output
-        # `-t/--target`, while xnpu-opt knows only xnpu IR and keeps `--target` for the
-        # hardware description of the NPU being compiled for (see register_all_arguments).
         self.available_frontends = {}
         self.available_passes = {}
         self.available_targets = {}
@@ -70,8 +74,7 @@ class XnpuOptMain(xDSLOptMain):
     # ---- registration ------------------------------------------------------------------
 
     def register_all_passes(self) -> None:
-        for pass_name, pass_factory in all_passes().items():
-            self.register_pass(pass_name, pass_factory)
+        self.available_passes.update(all_passes())
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         """Input options (from CommandLineTool), then pipeline, output and diagnostics options.
@@ -129,6 +132,8 @@ class XnpuOptMain(xDSLOptMain):
                 module.verify()
             self.stage = None if upcoming is None else f"in pass '{upcoming.name}'"
 
+        from xdsl.passes import PassPipeline
+
         spec = self.args.passes
         try:
             self.pipeline = PassPipeline.parse_spec(self.available_passes, spec, verify_between)
@@ -164,9 +169,30 @@ class XnpuOptMain(xDSLOptMain):
     def get_input_name(self) -> str:
         return self.args.input_file or "<stdin>"
 
+    def split_input(self) -> tuple[list[tuple[IO[bytes], int]], str]:
+        """The input as (chunk, line offset) pairs (`// -----` chunks with --split-input-file)."""
+        stream, extension = self.get_input_stream()
+        chunks = [(stream, 0)]
+        if self.args.split_input_file:
+            pieces = stream.read().split(b"// -----")
+            stream.close()
+            chunks, offset = [], 0
+            for piece in pieces:
+                chunks.append((io.BytesIO(piece), offset))
+                offset += piece.count(b"\n")
+        extension = self.args.frontend or extension
+        if extension not in self.available_frontends:
+            for chunk, _ in chunks:
+                chunk.close()
+            raise ValueError(f"Unrecognized file extension '{extension}'")
+        return chunks, extension
+
+    def apply_passes(self, module: ModuleOp) -> None:
+        self.pipeline.apply(self.ctx, module)
+
     def prepare_input(self) -> tuple[list[tuple[IO[bytes], int]], str]:
         try:
-            chunks, extension = super().prepare_input()
+            chunks, extension = self.split_input()
         except OSError as error:
             raise ToolError(f"{PROG}: error: {self.get_input_name()}: cannot read: {error.strerror}") from None
         except ValueError:

@@ -66,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--per-tensor", action="store_true", help="one weight scale per tensor (default: per channel)")
     parser.add_argument("--variant", choices=VARIANTS, default="two_stage",
                         help="requantization of adds: two_stage (int24 -> int16 -> int8) or direct")
+    parser.add_argument("--calibration-batch", type=int, default=None, metavar="N",
+                        help="samples run through the float graph at once (default: as many as fit 256 MiB, at most 64)")
     parser.add_argument("-o", "--output", required=True, help="the fixed-level IR to write")
     parser.add_argument("--report", metavar="DIR", help="write a per-layer error report into DIR")
     parser.add_argument("--report-samples", type=int, metavar="N",
@@ -88,7 +90,7 @@ def quantize_file(args: argparse.Namespace) -> list[Path]:
     calibration = load_calibration(Path(args.calibration), module)
     float_module = module.clone() if args.report is not None else None
     fixed_module = xnpu.quantize(module, calibration, method=args.method, per_channel=not args.per_tensor,
-                                 variant=args.variant)
+                                 variant=args.variant, calibration_batch=args.calibration_batch)
     written = []
     if float_module is not None:  # before the output: a failed report leaves no output behind
         written = write_layer_report(args, float_module, fixed_module, calibration)

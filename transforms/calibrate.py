@@ -17,9 +17,10 @@ dictionary (next to `nn.name`) for function inputs, `nn.weight_scales = array<f3
 per output channel, or one for the whole tensor) on `nn.conv2d` / `nn.gemm` with a constant
 weight, and `nn.calibration = "<method>"` on the module.
 
-Statistics are streamed: samples run one at a time through the xDSL interpreter and a listener
-folds each op result into a running max or a histogram, so memory does not grow with the
-number of samples. A histogram starts with a fixed number of bins over the range of the first
+Statistics are streamed: samples run through the float graph in batches (N samples in one
+pass where the graph keeps samples apart, xnpu.batching; `calibration_batch`, by default as
+many as fit a memory budget) and a listener folds each op result into a running max or a
+histogram, in sample order, so memory does not grow with the number of samples. A histogram starts with a fixed number of bins over the range of the first
 sample that is not all zero; when a later sample exceeds the range, runs of k adjacent bins
 (counted outward from zero) merge into one, k the smallest integer for which the range covers
 the new value. Merging is exact -- the new edges are a subset of the old -- and keeps the bin
@@ -58,13 +59,12 @@ from xdsl.dialects.builtin import (
     StringAttr,
     f32,
 )
-from xdsl.interpreter import Interpreter
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from xnpu.dialects import nn
 from xnpu.errors import XnpuError
-from xnpu.runner import bind_inputs, entry_function, interpreter_functions, signature
+from xnpu.runner import CompiledFunction, bind_inputs, default_batch, entry_function, signature
 
 SCALE_ATTR = "nn.scale"
 WEIGHT_SCALES_ATTR = "nn.weight_scales"
@@ -173,12 +173,29 @@ class Histogram:
         return self.side_bins if self.signed else 0
 
     def update(self, x: np.ndarray) -> None:
-        values = np.asarray(x, dtype=np.float32).ravel()
+        """Fold the samples x[0], x[1], ... in order, as if each came in its own call: a run of
+        samples inside the current range is one np.histogram (the counts of each value do not
+        depend on its neighbours), a sample that sets or grows the range is folded alone."""
+        values = np.asarray(x, dtype=np.float32)
         if values.size == 0:
             return
-        low, high = float(values.min()), float(values.max())
-        if not (math.isfinite(low) and math.isfinite(high)):
+        samples = values.reshape(values.shape[0], -1)
+        highs, lows = samples.max(axis=1), samples.min(axis=1)
+        if not (np.isfinite(highs).all() and np.isfinite(lows).all()):
             raise XnpuError("calibration produced a non-finite value (inf or nan) in the float graph")
+        peaks = np.maximum(np.abs(highs), np.abs(lows))
+        start = 0
+        while start < len(samples):
+            if self.width == 0.0 or peaks[start] > self.upper:
+                self._fold(samples[start : start + 1], float(lows[start]), float(highs[start]))
+                start += 1
+                continue
+            beyond = np.flatnonzero(peaks[start:] > self.upper)
+            stop = start + int(beyond[0]) if beyond.size else len(samples)
+            self._fold(samples[start:stop], float(lows[start:stop].min()), float(highs[start:stop].max()))
+            start = stop
+
+    def _fold(self, values: np.ndarray, low: float, high: float) -> None:
         self.min, self.max = min(self.min, low), max(self.max, high)
         peak = max(abs(low), abs(high))
         if peak == 0.0 and self.width == 0.0:
@@ -190,6 +207,7 @@ class Histogram:
             self.pending_zeros = 0
         elif peak > self.upper:
             self._merge_to_cover(peak)
+        values = values.ravel()
         if self.signed:
             counts, _ = np.histogram(values, bins=self.counts.size, range=(-self.upper, self.upper))
         else:
@@ -329,18 +347,24 @@ def entropy_threshold(histogram: Histogram, levels: int = ENTROPY_LEVELS) -> flo
 # --------------------------------------------------------------------------------------
 
 
-class StatisticsListener(Interpreter.Listener):
-    """Folds every float op result into the statistic of the value it defines."""
+class StatisticsListener:
+    """Folds every float op result into the statistic of the value it defines.
 
-    def __init__(self, make_statistic: Callable[[SSAValue], RunningMax | Histogram]):
+    With `batched`, arrays hold samples along axis 0 (xnpu.batching); otherwise each array
+    is one sample.
+    """
+
+    def __init__(self, make_statistic: Callable[[SSAValue], RunningMax | Histogram], batched: bool = False):
         self.make_statistic = make_statistic
+        self.batched = batched
         self.statistics: dict[SSAValue, RunningMax | Histogram] = {}
 
     def observe(self, value: SSAValue, array: np.ndarray) -> None:
         statistic = self.statistics.get(value)
         if statistic is None:
             statistic = self.statistics[value] = self.make_statistic(value)
-        statistic.update(np.asarray(array))
+        array = np.asarray(array)
+        statistic.update(array if self.batched and array.ndim else array[None])
 
     def did_interpret_op(self, op: Operation, results: tuple[Any, ...]) -> None:
         if op.dialect_name() != "nn" or isinstance(op, nn.ConstantOp):
@@ -359,7 +383,8 @@ def _progress_bar(total: int, enabled: bool, description: str):
     return tqdm(total=total, desc=description, unit="sample", file=sys.stderr, disable=not enabled, leave=False)
 
 
-def _check_options(method: str, percentile: float, bins: int, batch_average: bool, batch_size: int) -> None:
+def _check_options(method: str, percentile: float, bins: int, batch_average: bool, batch_size: int,
+                   calibration_batch: int | None = None) -> None:
     if method not in METHODS:
         raise XnpuError(f"unknown calibration method '{method}'; use one of: {', '.join(METHODS)}")
     if not 0.0 < percentile <= 100.0:
@@ -370,6 +395,8 @@ def _check_options(method: str, percentile: float, bins: int, batch_average: boo
         raise XnpuError("batch_average applies to method=minmax only")
     if batch_size < 1:
         raise XnpuError(f"batch_size must be >= 1, got {batch_size}")
+    if calibration_batch is not None and calibration_batch < 1:
+        raise XnpuError(f"calibration_batch must be >= 1, got {calibration_batch}")
 
 
 def collect_statistics(
@@ -379,31 +406,46 @@ def collect_statistics(
     batch_size: int = 1,
     progress: bool | None = None,
     description: str = "calibrate",
+    calibration_batch: int | None = None,
+    average_batches: bool = False,
 ) -> dict[SSAValue, RunningMax | Histogram]:
-    """Run the entry function sample by sample; returns a statistic per argument and op result."""
+    """Run the entry function on the samples; returns a statistic per argument and op result.
+
+    Samples run `calibration_batch` at a time (default: xnpu.runner.default_batch, as many as
+    fit its memory budget) where the function keeps samples apart (xnpu.batching), else one
+    at a time; every statistic folds them in sample order. With `average_batches` a run
+    never spans two of batch_average's groups of `batch_size` samples.
+    """
     input_specs, _ = signature(module)
     arrays, samples = bind_inputs(input_specs, data)
     if samples == 0:
         raise XnpuError("the calibration data holds no samples")
-    function = entry_function(module)
     listener = StatisticsListener(make_statistic)
-    interpreter = Interpreter(module, listeners=(listener,))
-    for functions in interpreter_functions():
-        interpreter.register_implementations(functions)
-    arguments = function.body.blocks.first.args
+    try:
+        compiled = CompiledFunction(module, listeners=(listener,))
+    except CompiledFunction.CannotCompile as error:
+        raise XnpuError(f"cannot calibrate: {error}") from None
+    size = 1
+    if compiled.batched:
+        size = calibration_batch or default_batch(compiled)
+        listener.batched = True
+    arguments = compiled.function.body.blocks.first.args
     with _progress_bar(samples, _show_progress(progress), description) as bar:
-        for index in range(samples):
-            sample = tuple(
-                np.ascontiguousarray(array if samples == 1 else array[index : index + 1]) for array in arrays
-            )
-            for argument, array in zip(arguments, sample):
+        start = 0
+        while start < samples:
+            stop = min(samples, start + size)
+            if average_batches:
+                stop = min(stop, (start // batch_size + 1) * batch_size)
+            chunk = tuple(np.ascontiguousarray(array if samples == 1 else array[start:stop]) for array in arrays)
+            for argument, array in zip(arguments, chunk):
                 listener.observe(argument, array)
-            interpreter.call_op(function, sample)
-            if (index + 1) % batch_size == 0 or index + 1 == samples:
+            compiled(chunk)
+            if stop % batch_size == 0 or stop == samples:
                 for statistic in listener.statistics.values():
                     if isinstance(statistic, RunningMax):
                         statistic.end_batch()
-            bar.update(1)
+            bar.update(stop - start)
+            start = stop
     return listener.statistics
 
 
@@ -460,6 +502,7 @@ def calibrate(
     batch_size: int = 1,
     exact_range: bool | None = None,
     pow2: bool = False,
+    calibration_batch: int | None = None,
 ) -> ModuleOp:
     """Record `nn.scale` on every float activation and `nn.weight_scales` on conv/gemm.
 
@@ -472,20 +515,24 @@ def calibrate(
     histograms as data arrives. By default it is on for entropy, whose KL search reacts to
     small changes of the histogram, and off for percentile. `pow2` rounds every activation
     scale up to a power of two (weights keep their scales). `progress` shows a bar on stderr (default: when stderr is a
-    terminal). Modifies `module` in place and returns it.
+    terminal). `calibration_batch` samples run through the float graph at once (default: as
+    many as fit xnpu.runner.BATCH_MEMORY_BYTES, at most MAX_BATCH); the scales do not depend
+    on it beyond float rounding. Modifies `module` in place and returns it.
     """
-    _check_options(method, percentile, bins, batch_average, batch_size)
+    _check_options(method, percentile, bins, batch_average, batch_size, calibration_batch)
     make_statistic: Callable[[SSAValue], RunningMax | Histogram]
     if method == "minmax":
         make_statistic = lambda value: RunningMax(batch_average)
     elif exact_range or (exact_range is None and method == "entropy"):
-        ranges = collect_statistics(module, data, lambda value: RunningMax(), 1, progress, "calibrate (ranges)")
+        ranges = collect_statistics(module, data, lambda value: RunningMax(), 1, progress, "calibrate (ranges)",
+                                    calibration_batch)
         make_statistic = lambda value: Histogram(bins, signed=method == "entropy", peak=ranges[value].max_abs)
     elif method == "entropy":
         make_statistic = lambda value: Histogram(bins, signed=True, oversample=OVERSAMPLE)
     else:
         make_statistic = lambda value: Histogram(bins)
-    statistics = collect_statistics(module, data, make_statistic, batch_size, progress)
+    statistics = collect_statistics(module, data, make_statistic, batch_size, progress, "calibrate",
+                                    calibration_batch, average_batches=batch_average)
 
     def threshold_of(value: SSAValue) -> float:
         statistic = statistics.get(value)
@@ -559,9 +606,11 @@ class CalibratePass(ModulePass):
     batch_size: int = 1
     exact_range: bool | None = None
     pow2: bool = False
+    calibration_batch: int | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        _check_options(self.method, self.percentile, self.bins, self.batch_average, self.batch_size)
+        _check_options(self.method, self.percentile, self.bins, self.batch_average, self.batch_size,
+                       self.calibration_batch)
         data = load_calibration_data(self.data)
         if isinstance(data, dict):
             data = _bind_archive(op, data)
@@ -576,4 +625,5 @@ class CalibratePass(ModulePass):
             batch_size=self.batch_size,
             exact_range=self.exact_range,
             pow2=self.pow2,
+            calibration_batch=self.calibration_batch,
         )

@@ -40,14 +40,13 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import FusedLoc, IntegerType, ModuleOp, NameLoc, TensorType, UnknownLoc
-from xdsl.interpreter import Interpreter
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.printer import Printer
 
 from xnpu.dialects import fixed, nn
 from xnpu.errors import XnpuError
 from xnpu.ir_io import write_atomically
-from xnpu.runner import bind_inputs, entry_function, interpreter_functions, signature
+from xnpu.runner import CompiledFunction, batches, bind_inputs, default_batch, entry_function, signature
 
 REPORT_FILES = ("report.txt", "report.csv", "report.json", "report.html", "report.dot", "report.svg")
 GOOD_SQNR_DB = 40.0  # green at and above
@@ -168,8 +167,8 @@ def match_layers(float_module: ModuleOp, fixed_module: ModuleOp) -> tuple[list[_
 # --------------------------------------------------------------------------------------
 
 
-class _ValueRecorder(Interpreter.Listener):
-    """Keeps the current sample's result of each watched op, by layer name."""
+class _ValueRecorder:
+    """Keeps the current samples' result of each watched op, by layer name."""
 
     def __init__(self, watched: Mapping[Operation, str]):
         self.watched = watched
@@ -179,13 +178,6 @@ class _ValueRecorder(Interpreter.Listener):
         name = self.watched.get(op)
         if name is not None:
             self.values[name] = np.asarray(results[0])
-
-
-def _interpreter(module: ModuleOp, listener: Interpreter.Listener) -> Interpreter:
-    interpreter = Interpreter(module, listeners=(listener,))
-    for functions in interpreter_functions():
-        interpreter.register_implementations(functions)
-    return interpreter
 
 
 class _Accumulator:
@@ -205,7 +197,7 @@ class _Accumulator:
         channel_shape[1] = self.scale.size  # per-channel scales are along the channel axis
         return self.scale.reshape(channel_shape)
 
-    def update(self, reference: np.ndarray, codes: np.ndarray) -> None:
+    def update(self, reference: np.ndarray, codes: np.ndarray, samples: int = 1) -> None:
         f = reference.astype(np.float64)
         scale = self._broadcast_scale(codes.shape)
         d = codes.astype(np.float64) * scale
@@ -220,7 +212,7 @@ class _Accumulator:
             self.max_error = max(self.max_error, float(np.max(np.abs(error) / scale)))
         self.saturated += int(np.count_nonzero(np.abs(f) > (self.qmax + 0.5) * scale))
         self.count += f.size
-        self.samples += 1
+        self.samples += samples
 
     def cosine(self) -> float:
         if self.ff == 0.0 and self.dd == 0.0:
@@ -277,35 +269,36 @@ def layer_report(
         raise XnpuError("the report data holds no samples")
     float_recorder = _ValueRecorder({layer.float_op: layer.name for layer in layers})
     fixed_recorder = _ValueRecorder({layer.fixed_op: layer.name for layer in layers})
-    float_run = _interpreter(float_module, float_recorder)
-    fixed_run = _interpreter(fixed_module, fixed_recorder)
-    float_function, fixed_function = entry_function(float_module), entry_function(fixed_module)
+    float_run = CompiledFunction(float_module, listeners=(float_recorder,))
+    fixed_run = CompiledFunction(fixed_module, listeners=(fixed_recorder,))
     accumulators = {
         layer.name: _Accumulator(_scale_of(layer.fixed_op, layer.name), fixed.width_of(layer.fixed_op.results[0]))
         for layer in layers
     }
-    batched = count > 1 or fixed_count > 1
+    several = count > 1 or fixed_count > 1
+    # both modules keep samples apart along axis 0: run as many at once as both allow
+    size = min(default_batch(float_run), default_batch(fixed_run)) if several else 1
 
-    def sample_of(all_arrays: list[np.ndarray], index: int) -> tuple[np.ndarray, ...]:
-        return tuple(np.ascontiguousarray(a[index : index + 1] if batched else a) for a in all_arrays)
+    def samples_of(all_arrays: list[np.ndarray], start: int, stop: int) -> tuple[np.ndarray, ...]:
+        return tuple(np.ascontiguousarray(a[start:stop] if several else a) for a in all_arrays)
 
     show = sys.stderr.isatty() if progress is None else progress
     with tqdm(total=count, desc="report", unit="sample", file=sys.stderr, disable=not show, leave=False) as bar:
-        for index in range(count):
+        for start, stop in batches(count, size):
             float_recorder.values.clear()
             fixed_recorder.values.clear()
-            float_run.call_op(float_function, sample_of(arrays, index))
-            fixed_run.call_op(fixed_function, sample_of(fixed_arrays, index))
+            float_run(samples_of(arrays, start, stop))
+            fixed_run(samples_of(fixed_arrays, start, stop))
             for layer in layers:
                 reference = float_recorder.values.get(layer.name)
                 codes = fixed_recorder.values.get(layer.name)
                 if reference is None or codes is None:
                     continue
                 try:
-                    accumulators[layer.name].update(reference, codes)
+                    accumulators[layer.name].update(reference, codes, stop - start)
                 except XnpuError as error:
                     raise XnpuError(f"layer '{layer.name}': {error}") from None
-            bar.update(1)
+            bar.update(stop - start)
     stats = []
     for layer in layers:
         accumulator = accumulators[layer.name]

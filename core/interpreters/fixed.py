@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 
+from xnpu.batching import batch_shape
 from xnpu.dialects import fixed
 from xnpu.dialects.nn import ints
 from xnpu.interpreters import ConstantCache
@@ -108,11 +109,11 @@ class FixedFunctions(InterpreterFunctions):
 
     @impl(fixed.ReshapeOp)
     def run_reshape(self, interpreter: Interpreter, op: fixed.ReshapeOp, args: tuple[Any, ...]):
-        return (_store(op, fp.reshape(args[0], fixed.shape_of(op.result))),)
+        return (_store(op, fp.reshape(args[0], batch_shape(args[0], fixed.shape_of(op.result)))),)
 
     @impl(fixed.FlattenOp)
     def run_flatten(self, interpreter: Interpreter, op: fixed.FlattenOp, args: tuple[Any, ...]):
-        return (_store(op, fp.reshape(args[0], fixed.shape_of(op.result))),)
+        return (_store(op, fp.reshape(args[0], batch_shape(args[0], fixed.shape_of(op.result)))),)
 
     @impl(fixed.TransposeOp)
     def run_transpose(self, interpreter: Interpreter, op: fixed.TransposeOp, args: tuple[Any, ...]):

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 
+from xnpu.batching import batch_shape
 from xnpu.dialects import nn
 from xnpu.interpreters import ConstantCache
 from xnpu.semantics import float_ops
@@ -138,7 +139,7 @@ class NNFunctions(InterpreterFunctions):
 
     @impl(nn.ReshapeOp)
     def run_reshape(self, interpreter: Interpreter, op: nn.ReshapeOp, args: tuple[Any, ...]):
-        return (float_ops.reshape(args[0], nn.shape_of(op.result)),)
+        return (float_ops.reshape(args[0], batch_shape(args[0], nn.shape_of(op.result))),)
 
     @impl(nn.FlattenOp)
     def run_flatten(self, interpreter: Interpreter, op: nn.FlattenOp, args: tuple[Any, ...]):

@@ -109,11 +109,16 @@ def quantize(x, scale: float, bits: int = 8) -> np.ndarray:
     scale = float(scale)
     if not (scale > 0 and math.isfinite(scale)):
         raise XnpuError(f"quantize scale must be positive and finite, got {scale}")
-    v = np.asarray(x, dtype=np.float64) / scale
+    x = np.asarray(x)
+    v = np.divide(x, scale, out=np.empty(x.shape, np.float64), dtype=np.float64)  # the loop in float64, not x's
     limit = qmax(bits)
-    v = np.nan_to_num(v, nan=0.0, posinf=limit, neginf=-limit)
-    v = np.clip(v, -limit, limit)
-    return (np.sign(v) * np.floor(np.abs(v) + 0.5)).astype(np.int64)
+    np.clip(v, -limit, limit, out=v)  # +-inf saturate; NaN stays NaN here
+    magnitude = np.asarray(np.abs(v))
+    magnitude += 0.5
+    np.floor(magnitude, out=magnitude)
+    np.copysign(magnitude, v, out=magnitude)
+    magnitude[np.isnan(v)] = 0.0
+    return magnitude.astype(np.int64)[()]  # a scalar in, a scalar out
 
 
 def quantize_thresholds(scale: float, bits: int = 8) -> np.ndarray:
@@ -218,17 +223,72 @@ def apply_multiplier(x, multiplier, shift, axis: int | None = None) -> np.ndarra
 
     (x * M + 2^(shift-1)) >> shift for shift > 0, (x * M) << -shift for shift <= 0. With
     per-channel parameters (arrays of length C) `axis` names the channel axis of x. Exact
-    in int64 for |x| <= 2^31 and the (M, shift) ranges of R5/R6.
+    for |x| <= 2^31 and the (M, shift) ranges of R5/R6; computed by `rescale_float` where
+    that holds (it is several times faster than int64 shifts), else in int64.
     """
-    x = _ints(x)
-    m = _along(multiplier, axis, x.ndim)
-    s = _along(shift, axis, x.ndim)
-    return shift_arithmetic(x * m, s, rounding=True)
+    values = np.asarray(x)
+    if _fits_int32(values):
+        low, high = -np.inf, np.inf
+        return rescale_float(values, multiplier, shift, low, high, axis).astype(np.int64)
+    values = _ints(values)
+    m = _along(multiplier, axis, values.ndim)
+    s = _along(shift, axis, values.ndim)
+    return shift_arithmetic(values * m, s, rounding=True)
+
+
+def _fits_int32(values: np.ndarray) -> bool:
+    """Whether |x| <= 2^31 holds for every element (without a pass over data whose type bounds it)."""
+    if values.dtype.kind in "iu" and values.dtype.itemsize <= 4:
+        return True
+    if values.dtype.kind not in "iuf" or values.size == 0:
+        return values.size == 0
+    return max(float(values.max()), -float(values.min())) <= RESCALE_FLOAT_LIMIT
+
+
+# R6 in float64: |x| <= 2^31 and M < 2^15 keep |x * M| < 2^46, below float64's 2^53.
+RESCALE_FLOAT_LIMIT = float(1 << 31)
+
+
+def rescale_factors(multiplier, shift, axis: int | None, ndim: int) -> tuple[np.ndarray, np.ndarray]:
+    """R6 as float64 constants: factor M * 2^-shift (exact: M has 15 bits) and the rounding
+    term, 1/2 where shift > 0 (half up) and 0 for left shifts; shaped to broadcast along `axis`."""
+    m = _along(multiplier, axis, ndim)
+    s = _along(shift, axis, ndim)
+    factor = np.ldexp(m.astype(np.float64), -s)
+    rounding = np.where(s > 0, 0.5, 0.0)
+    return factor, rounding
+
+
+def rescale_float(x, multiplier, shift, low: float, high: float, axis: int | None = None,
+                  offset=None, out: np.ndarray | None = None) -> np.ndarray:
+    """R6 then a clip to [low, high], in float64, for integer-valued x with |x + offset| <= 2^31.
+
+    Returns clip(floor((x + offset) * M * 2^-shift + 1/2), low, high) (no 1/2 when shift <= 0)
+    as float64 integers, equal to R6's integer result clipped: (x + offset) * M is an integer
+    below 2^46 and scaling by 2^-shift is exact, so the product is exact; adding 1/2 is exact
+    for shift <= 52 (the sum needs at most 53 significant bits), and for shift > 52 every
+    |value| < 2^-6, so the sum, rounded or not, lies in (0, 1) and floors to R6's 0. With
+    `offset` (an int32 bias, per channel along `axis`) the sum x * f + (offset * f + 1/2) is
+    exact by the same count. `out` (float64, x's shape) saves the allocation.
+    """
+    values = np.asarray(x)
+    factor, rounding = rescale_factors(multiplier, shift, axis, values.ndim)
+    constant = rounding
+    if offset is not None:
+        constant = _along(offset, axis, values.ndim).astype(np.float64) * factor + rounding
+    result = np.multiply(values, factor, out=out, dtype=np.float64)
+    result += constant
+    np.floor(result, out=result)
+    return np.clip(result, low, high, out=result)
 
 
 def rescale(x, multiplier, shift, out_bits: int, axis: int | None = None) -> np.ndarray:
     """R9: saturate(apply_multiplier(x, M, shift), out_bits) - TOSA RESCALE, scale32=false, single rounding."""
-    return saturate(apply_multiplier(x, multiplier, shift, axis), out_bits)
+    values = np.asarray(x)
+    if _fits_int32(values):
+        limit = qmax(out_bits)
+        return rescale_float(values, multiplier, shift, -limit, limit, axis).astype(np.int64)
+    return saturate(apply_multiplier(values, multiplier, shift, axis), out_bits)
 
 
 # --------------------------------------------------------------------------------------
@@ -260,39 +320,250 @@ def mul_widening(lhs, rhs, out_bits: int = 16) -> np.ndarray:
 # --------------------------------------------------------------------------------------
 
 
-def _exact_int(values: np.ndarray) -> np.ndarray:
-    # R13: every partial sum is below K * 2^14 + |bias| < 2^53, so float64 sums are exact.
-    return np.rint(values).astype(np.int64)
+# R13: a float32 sum of integer products is exact while every partial sum stays within
+# 2^24, whatever order BLAS adds in. A call proves it from its operands: for output
+# channel o, every partial sum is at most sum_c max|x[..., c]| * sum_taps |w[o, c]|; input
+# channels are split into chunks whose bound stays below FLOAT32_EXACT_LIMIT (most calls
+# need one), and the chunk sums are added in float64. float32 GEMMs are about twice as
+# fast as float64 ones on CPUs.
+FLOAT32_EXACT_LIMIT = float(1 << 24)
 
 
-# R13: a float32 sum of int8 x int8 products is exact while it stays below 2^24: with
-# |x|, |w| <= 128 that is any 1024 terms. BLAS float32 GEMMs are about twice as fast as float64.
-FLOAT32_EXACT_TERMS = (1 << 24) // (128 * 128)
+def _max_abs(x: np.ndarray) -> float:
+    return max(float(x.max()), -float(x.min()))
+
+
+def channel_max_abs(x: np.ndarray) -> np.ndarray:
+    """R13: max|x| per channel of an N... x C integer array (the last axis), as float64: the input of the exactness bound."""
+    flat = x.reshape(-1, x.shape[-1])
+    if flat.shape[0] == 0:
+        return np.zeros(x.shape[-1])
+    high = flat.max(axis=0).astype(np.float64)
+    low = flat.min(axis=0).astype(np.float64)
+    return np.maximum(high, -low)
+
+
+class ExactWeights:
+    """A conv or gemm weight prepared once for exact float32 GEMMs (R13).
+
+    `ohwi` is the integer weight as O x KH x KW x C (a gemm's B as N x 1 x 1 x K). Keeps
+    channel_l1[c, o] = sum over taps |w[o, :, :, c]| for the exactness bound, and builds
+    each float matrix a call needs (rows (kh, kw, c) of one tap row or all, columns o) once.
+    """
+
+    def __init__(self, ohwi) -> None:
+        weight = np.asarray(ohwi)
+        if weight.dtype.kind not in "iu":
+            weight = _ints(weight)
+        self.shape = weight.shape
+        self.weight = weight
+        self.channel_l1 = np.abs(weight.astype(np.int64)).sum(axis=(1, 2)).T.astype(np.float64)
+        self.largest_l1 = float(self.channel_l1.sum(axis=0).max(initial=0.0))  # max over o of sum |w[o]|
+        self._matrices: dict[tuple, np.ndarray] = {}
+
+    def matrix(self, rows: tuple[int, int], channels: tuple[int, int], dtype) -> np.ndarray:
+        """(taps of kernel rows [rows) x channels [channels)) x O, rows ordered (kh, kw, c)."""
+        key = (rows, channels, np.dtype(dtype).char)
+        matrix = self._matrices.get(key)
+        if matrix is None:
+            part = self.weight[:, rows[0] : rows[1], :, channels[0] : channels[1]]
+            matrix = np.ascontiguousarray(part.reshape(self.shape[0], -1).T, dtype=dtype)
+            self._matrices[key] = matrix
+        return matrix
+
+    def channel_chunks(self, max_abs: np.ndarray) -> list[tuple[int, int]] | None:
+        """Input-channel ranges whose float32 sums are provably exact for inputs bounded by
+        `max_abs` (per channel); None when one channel alone could exceed the limit."""
+        channels = self.shape[3]
+        contribution = max_abs[:, None] * self.channel_l1
+        if channels == 0 or contribution.sum(axis=0).max(initial=0.0) < FLOAT32_EXACT_LIMIT:
+            return [(0, channels)]
+        cumulative = np.cumsum(contribution, axis=0)
+        chunks, start, base = [], 0, np.zeros(self.shape[0])
+        while start < channels:
+            reach = (cumulative[start:] - base).max(axis=1)  # non-decreasing in the chunk's end
+            count = int(np.searchsorted(reach, FLOAT32_EXACT_LIMIT, side="left"))
+            if count == 0:
+                return None
+            chunks.append((start, start + count))
+            base = cumulative[start + count - 1]
+            start += count
+        return chunks
+
+
+def conv_sums_nhwc(x, weights: ExactWeights, strides, pads, dilations) -> np.ndarray:
+    """R13: the exact sums of a dense convolution (no bias), N x OH x OW x O, as float32 (one
+    provably exact chunk) or float64 integers.
+
+    `x` is an N x H x W x C integer map (any integer dtype, or a strided view of one). The
+    GEMMs read the padded input in place where they can: a 1x1 kernel is one GEMM on the
+    map itself; with vertical stride 1 each kernel row is one GEMM on a slice of the
+    horizontally gathered windows; otherwise one im2col GEMM (float_ops.conv_gemms_nhwc).
+    """
+    x = np.asarray(x)
+    o, kh, kw, c = weights.shape
+    chunks = [(0, c)]
+    if x.size and _max_abs(x) * weights.largest_l1 >= FLOAT32_EXACT_LIMIT:
+        # the whole-tensor bound does not settle it: bound per input channel, chunk if needed
+        chunks = weights.channel_chunks(channel_max_abs(x))
+    dtype = np.float32 if chunks is not None else np.float64
+    padded = float_ops.pad_nhwc(x, pads, dtype)
+    total = None
+    for channels in chunks or [(0, c)]:
+        part = _conv_gemms(padded[..., channels[0] : channels[1]], weights, channels, strides, dilations, dtype)
+        if total is None:
+            total = part
+        else:
+            total = total.astype(np.float64) if total.dtype != np.float64 else total
+            total += part
+    return total
+
+
+def _conv_gemms(padded, weights: ExactWeights, channels, strides, dilations, dtype) -> np.ndarray:
+    _, kh, kw, _ = weights.shape
+    return float_ops.conv_gemms_nhwc(
+        padded, lambda rows: weights.matrix(rows, channels, dtype), (kh, kw), strides, dilations, weights.shape[0]
+    )
+
+
+def depthwise_sums_nhwc(x, weight_hwc, strides, pads, dilations) -> np.ndarray:
+    """R13 for a depthwise convolution (no bias): N x OH x OW x C exact sums.
+
+    One multiply-add per kernel tap on strided views of the padded input, in float32 when
+    max|x| * sum_taps |w| < 2^24 for every channel (always, for kernels up to 32x32), else float64.
+    """
+    x = np.asarray(x)
+    weight = np.asarray(weight_hwc)
+    kh, kw, c = weight.shape
+    bound = channel_max_abs(x) * np.abs(weight.astype(np.int64)).sum(axis=(0, 1))
+    dtype = np.float32 if bound.max(initial=0.0) < FLOAT32_EXACT_LIMIT else np.float64
+    padded = float_ops.pad_nhwc(x, pads, dtype)
+    (sh, sw), (dh, dw) = strides, dilations
+    oh = (padded.shape[1] - (dh * (kh - 1) + 1)) // sh + 1
+    ow = (padded.shape[2] - (dw * (kw - 1) + 1)) // sw + 1
+    taps = weight.astype(dtype)
+    out = np.empty((x.shape[0], oh, ow, c), dtype=dtype)
+    product = np.empty_like(out)
+    for i in range(kh):
+        for j in range(kw):
+            top, left = i * dh, j * dw
+            tap = padded[:, top : top + sh * (oh - 1) + 1 : sh, left : left + sw * (ow - 1) + 1 : sw]
+            if i == 0 and j == 0:
+                np.multiply(tap, taps[i, j], out=out)
+            else:
+                np.multiply(tap, taps[i, j], out=product)
+                out += product
+    return out
+
+
+_PREPARED: dict[tuple[int, str], tuple[np.ndarray, ExactWeights]] = {}
+_PREPARED_CACHE_SIZE = 512
+_TO_OHWI = {
+    "OIHW": lambda w: w.transpose(0, 2, 3, 1),
+    "KN": lambda w: w.T[:, None, None, :],  # a gemm's B
+    "NK": lambda w: w[:, None, None, :],  # a gemm's B with trans_b
+}
+
+
+def prepared_weights(weight: np.ndarray, layout: str = "OIHW") -> ExactWeights:
+    """R13: ExactWeights of an OIHW conv weight (or a gemm's B, layout "KN", or "NK" with trans_b),
+    kept for read-only arrays (the interpreters' decoded constants), which cannot change."""
+    key = (id(weight), layout)
+    cached = _PREPARED.get(key)
+    if cached is not None and cached[0] is weight:
+        return cached[1]
+    prepared = ExactWeights(_TO_OHWI[layout](np.asarray(weight)))
+    if isinstance(weight, np.ndarray) and not weight.flags.writeable:
+        if len(_PREPARED) >= _PREPARED_CACHE_SIZE:
+            del _PREPARED[next(iter(_PREPARED))]
+        _PREPARED[key] = (weight, prepared)
+    return prepared
 
 
 def conv2d_accumulate_exact(x, weight, strides, pads, dilations, group: int, dtype=np.float32) -> np.ndarray:
-    """R13: the exact int64 sums of a convolution (no bias), by float GEMMs that cannot round.
+    """R13: the exact int64 sums of an NCHW convolution with an OIHW weight (no bias).
 
-    float64 is exact for any contract-sized reduction; float32 is exact per chunk of at most
-    FLOAT32_EXACT_TERMS products, so longer reductions are split along input channels and the
-    chunk sums added as integers. Grouped (non-depthwise) convolutions with longer
-    reductions use float64.
+    Dense and grouped convolutions are GEMMs (`conv_sums_nhwc`, per group), depthwise ones
+    multiply-adds per tap (`depthwise_sums_nhwc`); both prove their float32 sums exact per
+    call. dtype=float64 forces float64 GEMMs (exact for any contract-sized reduction).
     """
-    x, weight = _ints(x), _ints(weight)
-    kernel = weight.shape[2] * weight.shape[3]
-    reduction = weight.shape[1] * kernel
-    if dtype == np.float64 or reduction <= FLOAT32_EXACT_TERMS or (group > 1 and weight.shape[1] > 1):
-        if reduction > FLOAT32_EXACT_TERMS:
-            dtype = np.float64
-        return _exact_int(float_ops.conv2d_accumulate(x, weight, strides, pads, dilations, group, dtype))
-    chunk = max(1, FLOAT32_EXACT_TERMS // kernel)
-    total = None
-    for start in range(0, weight.shape[1], chunk):
-        part = _exact_int(float_ops.conv2d_accumulate(
-            x[:, start : start + chunk], weight[:, start : start + chunk], strides, pads, dilations, 1, np.float32
-        ))
-        total = part if total is None else total + part
-    return total
+    x, weight = np.asarray(x), np.asarray(weight)
+    strides, pads, dilations = tuple(strides), tuple(pads), tuple(dilations)
+    nhwc = x.transpose(0, 2, 3, 1)
+    out_channels, c_per_group = weight.shape[:2]
+    if group > 1 and c_per_group == 1 and out_channels == group:
+        weight_hwc = weight[:, 0].transpose(1, 2, 0)
+        if dtype == np.float64:
+            sums = depthwise_sums_nhwc(nhwc.astype(np.float64), weight_hwc, strides, pads, dilations)
+        else:
+            sums = depthwise_sums_nhwc(nhwc, weight_hwc, strides, pads, dilations)
+        return sums.astype(np.int64).transpose(0, 3, 1, 2)
+    per_group = out_channels // group
+    parts = []
+    for g in range(group):
+        group_weight = weight if group == 1 else weight[g * per_group : (g + 1) * per_group]
+        prepared = prepared_weights(group_weight) if group == 1 else ExactWeights(group_weight.transpose(0, 2, 3, 1))
+        group_x = nhwc if group == 1 else nhwc[..., g * c_per_group : (g + 1) * c_per_group]
+        if dtype == np.float64:
+            sums = _conv_gemms(float_ops.pad_nhwc(group_x, pads, np.float64), prepared, (0, c_per_group), strides,
+                               dilations, np.float64)
+        else:
+            sums = conv_sums_nhwc(group_x, prepared, strides, pads, dilations)
+        parts.append(sums.astype(np.int64))
+    total = parts[0] if group == 1 else np.concatenate(parts, axis=3)
+    return total.transpose(0, 3, 1, 2)
+
+
+@dataclass(frozen=True)
+class Requantization:
+    """R13 then R9 (and R8's clamp) of conv/gemm sums, with the per-channel constants of R6
+    computed once: clip(rescale(saturate(acc + bias, 32), M, shift, 8), low, high), channels
+    along the last axis of `acc`. Built by `requantization`."""
+
+    factor: np.ndarray  # M * 2^-shift (float64, exact)
+    constant: np.ndarray  # R6's rounding term, plus bias * factor when the bias is folded in
+    bias: np.ndarray | None  # kept apart when the int32 saturation could act
+    low: int
+    high: int
+
+    def __call__(self, acc, out: np.ndarray | None = None) -> np.ndarray:
+        """The result, exact by the argument of `rescale_float` term by term: float64 integers,
+        or written into the integer array `out` (its dtype must hold [low, high]) and returned."""
+        acc = np.asarray(acc)
+        if self.bias is not None:
+            limit = qmax(32)
+            acc = np.clip(acc.astype(np.float64) + self.bias, -limit, limit)
+        result = np.multiply(acc, self.factor, dtype=np.float64)
+        result += self.constant
+        if out is not None and self.low >= 0:
+            # clip, then the integer cast truncates: floor, for values that are not negative
+            np.clip(result, self.low, self.high, out=result)
+            out[...] = result
+            return out
+        np.floor(result, out=result)
+        np.clip(result, self.low, self.high, out=result)
+        if out is None:
+            return result
+        out[...] = result
+        return out
+
+
+def requantization(bias, reduction: int, multiplier, shift, low: int, high: int) -> Requantization:
+    """R13/R9: the Requantization of sums over a reduction of length `reduction` of int8
+    operands (|acc| <= reduction * 2^14), per-channel (or one) bias, M and shift.
+
+    When |acc| + max|bias| stays within int32 the saturation cannot act and the bias joins
+    R6's constant term: (acc + bias) * f + 1/2 = acc * f + (bias * f + 1/2), exact as in
+    `rescale_float` because (acc + bias) * M < 2^46.
+    """
+    factor, rounding = rescale_factors(multiplier, shift, -1, 1)
+    if bias is None:
+        return Requantization(factor, rounding, None, low, high)
+    bias = _ints(bias).reshape(-1)
+    largest_bias = int(np.abs(bias).max()) if bias.size else 0
+    if reduction * (1 << 14) + largest_bias <= qmax(32):
+        return Requantization(factor, bias.astype(np.float64) * factor + rounding, None, low, high)
+    return Requantization(factor, rounding, bias.astype(np.float64), low, high)
 
 
 def conv2d_int(
@@ -302,10 +573,10 @@ def conv2d_int(
     """R13: int8 x int8 convolution with an int32 bias, accumulated exactly, saturated to out_bits.
 
     NCHW input, OIHW weight; zero padding (the zero point is 0, R4). The reduction length
-    K = C/group * KH * KW must be at most MAX_REDUCTION; then |sum| < 2^31 and the float64
-    accumulation in float_ops.conv2d_accumulate is exact.
+    K = C/group * KH * KW must be at most MAX_REDUCTION; then |sum| < 2^31, and the sums
+    (`conv2d_accumulate_exact`) are exact.
     """
-    x, weight = _ints(x), _ints(weight)
+    x, weight = np.asarray(x), np.asarray(weight)
     reduction = weight.shape[1] * weight.shape[2] * weight.shape[3]
     if reduction > MAX_REDUCTION:
         raise XnpuError(f"conv2d reduction length {reduction} exceeds {MAX_REDUCTION}; the int32 accumulator could overflow")
@@ -315,21 +586,35 @@ def conv2d_int(
     return saturate(acc, out_bits)
 
 
+def gemm_sums(a, weights: ExactWeights) -> np.ndarray:
+    """R13: the exact sums of A (M x K integers) @ B, B prepared as N x 1 x 1 x K: M x N float."""
+    a = np.asarray(a)
+    return conv_sums_nhwc(a.reshape(a.shape[0], 1, 1, a.shape[1]), weights, (1, 1), (0, 0, 0, 0), (1, 1)).reshape(
+        a.shape[0], weights.shape[0]
+    )
+
+
 def gemm_int(a, b, bias, trans_b: bool = False, out_bits: int = 32) -> np.ndarray:
     """R13: A (M x K) @ op(B) (K x N) + bias (broadcast to M x N), exact, saturated to out_bits."""
-    a, b = _ints(a), _ints(b)
-    b = b.T if trans_b else b
+    a, b = np.asarray(a), np.asarray(b)
     if a.shape[1] > MAX_REDUCTION:
         raise XnpuError(f"gemm reduction length {a.shape[1]} exceeds {MAX_REDUCTION}; the int32 accumulator could overflow")
-    acc = _exact_int(a.astype(np.float64) @ b.astype(np.float64))
+    weights = prepared_weights(b, "NK" if trans_b else "KN")
+    acc = gemm_sums(a, weights).astype(np.int64)
     if bias is not None:
         acc = acc + _ints(bias)
     return saturate(acc, out_bits)
 
 
 def max_pool_int(x, kernel, strides, pads, dilations, out_hw) -> np.ndarray:
-    """R14: maximum over each window; padding never wins."""
-    return float_ops.max_pool(_ints(x), kernel, strides, pads, dilations, out_hw)
+    """R14: maximum over each window; padding never wins.
+
+    Computed in the next wider integer type than x's (int64 at most): padding is that type's
+    minimum, so a window lying entirely in the padding shows as a value below x's range.
+    """
+    x = np.asarray(x)
+    wider = {1: np.int16, 2: np.int32}.get(x.dtype.itemsize, np.int64) if x.dtype.kind in "iu" else np.int64
+    return float_ops.max_pool(x.astype(wider), kernel, strides, pads, dilations, out_hw)
 
 
 def avg_pool_sum_int(x, kernel, strides, pads, out_hw) -> np.ndarray:

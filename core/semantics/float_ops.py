@@ -54,22 +54,23 @@ def conv_patches(
     return window_view(padded, kernel, strides, dilations, (oh, ow)), (oh, ow)
 
 
-_WEIGHT_MATRICES: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
+_WEIGHT_MATRICES: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
 _WEIGHT_MATRIX_CACHE_SIZE = 512
 
 
-def _weight_matrix(weight: np.ndarray, first: int, last: int) -> np.ndarray:
-    """Output channels [first, last) of an OIHW weight as a (KH*KW*I) x O matrix, rows (kh, kw, i).
+def _weight_rows(weight: np.ndarray, outputs: tuple[int, int], rows: tuple[int, int], dtype) -> np.ndarray:
+    """Output channels [outputs) and kernel rows [rows) of an OIHW weight as a (taps*I) x O
+    matrix, rows ordered (kh, kw, i).
 
     Building it copies the weight, which for a ResNet is 47 MB per inference; read-only arrays
     (the interpreters' decoded constants) cannot change, so their matrices are kept.
     """
-    key = (id(weight), first, last)
+    key = (id(weight), outputs, rows, np.dtype(dtype).char)
     cached = _WEIGHT_MATRICES.get(key)
     if cached is not None and cached[0] is weight:
         return cached[1]
-    part = weight[first:last]
-    matrix = np.ascontiguousarray(part.transpose(0, 2, 3, 1).reshape(last - first, -1).T)
+    part = weight[outputs[0] : outputs[1], :, rows[0] : rows[1]]
+    matrix = np.ascontiguousarray(part.transpose(0, 2, 3, 1).reshape(outputs[1] - outputs[0], -1).T, dtype=dtype)
     if not weight.flags.writeable:
         if len(_WEIGHT_MATRICES) >= _WEIGHT_MATRIX_CACHE_SIZE:
             del _WEIGHT_MATRICES[next(iter(_WEIGHT_MATRICES))]
@@ -77,17 +78,58 @@ def _weight_matrix(weight: np.ndarray, first: int, last: int) -> np.ndarray:
     return matrix
 
 
-def conv_patches_nhwc(
-    x: np.ndarray, kernel: Sequence[int], strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int]
-) -> tuple[np.ndarray, tuple[int, int]]:
-    """The windows of an NCHW input as N x OH x OW x KH x KW x C (channels innermost, zero padded)."""
+def pad_nhwc(x: np.ndarray, pads: Sequence[int], dtype) -> np.ndarray:
+    """An N x H x W x C map as `dtype`, zero padded by ONNX-ordered pads [top, left, bottom, right]."""
+    n, h, w, c = x.shape
+    top, left, bottom, right = pads
+    padded = np.zeros((n, h + top + bottom, w + left + right, c), dtype=dtype)
+    padded[:, top : top + h, left : left + w] = x
+    return padded
+
+
+def conv_gemms_nhwc(
+    padded: np.ndarray,
+    matrix,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out_channels: int,
+) -> np.ndarray:
+    """A dense convolution of a zero-padded N x H x W x C map as GEMMs: N x OH x OW x O.
+
+    `matrix((first, last))` gives the weight rows of kernel rows [first, last) as a
+    (taps * C) x O matrix, rows ordered (kh, kw, c), in the dtype of `padded`. A 1x1 kernel is
+    one GEMM on the map itself; with vertical stride 1 the horizontal windows are gathered
+    once and each kernel row is one GEMM on a slice of them (no copy per kernel row, the
+    samples' rows in one GEMM); otherwise one GEMM on the full windows (im2col).
+    """
+    n, hp, wp, c = padded.shape
     kh, kw = kernel
-    oh, ow = conv_output_hw(x.shape[2:], kernel, strides, pads, dilations)
-    padded = np.pad(x.transpose(0, 2, 3, 1), ((0, 0), (pads[0], pads[2]), (pads[1], pads[3]), (0, 0)))
-    span = (dilations[0] * (kh - 1) + 1, dilations[1] * (kw - 1) + 1)
-    windows = sliding_window_view(padded, span, axis=(1, 2))
-    windows = windows[:, :: strides[0], :: strides[1], :, :: dilations[0], :: dilations[1]][:, :oh, :ow]
-    return windows.transpose(0, 1, 2, 4, 5, 3), (oh, ow)
+    (sh, sw), (dh, dw) = strides, dilations
+    oh = (hp - (dh * (kh - 1) + 1)) // sh + 1
+    ow = (wp - (dw * (kw - 1) + 1)) // sw + 1
+    o = out_channels
+    if kh == 1 and kw == 1:
+        cols = padded[:, : sh * (oh - 1) + 1 : sh, : sw * (ow - 1) + 1 : sw].reshape(-1, c)
+        return (cols @ matrix((0, 1))).reshape(n, oh, ow, o)
+    span_w = dw * (kw - 1) + 1
+    if sh == 1:
+        windows = sliding_window_view(padded, span_w, axis=2)[:, :, : sw * (ow - 1) + 1 : sw, :, ::dw]
+        cols = np.ascontiguousarray(windows.transpose(0, 1, 2, 4, 3)).reshape(n * hp, ow, kw * c)
+        rows = (n - 1) * hp + oh  # one GEMM per kernel row covers every sample (rows between are unused)
+        out = np.empty((n * hp, ow, o), dtype=padded.dtype)
+        for i in range(kh):
+            lhs = cols[i * dh : i * dh + rows].reshape(rows * ow, kw * c)
+            if i == 0:
+                np.matmul(lhs, matrix((0, 1)), out=out[:rows].reshape(rows * ow, o))
+            else:
+                out[:rows] += (lhs @ matrix((i, i + 1))).reshape(rows, ow, o)
+        return out.reshape(n, hp, ow, o)[:, :oh]
+    span_h = dh * (kh - 1) + 1
+    windows = sliding_window_view(padded, (span_h, span_w), axis=(1, 2))
+    windows = windows[:, : sh * (oh - 1) + 1 : sh, : sw * (ow - 1) + 1 : sw, :, ::dh, ::dw]
+    cols = np.ascontiguousarray(windows.transpose(0, 1, 2, 4, 5, 3)).reshape(n * oh * ow, kh * kw * c)
+    return (cols @ matrix((0, kh))).reshape(n, oh, ow, o)
 
 
 def conv2d_accumulate(
@@ -99,27 +141,24 @@ def conv2d_accumulate(
     group: int,
     dtype: type = np.float32,
 ) -> np.ndarray:
-    """sum over (c, kh, kw) of x * weight, per output channel, in `dtype` (no bias).
-
-    Shared by the float and the integer convolutions: with dtype=float64 and integer-valued
-    inputs below 2^53 the sums are exact.
-    """
+    """sum over (c, kh, kw) of x * weight, per output channel, in `dtype` (no bias); NCHW in
+    and out (the result a view of N x OH x OW x O memory: the next convolution's gather wants
+    exactly that order)."""
     n, c = x.shape[:2]
     out_channels, c_per_group, kh, kw = weight.shape
-    x = x.astype(dtype, copy=False)
-    weight = weight.astype(dtype, copy=False)
     if c_per_group == 1 and out_channels == group and group > 1:
         # depthwise: one input channel per output channel
-        patches, _ = conv_patches(x, (kh, kw), strides, pads, dilations)
-        return np.einsum("nchwij,cij->nchw", patches, weight[:, 0], optimize=True)
-    windows, (oh, ow) = conv_patches_nhwc(x, (kh, kw), strides, pads, dilations)
+        patches, _ = conv_patches(x.astype(dtype, copy=False), (kh, kw), strides, pads, dilations)
+        return np.einsum("nchwij,cij->nchw", patches, weight[:, 0].astype(dtype, copy=False), optimize=True)
+    padded = pad_nhwc(x.transpose(0, 2, 3, 1), pads, dtype)
     out_per_group = out_channels // group
     results = []
     for g in range(group):
-        # rows of (kh, kw, c) with c innermost: the gather copies whole channel runs
-        cols = windows[..., g * c_per_group : (g + 1) * c_per_group].reshape(n * oh * ow, kh * kw * c_per_group)
-        out = cols @ _weight_matrix(weight, g * out_per_group, (g + 1) * out_per_group)
-        results.append(out.reshape(n, oh, ow, out_per_group).transpose(0, 3, 1, 2))
+        outputs = (g * out_per_group, (g + 1) * out_per_group)
+        group_map = padded if group == 1 else padded[..., g * c_per_group : (g + 1) * c_per_group]
+        out = conv_gemms_nhwc(group_map, lambda rows: _weight_rows(weight, outputs, rows, dtype), (kh, kw), strides,
+                              dilations, out_per_group)
+        results.append(out.transpose(0, 3, 1, 2))
     return results[0] if group == 1 else np.concatenate(results, axis=1)
 
 

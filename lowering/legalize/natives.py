@@ -159,20 +159,6 @@ def _dense(array: np.ndarray, bits: int) -> tuple[DenseIntOrFPElementsAttr, Tens
 
 
 @native_rewrite()
-def depthwise_1x1(ctx: PatternContext, x: SSAValue):
-    """(strides, pads, dilations, group, i32 accumulator type) of a 1x1 depthwise conv over x."""
-    shape = shape_of(x)
-    return (i64_array([1, 1]), i64_array([0, 0, 0, 0]), i64_array([1, 1]), i64_attr(shape[1]),
-            fixed.int_tensor(32, shape))
-
-
-@native_rewrite()
-def identity_depthwise_weight(ctx: PatternContext, x: SSAValue):
-    """Weight 1 for every channel of x: C x 1 x 1 x 1 (i8)."""
-    return _dense(np.ones((shape_of(x)[1], 1, 1, 1), dtype=np.int8), 8)
-
-
-@native_rewrite()
 def saturating_clamp_biases(ctx: PatternContext, x: SSAValue, low: Attribute, high: Attribute):
     """Seed 001 method 2: biases b1, b2, b3 of three saturating bias-adds giving clip(q, lo, hi).
 

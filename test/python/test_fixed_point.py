@@ -443,3 +443,16 @@ def test_r16_data_movement_keeps_values():
     assert fp.transpose(x, (1, 0)).tolist() == x.T.tolist()
     assert fp.reshape(x, (3, 2)).tolist() == [[0, 1], [2, 3], [4, 5]]
     assert fp.concat([x, x], 1).shape == (2, 6)
+
+
+def test_quantize_divides_float32_inputs_in_float64():
+    """R4 is computed in float64: float32 values just beside a level's edge must not round
+    the way a float32 division would."""
+    scale = 0.01
+    edges = ((np.arange(-127, 128) + 0.5) * scale).astype(np.float32)
+    x = np.concatenate([np.nextafter(edges, np.float32(-np.inf)), edges, np.nextafter(edges, np.float32(np.inf))])
+    v = np.clip(x.astype(np.float64) / scale, -127, 127)
+    expected = (np.sign(v) * np.floor(np.abs(v) + 0.5)).astype(np.int64)
+    assert np.array_equal(fp.quantize(x, scale), expected)
+    float32_division = np.minimum(np.floor(np.abs(x / np.float32(scale)) + np.float32(0.5)), 127)
+    assert not np.array_equal(np.abs(expected), float32_division.astype(np.int64))  # the case is real

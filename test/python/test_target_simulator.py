@@ -759,3 +759,46 @@ def test_binary_agrees_with_the_fixed_interpreter():
     assert got.dtype == expected.dtype == np.float32
     assert np.array_equal(got, expected)
     assert np.count_nonzero(got) > 3
+
+
+# --------------------------------------------------------------------------------------
+# A binary loaded once: constants and prepared weights are reused only while they hold
+# --------------------------------------------------------------------------------------
+
+
+def test_a_machine_reuses_a_binarys_constants_only_while_ddr_holds_them():
+    rng = np.random.default_rng(31)
+    binary, reference = small_network(rng)
+    m = Machine(DEFAULT, ddr_size=16 * KIB)
+    q = rng_codes(rng, (1, 3, 10, 10)).astype(np.int64)
+    first, _ = m.run(binary, {"image": q})
+    again, _ = m.run(binary, {"image": q})
+    assert np.array_equal(first["features"], reference(q)) and np.array_equal(again["features"], first["features"])
+    # the conv's weights are prepared once; a write into the constant image drops them
+    assert m._prepared
+    flipped = bytearray(binary.constants)
+    flipped[:27] = (-np.frombuffer(bytes(flipped[:27]), np.int8)).astype(np.int8).tobytes()  # output channel 0
+    m.write_ddr(0, bytes(flipped))
+    assert not m._prepared
+    m.reset_sram()
+    m.write_tensor(binary.inputs()[0], q)
+    m.execute(binary.instructions)  # the program again, on the rewritten weights
+    changed = m.read_tensor(binary.outputs()[0])
+    fresh = Machine(DEFAULT, ddr_size=16 * KIB)
+    expected, _ = fresh.run(Binary(binary.target_id, binary.instructions, bytes(flipped), binary.io,
+                                   provenance=binary.provenance), {"image": q})
+    assert np.array_equal(changed, expected["features"])
+    assert not np.array_equal(changed, first["features"])
+
+
+def test_sram_shows_every_load_even_those_not_yet_read():
+    rng = np.random.default_rng(32)
+    binary, _ = small_network(rng)
+    q = rng_codes(rng, (1, 3, 10, 10)).astype(np.int64)
+    lazy = Machine(DEFAULT, ddr_size=16 * KIB)
+    lazy.run(binary, {"image": q})
+    eager = Machine(DEFAULT, ddr_size=16 * KIB)
+    eager.load_constants(binary.constants)
+    eager.write_tensor(binary.inputs()[0], q)
+    eager.execute(binary.instructions)  # a list of instructions: every LOAD copies at once
+    assert np.array_equal(lazy.sram, eager.sram)
