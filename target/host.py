@@ -2,7 +2,7 @@
 
 Where the program posts a segment's token (`SYNC halt=0`), the accelerator stops and the host
 reads the segment's input tensors from DDR (in their io layout), runs the segment's function
-with xnpu's interpreters (fixed ops through `xnpu.semantics.fixed_point`, float ops through
+with xnpu's interpreter functions (`xnpu.runner.CompiledFunction`) (fixed ops through `xnpu.semantics.fixed_point`, float ops through
 `xnpu.semantics.float_ops`: the same functions as every level above), writes the outputs to
 DDR, and the accelerator resumes. So a binary with host segments stays bit-identical to the
 fixed level. A body that does not parse, or whose function does not match the segment's
@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.interpreter import Interpreter
 
 from xnpu.errors import XnpuError
 from xnpu.target.binary import Binary, HostSegment
@@ -57,27 +56,25 @@ class HostSegments:
     """A binary's host segments by token, parsed once before the program runs, run against a Machine's DDR."""
 
     def __init__(self, binary: Binary):
-        from xnpu.runner import interpreter_functions
+        from xnpu.runner import CompiledFunction
 
         self.binary = binary
         self.segments = {segment.token: segment for segment in binary.host_segments}
-        self.programs: dict[int, tuple[Interpreter, func.FuncOp]] = {}
+        self.programs: dict[int, CompiledFunction] = {}
         for segment in binary.host_segments:
-            function = segment_function(segment)
-            interpreter = Interpreter(function.parent_op())
-            for functions in interpreter_functions():
-                interpreter.register_implementations(functions)
-            self.programs[segment.token] = (interpreter, function)
+            try:
+                self.programs[segment.token] = CompiledFunction(segment_function(segment).parent_op())
+            except CompiledFunction.CannotCompile as error:
+                raise _fail(segment, f"the host cannot run it: {error}") from None
 
     def run(self, token: int, machine: Machine) -> bool:
         """Run the segment `token` names on the machine's DDR; False when no segment has that token."""
         segment = self.segments.get(token)
         if segment is None:
             return False
-        interpreter, function = self.programs[token]
         args = tuple(machine.read_tensor(tensor) for tensor in segment.inputs)
         try:
-            results = interpreter.call_op(function, args)
+            results = self.programs[token](args)
         except XnpuError as error:
             raise _fail(segment, str(error)) from None
         except Exception as error:  # an interpreter failure inside the body
