@@ -132,7 +132,7 @@ def lower_fixed_to_npu(module: ModuleOp, target_name: str, extra_patterns=(), ho
     patterns = fixed_to_npu_patterns(extra_patterns)
     function = only_function(module)
     fired: list[str] = []
-    placed: list[Operation] = []
+    placed: set[Operation] = set()
     if host_fallback:
         split_output_dequantizes(function)
     while True:
@@ -140,18 +140,18 @@ def lower_fixed_to_npu(module: ModuleOp, target_name: str, extra_patterns=(), ho
         dce(module)  # constants a pattern replaced (a reshaped or densified kernel's original)
         if not host_fallback:
             break
-        left = [op for op in function.body.block.ops if op not in placed and unselected(op, ctx)]
+        left = {op for op in function.body.block.ops if op not in placed and unselected(op, ctx)}
         waiting = {op for op in left for value in op.operands if value.owner in left and isinstance(value.owner, PENDING)}
-        ready = [op for op in left if op not in waiting]
+        ready = left - waiting
         if not ready:
             break
         for op in ready:
             reason = host_reason(op, ctx)
             if reason:
                 op.attributes[npu.HOST_REASON] = StringAttr(reason)
-        placed += ready
+        placed |= ready
     if placed:
-        place_on_host(function, [op for op in function.body.block.ops if op in set(placed)])
+        place_on_host(function, [op for op in function.body.block.ops if op in placed])
     check_selected(module, target, ctx)
     module.attributes[npu.TARGET_ATTRIBUTE] = StringAttr(target_name)
     return fired
