@@ -14,8 +14,8 @@ memory (`xnpu.pipeline.compile`); `--emit` stops at a level and writes its IR te
 npu, isa), the binary (bin, the default) or the fixed level as TOSA 1.0 (tosa).
 `--print-ir-after-all` prints the
 module after every step to stderr. An op the target cannot run is placed on the host (a host
-segment of the binary, run where the accelerator hands off); the placement summary goes to
-stderr unless `--quiet`, and `--no-host-fallback` makes any such op one error instead. `--report DIR` writes the
+segment of the binary, run where the accelerator hands off); then the placement summary goes
+to stderr unless `--quiet`, and `--no-host-fallback` makes any such op one error instead. `--report DIR` writes the
 per-layer error report of xnpu-quantize, each layer with where it runs on the target. Every failure is one line `xnpu-compile: error: ...` and
 exit status 1; the output file is written atomically, so a failed compile leaves none.
 """
@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="comma-separated layer (ONNX node) names to leave uncompressed")
     parser.add_argument("--no-host-fallback", action="store_true",
                         help="fail on an op the target cannot run instead of placing it on the host")
-    parser.add_argument("--quiet", "-q", action="store_true", help="do not print the placement summary")
+    parser.add_argument("--quiet", "-q", action="store_true", help="do not print the placement summary (printed when an op runs on the host)")
     parser.add_argument("--report", metavar="DIR",
                         help="write the per-layer error report (as xnpu-quantize --report), with where each layer runs")
     parser.add_argument("--report-samples", type=int, metavar="N", help="compute the report on the first N samples")
@@ -121,7 +121,7 @@ def compile_main(args: argparse.Namespace) -> None:
         from xnpu.placement import placement_of
 
         placement = placement_of(result)
-        if not args.quiet:
+        if placement.host and not args.quiet:  # all on the accelerator is the quiet normal case
             sys.stderr.write(placement.summary() + "\n")
     if args.report is not None:  # before the output: a failed report leaves no output behind
         from xnpu.tools.xnpu_quantize import write_layer_report
