@@ -24,19 +24,21 @@ from xdsl.ir import Operation, SSAValue
 # operand which does not depend on the inputs broadcasts against the sample axis.
 _SAMPLEWISE = {
     # element-wise
-    "nn.relu", "nn.sigmoid", "nn.hard_sigmoid", "nn.hard_swish", "nn.clip",
+    "nn.relu", "nn.sigmoid", "nn.tanh", "nn.hard_sigmoid", "nn.hard_swish", "nn.clip",
     "nn.add", "nn.sub", "nn.mul", "nn.div",
     "fixed.quantize", "fixed.shift", "fixed.clamp", "fixed.add", "fixed.sub", "fixed.mul", "fixed.table",
     # NCHW ops whose axis 0 is the batch; their other operands are weights
     "nn.conv2d", "nn.batch_norm", "nn.max_pool", "nn.average_pool", "nn.global_average_pool",
     "fixed.conv2d", "fixed.max_pool", "fixed.avg_pool", "fixed.global_avg_pool",
+    "nn.conv_transpose2d", "fixed.conv_transpose2d", "nn.resize", "fixed.resize", "fixed.resize_linear",
     # rows of A are samples
     "nn.gemm", "nn.matmul", "fixed.gemm",
 }
 # Ops that keep samples apart unless an attribute names axis 0.
 _AXIS_ATTRIBUTE = {"nn.softmax": "axis", "nn.concat": "axis", "fixed.concat": "axis",
                    "fixed.rescale": "axis", "fixed.dequantize": "axis"}
-_FIRST_OPERAND_ONLY = {"nn.conv2d", "nn.batch_norm", "nn.gemm", "nn.matmul", "fixed.conv2d", "fixed.gemm"}
+_FIRST_OPERAND_ONLY = {"nn.conv2d", "nn.batch_norm", "nn.gemm", "nn.matmul", "fixed.conv2d", "fixed.gemm",
+                       "nn.conv_transpose2d", "fixed.conv_transpose2d"}
 
 
 def _shape(value: SSAValue) -> tuple[int, ...] | None:

@@ -62,8 +62,10 @@ from xnpu.dialects.shapes import (
     expect_shape,
     normalize_axis,
     verify_conv_geometry,
+    verify_conv_transpose_geometry,
     verify_window,
     conv_output_shape,
+    conv_transpose_output_shape,
     flatten_output_shape,
     gemm_output_shape,
     i64_array,
@@ -623,6 +625,72 @@ class Conv2dOp(FixedOp):
 
 
 @irdl_op_definition
+class ConvTranspose2dOp(FixedOp):
+    """R18: i8 NCHW input, i8 C x O/group x KH x KW weight (+ i32 bias of O) -> i32: ONNX's
+    transposed convolution, accumulated exactly; a per-channel fixed.rescale follows."""
+
+    name = "fixed.conv_transpose2d"
+    input = operand_def(IntTensor)
+    weight = operand_def(IntTensor)
+    bias = opt_operand_def(IntTensor)
+    result = result_def(IntTensor)
+    strides = prop_def(DenseArrayBase[I64])
+    pads = prop_def(DenseArrayBase[I64])
+    dilations = prop_def(DenseArrayBase[I64])
+    output_padding = prop_def(DenseArrayBase[I64])
+    group = prop_def(IntegerAttr[I64])
+    scale = opt_prop_def(ScaleAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
+
+    def __init__(
+        self,
+        input: SSAValue,
+        weight: SSAValue,
+        bias: SSAValue | None,
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        dilations: Sequence[int] = (1, 1),
+        output_padding: Sequence[int] = (0, 0),
+        group: int = 1,
+        scale=None,
+    ):
+        shape = conv_transpose_output_shape(shape_of(input), shape_of(weight), strides, pads, dilations,
+                                            output_padding, group)
+        super().__init__(
+            operands=[input, weight, bias],
+            result_types=[int_tensor(32, shape)],
+            properties={
+                "strides": i64_array(strides),
+                "pads": i64_array(pads),
+                "dilations": i64_array(dilations),
+                "output_padding": i64_array(output_padding),
+                "group": i64_attr(group),
+                **_scale_props(scale),
+            },
+        )
+
+    def verify_fixed(self) -> None:
+        _check_width(self, self.input, "input", (8,))
+        _check_width(self, self.weight, "weight", (8,))
+        _check_width(self, self.result, "result", (32,))
+        expected = verify_conv_transpose_geometry(
+            self, self.input, self.weight, ints(self.strides), ints(self.pads), ints(self.dilations),
+            ints(self.output_padding), self.group.value.data,
+        )
+        if self.bias is not None:
+            _check_width(self, self.bias, "bias", (32,))
+            if shape_of(self.bias) != (expected[1],):
+                raise VerifyException(
+                    f"fixed.conv_transpose2d: bias shape must be [{expected[1]}], got {list(shape_of(self.bias))}"
+                )
+        w = shape_of(self.weight)
+        _check_reduction(self, w[0] // self.group.value.data * w[2] * w[3])
+        expect_shape(self, expected)
+
+
+@irdl_op_definition
 class GemmOp(FixedOp):
     """R13: i8 A (M x K) @ op(B) + i32 bias (broadcast to M x N) -> i32; op = transpose if trans_b."""
 
@@ -964,6 +1032,111 @@ class ConcatOp(FixedOp):
         expect_shape(self, out)
 
 
+def _check_sources(op: Operation, name: str, values: Sequence[int], count: int, size: int) -> None:
+    if len(values) != count:
+        raise VerifyException(f"{op.name}: '{name}' needs {count} entries, got {len(values)}")
+    if any(not 0 <= v < size for v in values):
+        raise VerifyException(f"{op.name}: '{name}' holds positions outside [0, {size})")
+
+
+def _resize_shapes(op: Operation) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    x, y = expect_rank(op, op.operands[0], 4, "input"), shape_of(op.results[0])
+    if len(y) != 4 or y[:2] != x[:2]:
+        raise VerifyException(f"{op.name}: the result must be N x C x OH x OW of the input's N and C, got {list(y)}")
+    return x, y
+
+
+@irdl_op_definition
+class ResizeOp(FixedOp):
+    """R16: a nearest resize moves codes: result[n, c, i, j] = input[n, c, rows[i], cols[j]]
+    (the source row of every output row and the source column of every output column)."""
+
+    name = "fixed.resize"
+    input = operand_def(IntTensor)
+    result = result_def(IntTensor)
+    rows = prop_def(DenseArrayBase[I64])
+    cols = prop_def(DenseArrayBase[I64])
+    scale = opt_prop_def(ScaleAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, rows: Sequence[int], cols: Sequence[int], scale=None):
+        n, c = shape_of(input)[:2]
+        super().__init__(
+            operands=[input],
+            result_types=[int_tensor(width_of(input), (n, c, len(rows), len(cols)))],
+            properties={"rows": i64_array(rows), "cols": i64_array(cols), **_scale_props(scale)},
+        )
+
+    def verify_fixed(self) -> None:
+        _check_width(self, self.input, "input")
+        _same_element(self, self.input, self.result, "result")
+        x, y = _resize_shapes(self)
+        _check_sources(self, "rows", ints(self.rows), y[2], x[2])
+        _check_sources(self, "cols", ints(self.cols), y[3], x[3])
+
+
+@irdl_op_definition
+class ResizeLinearOp(FixedOp):
+    """R17: a linear resize's exact int32 sums: every output row reads two input rows
+    (`rows[2y]`, `rows[2y + 1]`) with integer weights (`row_weights`, the same positions),
+    every output column two columns likewise; the weights of each axis sum to its
+    denominator D. A fixed.rescale by s_in / (Dy * Dx * s_out) follows."""
+
+    name = "fixed.resize_linear"
+    input = operand_def(IntTensor)
+    result = result_def(IntTensor)
+    rows = prop_def(DenseArrayBase[I64])
+    row_weights = prop_def(DenseArrayBase[I64])
+    cols = prop_def(DenseArrayBase[I64])
+    col_weights = prop_def(DenseArrayBase[I64])
+    scale = opt_prop_def(ScaleAttr)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, rows, row_weights, cols, col_weights, scale=None):
+        n, c = shape_of(input)[:2]
+        flat = lambda values: i64_array(np.asarray(values).reshape(-1))  # noqa: E731
+        super().__init__(
+            operands=[input],
+            result_types=[int_tensor(32, (n, c, np.size(rows) // 2, np.size(cols) // 2))],
+            properties={"rows": flat(rows), "row_weights": flat(row_weights), "cols": flat(cols),
+                        "col_weights": flat(col_weights), **_scale_props(scale)},
+        )
+
+    def taps(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, row_weights, cols, col_weights), each as an OH x 2 or OW x 2 array."""
+        return tuple(np.asarray(ints(a), dtype=np.int64).reshape(-1, 2)  # type: ignore[return-value]
+                     for a in (self.rows, self.row_weights, self.cols, self.col_weights))
+
+    def denominators(self) -> tuple[int, int]:
+        _, row_weights, _, col_weights = self.taps()
+        return int(row_weights[0].sum()), int(col_weights[0].sum())
+
+    def verify_fixed(self) -> None:
+        _check_width(self, self.input, "input", (8,))
+        _check_width(self, self.result, "result", (32,))
+        x, y = _resize_shapes(self)
+        denominators = []
+        for axis, (sources, weights) in enumerate(((self.rows, self.row_weights), (self.cols, self.col_weights))):
+            name = ("rows", "cols")[axis]
+            _check_sources(self, name, ints(sources), 2 * y[2 + axis], x[2 + axis])
+            pairs = np.asarray(ints(weights), dtype=np.int64)
+            if pairs.size != 2 * y[2 + axis] or np.any(pairs < 0):
+                raise VerifyException(f"{self.name}: '{name[:-1]}_weights' needs {2 * y[2 + axis]} weights >= 0 (R17)")
+            sums = pairs.reshape(-1, 2).sum(axis=1)
+            if sums.size and (sums[0] < 1 or np.any(sums != sums[0])):
+                raise VerifyException(f"{self.name}: every pair of '{name[:-1]}_weights' must sum to one denominator >= 1 (R17)")
+            denominators.append(int(sums[0]) if sums.size else 1)
+        if denominators[0] * denominators[1] > fixed_point.MAX_RESIZE_DENOMINATOR:
+            raise VerifyException(
+                f"{self.name}: denominators {denominators[0]} x {denominators[1]} exceed "
+                f"{fixed_point.MAX_RESIZE_DENOMINATOR}; the int32 sum could overflow (R17)"
+            )
+
+
 FIXED = Dialect(
     "fixed",
     [
@@ -977,6 +1150,7 @@ FIXED = Dialect(
         SubOp,
         MulOp,
         Conv2dOp,
+        ConvTranspose2dOp,
         GemmOp,
         MaxPoolOp,
         AvgPoolOp,
@@ -986,5 +1160,7 @@ FIXED = Dialect(
         FlattenOp,
         TransposeOp,
         ConcatOp,
+        ResizeOp,
+        ResizeLinearOp,
     ],
 )

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -190,8 +191,8 @@ class UnitOp(NpuOp):
         return None
 
     def finish(self, y: np.ndarray) -> np.ndarray:
-        """The epilogue applied to the unit's int8 result."""
-        return fixed_point.epilogue(y, self.relu is not None, self.clamp_bounds(), self.table_entries())
+        """The clamp or table after the unit's int8 result (its relu flag is the unit's own)."""
+        return fixed_point.epilogue(y, self.clamp_bounds(), self.table_entries())
 
 
 def epilogue_properties(relu: bool = False, clamp: Sequence[int] | None = None, table=None) -> dict[str, Attribute]:
@@ -298,11 +299,12 @@ class ConvOp(UnitOp):
 
     def compute(self, x, weight, bias) -> np.ndarray:
         m, s = ints(self.multiplier), ints(self.shift)
+        relu = self.relu is not None
         if self.is_gemm:
-            y = fixed_point.gemm_unit(x, weight, bias, m, s)
+            y = fixed_point.gemm_unit(x, weight, bias, m, s, relu)
         else:
             y = fixed_point.conv_unit(x, weight, bias, ints(self.strides), ints(self.pads), ints(self.dilations),
-                                      self.group.value.data, m, s)
+                                      self.group.value.data, m, s, relu)
         return self.finish(y)
 
 
@@ -406,7 +408,7 @@ class EltwiseOp(UnitOp):
         rescales = {} if self.kind == "mul" else dict(zip(("a_multiplier", "a_shift", "b_multiplier", "b_shift"),
                                                           self.input_rescales()))
         y = fixed_point.eltwise_unit(self.kind, a, b, self.multiplier.value.data, self.shift.value.data,
-                                     pre_shift=pre, **rescales)
+                                     pre_shift=pre, relu_flag=self.relu is not None, **rescales)
         return self.finish(y)
 
 
@@ -495,7 +497,8 @@ class PoolOp(UnitOp):
         kernel, strides, pads = ((), (), ()) if self.pool_kind == "global_avg" else self.window()
         y = fixed_point.pool_unit(self.pool_kind, x, kernel, strides, pads, self.out_hw(),
                                   ints(self.multiplier), ints(self.shift))
-        return self.finish(y)
+        # POOL has no relu flag: a relu here runs in the epilogue (one CLAMP or TABLE with the rest)
+        return self.finish(fixed_point.relu(y) if self.relu is not None else y)
 
 
 @irdl_op_definition
@@ -644,6 +647,132 @@ class ConcatOp(MoveOp):
         expect_shape(self, out)
 
 
+def interleave_rows(out_size: int, factor: int, phase: int) -> int:
+    """How many output rows (or columns) phase `phase` of an interleave by `factor` fills."""
+    return len(range(phase, out_size, factor))
+
+
+@dataclass(frozen=True)
+class PhaseWindow:
+    """One phase of an interleave: `rows` x `cols` of `source` from (`top`, `left`), stored at
+    output rows a, a + f_h, ... and columns b, b + f_w, ..."""
+
+    source: SSAValue
+    a: int
+    b: int
+    top: int
+    left: int
+    rows: int
+    cols: int
+
+
+@irdl_op_definition
+class InterleaveOp(MoveOp):
+    """f_h * f_w phase maps interleaved into one map by strided DMA stores: phase
+    p = a * f_w + b fills output rows a, a + f_h, ... and columns b, b + f_w, ..., from its
+    own row offsets[2p] and column offsets[2p + 1] on (rows and columns beyond are not stored).
+    A nearest upsampling by pixel replication is the input stored f_h * f_w times.
+
+    `fixed_point.interleave`."""
+
+    name = "npu.interleave"
+    inputs = var_operand_def(IntTensor)
+    result = result_def(IntTensor)
+    factors = prop_def(DenseArrayBase[I64])
+    offsets = prop_def(DenseArrayBase[I64])
+    assembly_format = "$inputs attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, inputs: Sequence[SSAValue], factors: Sequence[int], offsets: Sequence[int], out_hw: Sequence[int]):
+        n, c = shape_of(inputs[0])[:2]
+        super().__init__(operands=[list(inputs)], result_types=[TensorType(IntegerType(8), (n, c, *out_hw))],
+                         properties={"factors": i64_array(factors), "offsets": i64_array(offsets)})
+
+    def out_hw(self) -> tuple[int, int]:
+        shape = shape_of(self.result)
+        return shape[2], shape[3]
+
+    def phase_windows(self) -> list[PhaseWindow]:
+        """Where each phase goes (a, b) and what of it is moved (from top, left: rows x cols)."""
+        (fh, fw), offsets, (oh, ow) = ints(self.factors), ints(self.offsets), self.out_hw()
+        windows = []
+        for index, value in enumerate(self.inputs):
+            a, b = divmod(index, fw)
+            windows.append(PhaseWindow(value, a, b, offsets[2 * index], offsets[2 * index + 1],
+                                       interleave_rows(oh, fh, a), interleave_rows(ow, fw, b)))
+        return windows
+
+    def verify_npu(self) -> None:
+        self.verify_moved_widths()
+        factors, offsets = ints(self.factors), ints(self.offsets)
+        expect_len(self, "factors", factors, 2)
+        if min(factors) < 1:
+            raise VerifyException(f"npu.interleave: factors {list(factors)} must be at least 1")
+        fh, fw = factors
+        if len(self.inputs) != fh * fw:
+            raise VerifyException(f"npu.interleave: factors {fh}x{fw} need {fh * fw} phases, got {len(self.inputs)}")
+        expect_len(self, "offsets", offsets, 2 * fh * fw)
+        out = shape_of(self.result)
+        if len(out) != 4:
+            raise VerifyException(f"npu.interleave: the result must be an NCHW map, got {list(out)}")
+        for index, window in enumerate(self.phase_windows()):
+            shape, top, left = shape_of(window.source), window.top, window.left
+            need = (top + window.rows, left + window.cols)
+            if len(shape) != 4 or shape[:2] != out[:2] or min(top, left) < 0 or shape[2] < need[0] or shape[3] < need[1]:
+                raise VerifyException(
+                    f"npu.interleave: phase {index} {list(shape)} does not hold rows {top}..{need[0] - 1} and columns "
+                    f"{left}..{need[1] - 1} of a {list(out[:2])} map"
+                )
+
+    def target_problem(self, target) -> str | None:
+        n, c, oh, ow = shape_of(self.result)
+        return legality.interleave_problem(target, c, (oh, ow), ints(self.factors))
+
+    def compute(self, phases) -> np.ndarray:
+        return fixed_point.interleave(phases, ints(self.factors), ints(self.offsets), self.out_hw())
+
+
+PAD_MODES = ("edge",)
+
+
+@irdl_op_definition
+class PadOp(MoveOp):
+    """A map grown by `pads` (top, left, bottom, right) copies of its nearest edge pixel, by
+    DMA stores of the map and of its edge rows and columns. `fixed_point.pad_edge`."""
+
+    name = "npu.pad"
+    input = operand_def(IntTensor)
+    result = result_def(IntTensor)
+    mode = prop_def(StringAttr)
+    pads = prop_def(DenseArrayBase[I64])
+    assembly_format = "$mode $input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, pads: Sequence[int], mode: str = "edge"):
+        n, c, h, w = shape_of(input)
+        shape = (n, c, h + pads[0] + pads[2], w + pads[1] + pads[3])
+        super().__init__(operands=[input], result_types=[TensorType(IntegerType(8), shape)],
+                         properties={"mode": StringAttr(mode), "pads": i64_array(pads)})
+
+    def verify_npu(self) -> None:
+        self.verify_moved_widths()
+        if self.mode.data not in PAD_MODES:
+            raise VerifyException(f"npu.pad: mode must be one of {', '.join(PAD_MODES)}, got '{self.mode.data}'")
+        pads = ints(self.pads)
+        expect_len(self, "pads", pads, 4)
+        if min(pads) < 0:
+            raise VerifyException(f"npu.pad: pads {list(pads)} must be at least 0")
+        x = shape_of(self.input)
+        if len(x) != 4:
+            raise VerifyException(f"npu.pad: the input must be an NCHW map, got {list(x)}")
+        expect_shape(self, (x[0], x[1], x[2] + pads[0] + pads[2], x[3] + pads[1] + pads[3]))
+
+    def target_problem(self, target) -> str | None:
+        n, c, h, w = shape_of(self.result)
+        return legality.interleave_problem(target, c, (h, w), (1, 1))
+
+    def compute(self, x) -> np.ndarray:
+        return fixed_point.pad_edge(x, ints(self.pads))
+
+
 @irdl_op_definition
 class RelayoutOp(MoveOp):
     """A copy of a map into the storage order `layout` (NHWC or NCHW) by the DMA; the values
@@ -731,5 +860,6 @@ class HostYieldOp(IRDLOperation):
 
 NPU = Dialect(
     "npu",
-    [ConvOp, EltwiseOp, PoolOp, TableOp, ClampOp, ReshapeOp, TransposeOp, ConcatOp, RelayoutOp, HostOp, HostYieldOp],
+    [ConvOp, EltwiseOp, PoolOp, TableOp, ClampOp, ReshapeOp, TransposeOp, ConcatOp, InterleaveOp, PadOp, RelayoutOp,
+     HostOp, HostYieldOp],
 )

@@ -75,18 +75,20 @@ class Program:
 
     def map_dma(
         self, mnemonic: str, tensor: Stored, sram: int, row0: int, rows: int, c0: int = 0, cn: int | None = None,
-        col0: int = 0, cols: int | None = None,
+        col0: int = 0, cols: int | None = None, step: tuple[int, int] = (1, 1), sram_row_stride: int = 0,
     ) -> None:
-        """Rows [row0, +rows), columns [col0, +cols), channels [c0, +cn) of an NHWC map <-> a padded SRAM map."""
+        """Rows row0, row0 + step[0], ... (`rows` of them), columns col0, col0 + step[1], ...
+        (`cols`) and channels [c0, +cn) of an NHWC map <-> a padded SRAM map whose rows lie
+        `sram_row_stride` bytes apart (0: dense)."""
         cn = tensor.c if cn is None else cn
         cols = tensor.w if cols is None else cols
-        all_channels = c0 == 0 and cn == tensor.c
-        all_columns = col0 == 0 and cols == tensor.w
+        dense_pixels = c0 == 0 and cn == tensor.c and step[1] == 1
+        dense_rows = dense_pixels and col0 == 0 and cols == tensor.w and step[0] == 1
         self.emit(
             mnemonic, layout=DMA_LAYOUTS["NHWC"], sram_addr=sram,
             ddr_addr=tensor.address + ((row0 * tensor.w + col0) * tensor.c + c0), d0=rows, d1=cols, d2=cn,
-            ddr_row_stride=0 if all_channels and all_columns else tensor.w * tensor.c,
-            ddr_pixel_stride=0 if all_channels else tensor.c,
+            ddr_row_stride=0 if dense_rows else step[0] * tensor.w * tensor.c,
+            ddr_pixel_stride=0 if dense_pixels else step[1] * tensor.c, sram_row_stride=sram_row_stride,
         )
 
     def load_raw(self, sram: int, ddr: int, size: int, elem_log2: int = 0) -> None:
@@ -133,6 +135,10 @@ class Emitter:
             self.element(op, tile, sram, constants)
         elif isinstance(op, npu.RelayoutOp):
             self.relayout(op, tile, sram["staging"])
+        elif isinstance(op, npu.InterleaveOp):
+            self.interleave(op, tile, sram["staging"])
+        elif isinstance(op, npu.PadOp):
+            self.pad(op, tile, sram["staging"])
         else:
             self.concat(op, tile, sram["staging"])
 
@@ -288,6 +294,55 @@ class Emitter:
                 self.program.map_dma("LOAD", part, staging, row0, band)
                 self.program.map_dma("STORE", y, staging, row0, band, offset, part.c)
             offset += part.c
+
+
+    def interleave(self, op: npu.InterleaveOp, tile, staging: int) -> None:
+        """Each phase's window, a band of its rows at a time, stored every f_h-th row and f_w-th
+        pixel of the result from (a, b). Phases reading the same window (a nearest upsampling's
+        copies of one map) share its LOAD: one LOAD and f_h * f_w STOREs per band."""
+        p = self.program
+        y = stored(op.result)
+        rows, _, chunk = tile
+        step = tuple(ints(op.factors))
+        readers: dict[tuple, list] = {}
+        for window in op.phase_windows():
+            readers.setdefault((window.source, window.top, window.left, window.cols), []).append(window)
+        for c0, cn in channel_chunks(y.c, chunk):
+            for (source, top, left, cols), windows in readers.items():
+                x = stored(source)
+                for row0, band in bands(max(w.rows for w in windows), rows):
+                    p.map_dma("LOAD", x, staging, top + row0, band, c0, cn, left, cols)
+                    for w in windows:
+                        count = min(band, w.rows - row0)
+                        if count > 0:
+                            p.map_dma("STORE", y, staging, w.a + step[0] * row0, count, c0, cn, w.b, cols, step)
+
+    def pad(self, op: npu.PadOp, tile, staging: int) -> None:
+        """A band of rows at a time: the band stored inside the result, its first and last
+        columns stored once per edge column, and the first and last rows of the map once per
+        edge row (each with its edge columns). Edge copies read the staged band with its row
+        pitch, one column or one row of it."""
+        p = self.program
+        x, y = stored(op.input), stored(op.result)
+        top, left, bottom, right = ints(op.pads)
+        rows, _, chunk = tile
+        for c0, cn in channel_chunks(x.c, chunk):
+            pitch = x.w * self.target.align(cn)
+            for row0, band in bands(x.h, rows):
+                p.map_dma("LOAD", x, staging, row0, band, c0, cn)
+                blocks = [(0, band, top + row0)]  # (first staged row, rows, result row)
+                if row0 == 0:
+                    blocks += [(0, 1, r) for r in range(top)]
+                if row0 + band == x.h:
+                    blocks += [(band - 1, 1, top + x.h + r) for r in range(bottom)]
+                for first, count, at in blocks:
+                    sram = staging + first * pitch
+                    p.map_dma("STORE", y, sram, at, count, c0, cn, left, x.w, sram_row_stride=pitch)
+                    for col in range(left):
+                        p.map_dma("STORE", y, sram, at, count, c0, cn, col, 1, sram_row_stride=pitch)
+                    last = sram + (x.w - 1) * self.target.align(cn)
+                    for col in range(left + x.w, left + x.w + right):
+                        p.map_dma("STORE", y, last, at, count, c0, cn, col, 1, sram_row_stride=pitch)
 
 
 def _io_layout(shape) -> str:

@@ -85,6 +85,18 @@ def _rescale(target: TargetDescription) -> Capability:
     return Capability("fixed.rescale", True, f"{fused} only (no table unit)")
 
 
+def _resize_linear(target: TargetDescription) -> Capability:
+    if not target.conv.depthwise:
+        return Capability("fixed.resize_linear", False, "no depthwise convolution for its phases")
+    return Capability("fixed.resize_linear", True, "x2 with the same weights in every phase (half_pixel): an edge pad, "
+                      "4 depthwise 2x2 CONVs, a DMA interleave; not align_corners (weights vary with the position)")
+
+
+def _conv_transpose(target: TargetDescription) -> Capability:
+    return Capability("fixed.conv_transpose2d", True, "stride 2, dilation 1, kernel >= 2: 4 CONVs by its phase "
+                      f"sub-kernels within the CONV limits ({_conv_limits(target)}), a DMA interleave")
+
+
 def _always(op: str, how: str) -> Callable[[TargetDescription], Capability]:
     return lambda target: Capability(op, True, how)
 
@@ -109,6 +121,11 @@ CAPABILITIES: tuple[Callable[[TargetDescription], Capability], ...] = (
     _always("fixed.flatten", "a view of row-major bytes (a DMA relayout at most)"),
     _always("fixed.transpose", "NCHW <-> NHWC views by DMA"),
     _always("fixed.concat", "channel concatenation by DMA"),
+    _always("fixed.resize", "nearest: the input (or its edge pad) stored once per output phase by strided DMA "
+                            "stores; not where the pixel read varies with the position inside a phase (align_corners "
+                            "beyond x2)"),
+    _resize_linear,
+    _conv_transpose,
 )
 
 
@@ -131,6 +148,10 @@ def is_native(target: TargetDescription, op: Operation) -> bool:
         return legality.fixed_clamp_problem(target, op) is None
     if isinstance(op, fixed.Conv2dOp):
         return legality.fixed_conv_problem(target, op, dense_dilation=True) is None
+    per_instance = {fixed.ResizeOp: legality.fixed_resize_problem, fixed.ResizeLinearOp: legality.fixed_resize_linear_problem,
+                    fixed.ConvTranspose2dOp: legality.fixed_conv_transpose_problem}.get(type(op))
+    if per_instance is not None:
+        return per_instance(target, op) is None
     capability = op_capabilities(target).get(op.name)
     return capability is None or capability.native
 

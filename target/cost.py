@@ -44,18 +44,14 @@ def dma_sram_bytes(i: Instruction, target: TargetDescription) -> int:
 
 def instruction_cycles(i: Instruction, target: TargetDescription) -> int:
     cost = target.cost
-    a = target.memory.channel_alignment
     overhead = cost.instruction_overhead_cycles
     if i.op == "SYNC":
         return overhead + cost.sync_cycles
     if i.op in ("LOAD", "STORE"):
         return overhead + cost.dma_latency_cycles + _ceil_div(dma_sram_bytes(i, target), cost.dma_bytes_per_cycle)
     if i.op == "CONV":
-        oh, ow = conv_output_hw(i)
-        blocks = oh * ow * i["kernel_h"] * i["kernel_w"] * _ceil_div(i["in_c"], a)
-        if not i["depthwise"]:
-            blocks *= _ceil_div(i["out_c"], a)
-        return overhead + blocks * cost.mac_block_cycles
+        return conv_cycles(target, conv_output_hw(i), (i["kernel_h"], i["kernel_w"]), i["in_c"], i["out_c"],
+                           bool(i["depthwise"]))
     if i.op in ("ELTWISE", "TABLE", "CLAMP"):
         return overhead + _ceil_div(i["h"] * i["w"] * target.align(i["c"]), cost.vector_lanes)
     if i.op == "POOL":
@@ -64,6 +60,15 @@ def instruction_cycles(i: Instruction, target: TargetDescription) -> int:
             return overhead + i["in_h"] * i["in_w"] * vectors
         return overhead + i["out_h"] * i["out_w"] * i["kernel_h"] * i["kernel_w"] * vectors
     raise XnpuError(f"instruction {i.op} has no cost")
+
+
+def conv_cycles(target: TargetDescription, out_hw, kernel, in_channels: int, out_channels: int, depthwise: bool) -> int:
+    """One CONV: overhead + OH*OW*KH*KW * ceil(in_c/A) (* ceil(out_c/A) when dense) MAC blocks."""
+    a = target.memory.channel_alignment
+    blocks = out_hw[0] * out_hw[1] * kernel[0] * kernel[1] * _ceil_div(in_channels, a)
+    if not depthwise:
+        blocks *= _ceil_div(out_channels, a)
+    return target.cost.instruction_overhead_cycles + blocks * target.cost.mac_block_cycles
 
 
 def program_cycles(instructions: Iterable[Instruction], target: TargetDescription) -> int:

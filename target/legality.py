@@ -204,13 +204,15 @@ def fixed_pool_problem(target: TargetDescription, pool) -> str | None:
 
 def relu_flaggable(clamp) -> bool:
     """A clamp whose input is the output stage of a CONV or ELTWISE (the rescale after a
-    conv, gemm, add, sub, mul or int16 stage, used by nothing else): its relu flag."""
+    conv, gemm, add, sub, mul or int16 stage, used by nothing else; or after a transposed
+    convolution or linear resize, whose phase CONVs each take the flag): its relu flag."""
     from xnpu.dialects import fixed
 
     producer = clamp.operands[0].owner
     if not isinstance(producer, fixed.RescaleOp) or len(list(producer.result.uses)) != 1:
         return False
-    return isinstance(producer.input.owner, (fixed.Conv2dOp, fixed.GemmOp, fixed.AddOp, fixed.SubOp, fixed.MulOp, fixed.ShiftOp))
+    return isinstance(producer.input.owner, (fixed.Conv2dOp, fixed.GemmOp, fixed.AddOp, fixed.SubOp, fixed.MulOp,
+                                             fixed.ShiftOp, fixed.ConvTranspose2dOp, fixed.ResizeLinearOp))
 
 
 def fixed_clamp_problem(target: TargetDescription, clamp) -> str | None:
@@ -222,3 +224,124 @@ def fixed_clamp_problem(target: TargetDescription, clamp) -> str | None:
     if clamp_is_relu(target, low, high) and relu_flaggable(clamp):
         return None
     return f"the target has no clamp unit for [{low}, {high}]"
+
+
+# --------------------------------------------------------------------------------------
+# Upsampling: DMA moves and phase decompositions (target/phases.py)
+# --------------------------------------------------------------------------------------
+
+
+def interleave_problem(target: TargetDescription, channels: int, out_hw: Sequence[int], factors: Sequence[int]) -> str | None:
+    """DMA stores of phase maps every factors[0]-th row and factors[1]-th pixel of an
+    out_hw x channels map (factors 1, 1: a plain copy): the DMA word's dimension and stride
+    fields must hold them."""
+    from xnpu.target.encoding import FORMATS
+
+    dma = FORMATS["DMA"]
+    pixel = factors[1] * channels
+    return outside_limits((
+        ("map", (*out_hw, channels), 1, dma.field("d0").maximum),
+        ("DMA pixel stride", (pixel,), 1, dma.field("ddr_pixel_stride").maximum),
+        ("DMA row stride", (factors[0] * out_hw[1] * channels,), 1, dma.field("ddr_row_stride").maximum),
+    ))
+
+
+def resize_axes(op):
+    """The phases (target/phases.py) of a fixed.resize or fixed.resize_linear along H and W;
+    an axis without phases is None."""
+    from xnpu.dialects import fixed
+    from xnpu.dialects.shapes import ints, shape_of
+    from xnpu.target.phases import resize_axis
+
+    h, w = shape_of(op.input)[2:]
+    if isinstance(op, fixed.ResizeLinearOp):
+        rows, row_weights, cols, col_weights = op.taps()
+        return resize_axis(rows, row_weights, h), resize_axis(cols, col_weights, w)
+    return resize_axis(ints(op.rows), None, h), resize_axis(ints(op.cols), None, w)
+
+
+def _not_phased(what: str, axes) -> str | None:
+    for name, axis in zip(("rows", "columns"), axes):
+        if axis is None:
+            return f"{what}: its output {name} read pixels or weights that vary with the position (as align_corners does); no unit computes them"
+    return None
+
+
+def fixed_resize_problem(target: TargetDescription, op) -> str | None:
+    """A nearest fixed.resize as DMA moves: every output phase a (clamped) shifted copy of the
+    input (an edge pad and strided stores); align_corners' position-dependent maps are not."""
+    from xnpu.dialects import fixed
+    from xnpu.dialects.shapes import shape_of
+
+    if fixed.width_of(op.input) != 8:
+        return "only int8 maps are moved by the DMA"
+    axes = resize_axes(op)
+    problem = _not_phased("nearest resize", axes)
+    if problem:
+        return problem
+    n, c, oh, ow = shape_of(op.result)
+    return interleave_problem(target, c, (oh, ow), (axes[0].factor, axes[1].factor))
+
+
+def fixed_resize_linear_problem(target: TargetDescription, op) -> str | None:
+    """A fixed.resize_linear as 4 depthwise 2x2 convolutions of the edge-padded input, one per
+    output phase, interleaved by the DMA: x2 in both axes with the same integer weights in
+    every phase (half_pixel: 1, 3, 3, 9); align_corners' weights vary with the position."""
+    from xnpu.dialects.shapes import shape_of
+
+    axes = resize_axes(op)
+    problem = _not_phased("linear resize", axes)
+    if problem:
+        return problem
+    factors = (axes[0].factor, axes[1].factor)
+    if factors != (2, 2):
+        return f"linear resize by {factors[0]}x{factors[1]}: the phase pattern is x2 in both axes"
+    largest = max(a * b for p in axes[0].phases for q in axes[1].phases for a in p.weights for b in q.weights)
+    if largest > 127:
+        return f"linear resize kernel weight {largest} does not fit int8"
+    n, c, oh, ow = shape_of(op.result)
+    return (conv_problem(target, kernel=(2, 2), strides=(1, 1), dilations=(1, 1), pads=(0, 0, 0, 0), in_channels=1,
+                         depthwise=True)
+            or interleave_problem(target, c, (oh, ow), factors))
+
+
+def transpose_axes(op):
+    """The phases (target/phases.py) of a fixed.conv_transpose2d along H and W (dilation 1)."""
+    from xnpu.dialects.shapes import ints, shape_of
+    from xnpu.target.phases import transpose_axis
+
+    x, w, y = shape_of(op.input), shape_of(op.weight), shape_of(op.result)
+    strides, pads = ints(op.strides), ints(op.pads)
+    return tuple(transpose_axis(x[2 + i], y[2 + i], w[2 + i], strides[i], pads[i]) for i in range(2))
+
+
+def fixed_conv_transpose_problem(target: TargetDescription, op) -> str | None:
+    """A fixed.conv_transpose2d as 4 convolutions by sub-kernels (one per output phase),
+    interleaved by the DMA: stride 2, dilation 1, a kernel of at least 2, constant weights
+    and bias, phase convolutions within the CONV unit's limits."""
+    from xnpu.dialects import fixed
+    from xnpu.dialects.shapes import ints, shape_of
+
+    strides, dilations = ints(op.strides), ints(op.dilations)
+    if tuple(strides) != (2, 2):
+        return f"transposed convolution stride {strides[0]}x{strides[1]}: the phase pattern is stride 2x2"
+    if any(d != 1 for d in dilations):
+        return "a dilated transposed convolution has no phase pattern"
+    if not isinstance(op.weight.owner, fixed.ConstantOp):
+        return "transposed convolution weights must be constants"
+    if op.bias is not None and not isinstance(op.bias.owner, fixed.ConstantOp):
+        return "transposed convolution biases must be constants"
+    axes = transpose_axes(op)
+    if axes[0] is None or axes[1] is None:
+        return f"kernel {'x'.join(map(str, shape_of(op.weight)[2:]))} is smaller than the stride: a phase has no tap"
+    x, w, y = shape_of(op.input), shape_of(op.weight), shape_of(op.result)
+    group = op.group.value.data
+    depthwise = group > 1 and group == x[1] == y[1]
+    for rows in axes[0]:
+        for cols in axes[1]:
+            problem = conv_problem(target, kernel=(rows.taps, cols.taps), strides=(1, 1), dilations=(1, 1),
+                                   pads=(rows.pads[0], cols.pads[0], rows.pads[1], cols.pads[1]),
+                                   in_channels=w[0] // group, depthwise=depthwise)
+            if problem:
+                return f"phase convolution: {problem}"
+    return interleave_problem(target, y[1], y[2:], strides)

@@ -577,13 +577,10 @@ class Machine:
         strides = (i["stride_h"], i["stride_w"])
         pads = (i["pad_top"], i["pad_left"], i["pad_bottom"], i["pad_right"])
         dilations = (i["dilation_h"], i["dilation_w"])
-        if depthwise:
-            acc = fp.depthwise_sums_nhwc(x, self._conv_weights(i, depthwise=True), strides, pads, dilations)
-            reduction = kh * kw
-        else:
-            acc = fp.conv_sums_nhwc(x, self._conv_weights(i, depthwise=False), strides, pads, dilations)
-            reduction = kh * kw * c
-        self._requantization(i, reduction)(acc[0], out=self._output_map(i["out_addr"], oh, ow, o))
+        weights = self._conv_weights(i, depthwise)
+        reduction = kh * kw * (1 if depthwise else c)
+        fp.conv_unit_nhwc(x, weights, self._requantization(i, reduction), strides, pads, dilations,
+                          out=self._output_map(i["out_addr"], oh, ow, o)[None])
 
     def _constant_origin(self, address: int, size: int) -> tuple | None:
         """Which constants SRAM [address, address + size) holds (the LOAD that brought them and
@@ -659,27 +656,21 @@ class Machine:
             b = self._span(self._sram_array, "SRAM", i["b_addr"], 1).view(np.int8).reshape(1, 1, 1)
         else:
             b = self._feature_map(i["b_addr"], *b_shape)
-        op = i["op"]
-        if op == ELTWISE_OPS["mul"]:
+        op = {code: name for name, code in ELTWISE_OPS.items()}[i["op"]]
+        if op == "mul":
             for name in ("a_multiplier", "a_shift", "b_multiplier", "b_shift", "stage16", "pre_shift"):
                 if i[name]:
                     raise XnpuError(f"mul takes no {name} (it must be 0)")
             fp.check_multiplier(i["out_multiplier"], i["out_shift"])
-            y = fp.rescale(fp.mul_widening(a, b, 16), i["out_multiplier"], i["out_shift"], INT8_BITS)
+            rescales = {}
         else:
             for prefix in ("a", "b", "out"):
                 fp.check_multiplier(i[f"{prefix}_multiplier"], i[f"{prefix}_shift"])
-            s = fp.add_widening(
-                a, b, i["a_multiplier"], i["a_shift"], i["b_multiplier"], i["b_shift"], 24,
-                subtract=op == ELTWISE_OPS["sub"],
-            )
-            if i["stage16"]:
-                s = fp.saturate(fp.shift_arithmetic(s, i["pre_shift"], rounding=False), 16)
-            elif i["pre_shift"]:
+            if i["pre_shift"] and not i["stage16"]:
                 raise XnpuError("pre_shift must be 0 unless stage16 = 1")
-            y = fp.rescale(s, i["out_multiplier"], i["out_shift"], INT8_BITS)
-        if i["relu"]:
-            y = _relu(y)
+            rescales = dict(a_multiplier=i["a_multiplier"], a_shift=i["a_shift"], b_multiplier=i["b_multiplier"],
+                            b_shift=i["b_shift"], pre_shift=i["pre_shift"] if i["stage16"] else None)
+        y = fp.eltwise_unit(op, a, b, i["out_multiplier"], i["out_shift"], relu_flag=bool(i["relu"]), **rescales)
         self._write_feature_map(i["out_addr"], y)
 
     def _pool(self, i: Instruction) -> None:
@@ -690,33 +681,28 @@ class Machine:
         x = self._feature_map(i["in_addr"], h, w, c).transpose(2, 0, 1)[None]
         if i["per_position"] and kind != POOL_KINDS["avg"]:
             raise XnpuError("per_position is for avg pooling only")
-        if kind == POOL_KINDS["global_avg"]:
+        name = {code: kind_name for kind_name, code in POOL_KINDS.items()}[kind]
+        window = ("kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left", "pad_bottom", "pad_right")
+        kernel, strides, pads = (i["kernel_h"], i["kernel_w"]), (i["stride_h"], i["stride_w"]), tuple(i[f] for f in window[4:])
+        multiplier, shift = i["out_multiplier"], i["out_shift"]
+        if name == "global_avg":
             if out_hw != (1, 1):
                 raise XnpuError(f"global_avg needs out_h = out_w = 1, got {out_hw[0]}x{out_hw[1]}")
-            window = ("kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left", "pad_bottom", "pad_right")
-            for name in window:
-                if i[name]:
-                    raise XnpuError(f"global_avg takes no {name} (it must be 0)")
-            fp.check_multiplier(i["out_multiplier"], i["out_shift"])
-            y = fp.rescale(fp.global_avg_pool_sum_int(x), i["out_multiplier"], i["out_shift"], INT8_BITS)
+            for field in window:
+                if i[field]:
+                    raise XnpuError(f"global_avg takes no {field} (it must be 0)")
+            fp.check_multiplier(multiplier, shift)
         else:
             _positive(i, "kernel_h", "kernel_w", "stride_h", "stride_w")
-            kernel = (i["kernel_h"], i["kernel_w"])
-            strides = (i["stride_h"], i["stride_w"])
-            pads = (i["pad_top"], i["pad_left"], i["pad_bottom"], i["pad_right"])
-            if kind == POOL_KINDS["max"]:
-                if i["out_multiplier"] or i["out_shift"]:
-                    raise XnpuError("max pooling takes no output rescale (out_multiplier and out_shift must be 0)")
-                y = fp.max_pool_int(x, kernel, strides, pads, (1, 1), out_hw)
-                if y.size and y.min() < np.iinfo(np.int8).min:
-                    raise XnpuError("a max-pool window lies entirely in the padding")
-            else:
-                if i["per_position"]:
-                    multiplier, shift = self._rescale_records(i["rescale_addr"], out_hw[0] * out_hw[1])
-                else:
-                    multiplier, shift = i["out_multiplier"], i["out_shift"]
-                    fp.check_multiplier(multiplier, shift)
-                y = fp.avg_pool_int(x, kernel, strides, pads, out_hw, multiplier, shift, INT8_BITS)
+            if name == "max" and (multiplier or shift):
+                raise XnpuError("max pooling takes no output rescale (out_multiplier and out_shift must be 0)")
+            if name == "avg" and i["per_position"]:
+                multiplier, shift = self._rescale_records(i["rescale_addr"], out_hw[0] * out_hw[1])
+            elif name == "avg":
+                fp.check_multiplier(multiplier, shift)
+        y = fp.pool_unit(name, x, kernel, strides, pads, out_hw, multiplier, shift)
+        if name == "max" and y.size and y.min() < np.iinfo(np.int8).min:
+            raise XnpuError("a max-pool window lies entirely in the padding")
         self._write_feature_map(i["out_addr"], y[0].transpose(1, 2, 0))
 
     def _table(self, i: Instruction) -> None:
@@ -736,11 +722,6 @@ class Machine:
 
 def _span_of(bounds: tuple[int, int]) -> tuple[int, int]:
     return bounds[0], bounds[1] - bounds[0]
-
-
-def _relu(y: np.ndarray) -> np.ndarray:
-    # max(y, 0) of an int8 result is R8's clamp to [0, 127]: the value is already saturated
-    return fp.clamp(y, 0, fp.qmax(INT8_BITS))
 
 
 def _positive(i: Instruction, *names: str) -> None:

@@ -14,7 +14,7 @@ entry function -- gets a scale `s > 0` with `x ~ q * s`, `q` in [-127, 127] (SEE
 The scales live in the IR, so a calibrated model can be printed and compiled later:
 `nn.scale = <f32>` on the op producing the tensor, `nn.scale` in the argument's attribute
 dictionary (next to `nn.name`) for function inputs, `nn.weight_scales = array<f32: ...>` (one
-per output channel, or one for the whole tensor) on `nn.conv2d` / `nn.gemm` with a constant
+per output channel, or one for the whole tensor) on `nn.conv2d` / `nn.conv_transpose2d` / `nn.gemm` with a constant
 weight, and `nn.calibration = "<method>"` on the module.
 
 Statistics are streamed: samples run through the float graph in batches (N samples in one
@@ -65,6 +65,7 @@ from xdsl.passes import ModulePass
 from xnpu.dialects import nn
 from xnpu.errors import XnpuError
 from xnpu.runner import CompiledFunction, bind_inputs, default_batch, entry_function, signature
+from xnpu.semantics import float_ops
 
 SCALE_ATTR = "nn.scale"
 WEIGHT_SCALES_ATTR = "nn.weight_scales"
@@ -454,16 +455,19 @@ def collect_statistics(
 # --------------------------------------------------------------------------------------
 
 
-def weight_scales(op: nn.Conv2dOp | nn.GemmOp, per_channel: bool) -> np.ndarray | None:
+def weight_scales(op: nn.ConvolutionOp | nn.GemmOp, per_channel: bool) -> np.ndarray | None:
     """Symmetric scales of a constant weight: one per output channel, or one per tensor."""
-    weight_value = op.weight if isinstance(op, nn.Conv2dOp) else op.b
+    weight_value = op.b if isinstance(op, nn.GemmOp) else op.weight
     owner = weight_value.owner
     if not isinstance(owner, nn.ConstantOp):
         return None
     weight = np.abs(owner.to_numpy())
+    if isinstance(op, nn.ConvTranspose2dOp):
+        # C x O/group x KH x KW: its convolution form has the output channels as rows
+        weight, _ = float_ops.conv_transpose_as_conv(weight, (0, 0, 0, 0), (1, 1), (0, 0), op.group.value.data)
     if not per_channel:
         peaks = np.array([weight.max() if weight.size else 0.0])
-    elif isinstance(op, nn.Conv2dOp):
+    elif isinstance(op, nn.ConvolutionOp):
         peaks = weight.reshape(weight.shape[0], -1).max(axis=1)  # OIHW: O is the output channel
     else:
         # B is K x N, or N x K with trans_b; N is the output channel
@@ -551,7 +555,7 @@ def calibrate(
             continue
         # every nn op has exactly one result
         op.attributes[SCALE_ATTR] = _scale_attr(scale_from_threshold(threshold_of(op.results[0]), pow2))
-        if isinstance(op, (nn.Conv2dOp, nn.GemmOp)):
+        if isinstance(op, (nn.ConvolutionOp, nn.GemmOp)):
             scales = weight_scales(op, per_channel_weights)
             if scales is not None:
                 op.attributes[WEIGHT_SCALES_ATTR] = DenseArrayBase.from_list(f32, [float(s) for s in scales])

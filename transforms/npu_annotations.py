@@ -7,7 +7,7 @@ attributes that do not change what an op computes, and the next one reads them.
 | attribute | on | written by | meaning |
 |---|---|---|---|
 | `npu.layout = "NHWC"` / `"NCHW"` | every op whose result lies in DDR (`fixed.quantize`, `fixed.constant` read as data, units, data movement; an `npu.host`: one per result, row-major) | npu-assign-layout | byte order of the result in DDR |
-| `npu.tile = array<i64: rows, cols, chunk>` | every layer (an op that runs instructions) | npu-tile | output rows, columns and channels per tile; a concat: rows per band of each input |
+| `npu.tile = array<i64: rows, cols, chunk>` | every layer (an op that runs instructions) | npu-tile | output rows, columns and channels per tile; a concat: rows per band of each input; an interleave or pad: source rows, columns and channels per band |
 | `npu.sram = {name = offset}` | every layer | npu-allocate | SRAM offset of each buffer of the tile's working set |
 | `npu.ddr = address` | every op whose result lies in DDR (an `npu.host`: `array<i64: ...>`, one per result) | npu-allocate | DDR address of the result (a view: its source's) |
 | `npu.constants = {name = offset}` | layers reading constants | npu-allocate | offsets of weights, bias, rescale records, table in the constant image |
@@ -39,7 +39,8 @@ CONSTANTS = "npu.constants"
 ACTIVATION_BYTES = "npu.activation_bytes"
 COMPRESSED = "npu.compressed_weights"
 
-LAYER_OPS = (npu.ConvOp, npu.EltwiseOp, npu.PoolOp, npu.TableOp, npu.ClampOp, npu.RelayoutOp, npu.ConcatOp)
+LAYER_OPS = (npu.ConvOp, npu.EltwiseOp, npu.PoolOp, npu.TableOp, npu.ClampOp, npu.RelayoutOp, npu.ConcatOp,
+             npu.InterleaveOp, npu.PadOp)
 VIEW_OPS = (npu.ReshapeOp, npu.TransposeOp)
 
 
@@ -269,7 +270,7 @@ def epilogue_of(op: Operation, target: TargetDescription) -> Epilogue | None:
         if not target.has_table:
             raise fail(op, "a relu after pooling needs a clamp or a table unit", target)
         codes = np.arange(-fixed_point.TABLE_SIZE // 2, fixed_point.TABLE_SIZE // 2)
-        return Epilogue("table", entries=tuple(int(v) for v in op.finish(codes)))
+        return Epilogue("table", entries=tuple(int(v) for v in op.finish(fixed_point.relu(codes))))
     bounds = op.clamp_bounds()
     if bounds is not None:
         return Epilogue("clamp", *bounds)

@@ -5,7 +5,8 @@ bytes of its H x W x C view (an N x K matrix is N x 1 x K, so its row-major orde
 
 - program inputs (`fixed.quantize`) arrive from the host in row-major order (NCHW);
 - compute units read and write dense NHWC maps; an int8 constant read as a tensor (an
-  element-wise operand) is stored in the order its first reader wants;
+  element-wise operand) is stored in the order its first reader wants; interleaves and
+  edge pads (strided DMA copies) read and write NHWC maps too;
 - program outputs (`fixed.dequantize`) leave in row-major order for the host, and host
   segments (`npu.host`) read and write theirs in row-major order too;
 - a reshape (or flatten) keeps the row-major order of the elements: it is a view of its
@@ -120,6 +121,8 @@ class LayoutAssigner:
                 self.annotate(op, "NHWC")
             elif isinstance(op, npu.ConcatOp):
                 self.concat(op)
+            elif isinstance(op, npu.InterleaveOp | npu.PadOp):
+                self.strided_copy(op)
             elif isinstance(op, npu.ReshapeOp):
                 self.reshape(op)
             elif isinstance(op, npu.TransposeOp):
@@ -181,6 +184,13 @@ class LayoutAssigner:
         if len(shape) != 4 or op.axis.value.data % 4 != 1:
             raise self.fail(op, "only channel concatenation of NCHW maps has a DMA pattern")
         for index in range(len(op.inputs)):
+            self.nhwc(op, index)
+        self.annotate(op, "NHWC")
+
+    def strided_copy(self, op: npu.InterleaveOp | npu.PadOp) -> None:
+        """Phases interleaved, or a map edge-padded: NHWC maps in and out (the DMA steps over
+        pixels and rows of NHWC, whose channels stay together)."""
+        for index in range(len(op.operands)):
             self.nhwc(op, index)
         self.annotate(op, "NHWC")
 

@@ -3,7 +3,8 @@
 Each op that runs instructions gets `npu.tile = array<i64: rows, cols, chunk>`: output rows
 per band, output columns per band and output channels per chunk. Convolutions and pools may
 be cut in all three (a band reads the input rows and columns its windows cover: the halo),
-element-wise ops, tables and clamps in rows and channels. Input channels are never split:
+element-wise ops, tables and clamps in rows and channels, interleaves and edge pads in bands
+of source rows and channels. Input channels are never split:
 CONV rescales its int32 sums at the end of one instruction, so one output channel's whole
 reduction (KH x KW x C weights) must fit beside its input and output tiles.
 
@@ -25,7 +26,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from xnpu.dialects import npu
-from xnpu.dialects.shapes import shape_of
+from xnpu.dialects.shapes import ints, shape_of
 from xnpu.target.description import TargetDescription
 from xnpu.transforms.npu_annotations import (
     TILE,
@@ -85,6 +86,8 @@ class TilePlanner:
             return self.elementwise(op).as_list()
         if isinstance(op, npu.RelayoutOp):
             return self.relayout(op)
+        if isinstance(op, npu.InterleaveOp | npu.PadOp):
+            return self.strided_copy(op).as_list()
         assert isinstance(op, npu.ConcatOp)
         return self.concat(op)
 
@@ -145,6 +148,32 @@ class TilePlanner:
         if tiling is None:
             what = f"element-wise {op.kind}" if isinstance(op, npu.EltwiseOp) else op.name.removeprefix("npu.")
             raise self.no_fit(op, what)
+        return tiling
+
+    def strided_copy(self, op: npu.InterleaveOp | npu.PadOp) -> Tiling:
+        """Bands of source rows (and channel chunks) through one staging buffer: each band is one
+        LOAD and its STOREs (an interleave: one per phase reading the band; a pad: the band,
+        its edge columns, and at the first and last band the edge rows)."""
+        a = self.a
+        if isinstance(op, npu.InterleaveOp):
+            windows = op.phase_windows()
+            rows, cols = max(w.rows for w in windows), max(w.cols for w in windows)
+            loads = len({(w.source, w.top, w.left, w.cols) for w in windows})
+            stores = len(windows)
+        else:
+            rows, cols, _ = hwc(shape_of(op.input), op)
+            top, left, bottom, right = ints(op.pads)
+            loads, stores = 1, 1 + left + right
+        channels = shape_of(op.results[0])[1]
+
+        def cost(t: Tiling) -> float:
+            tiles = _ceil(channels, t.chunk) * _ceil(rows, t.rows)
+            return tiles * (loads + stores) * dma_cost(t.rows * cols * align(t.chunk, a))
+
+        tiling = choose_tiling(rows, cols, chunk_candidates(channels, a, ANY_CHUNK), self.sram,
+                               lambda t: self.need(op, t.as_list()), cost)
+        if tiling is None:
+            raise self.no_fit(op, op.name.removeprefix("npu."), f" (one row of {cols} pixels does not)")
         return tiling
 
     def relayout(self, op: npu.RelayoutOp) -> list[int]:

@@ -192,7 +192,7 @@ def working_set(op: Operation, tile: Sequence[int], target: TargetDescription,
         w = shape_of(op.result)[3]
         return [("staging", max(rows * w * align(shape_of(part)[1], a) for rows, part in zip(tile, op.inputs)))]
     rows, cols, chunk = tile
-    if isinstance(op, npu.RelayoutOp):
+    if isinstance(op, npu.RelayoutOp | npu.InterleaveOp | npu.PadOp):
         return [("staging", rows * cols * align(chunk, a))]
     table = _table(epilogue_of(op, target))
     if isinstance(op, npu.ConvOp):

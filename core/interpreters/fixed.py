@@ -79,6 +79,15 @@ class FixedFunctions(InterpreterFunctions):
         )
         return (_store(op, values),)
 
+    @impl(fixed.ConvTranspose2dOp)
+    def run_conv_transpose2d(self, interpreter: Interpreter, op: fixed.ConvTranspose2dOp, args: tuple[Any, ...]):
+        bias = args[2] if op.bias is not None else None
+        values = fp.conv_transpose2d_int(
+            args[0], args[1], bias, ints(op.strides), ints(op.pads), ints(op.dilations), ints(op.output_padding),
+            op.group.value.data, _bits(op),
+        )
+        return (_store(op, values),)
+
     @impl(fixed.GemmOp)
     def run_gemm(self, interpreter: Interpreter, op: fixed.GemmOp, args: tuple[Any, ...]):
         bias = args[2] if op.bias is not None else None
@@ -122,3 +131,11 @@ class FixedFunctions(InterpreterFunctions):
     @impl(fixed.ConcatOp)
     def run_concat(self, interpreter: Interpreter, op: fixed.ConcatOp, args: tuple[Any, ...]):
         return (_store(op, fp.concat(args, op.axis.value.data)),)
+
+    @impl(fixed.ResizeOp)
+    def run_resize(self, interpreter: Interpreter, op: fixed.ResizeOp, args: tuple[Any, ...]):
+        return (_store(op, fp.resize_nearest(args[0], ints(op.rows), ints(op.cols))),)
+
+    @impl(fixed.ResizeLinearOp)
+    def run_resize_linear(self, interpreter: Interpreter, op: fixed.ResizeLinearOp, args: tuple[Any, ...]):
+        return (_store(op, fp.saturate(fp.resize_linear_sum(args[0], *op.taps()), _bits(op))),)

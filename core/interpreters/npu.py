@@ -1,8 +1,9 @@
 """Runs `npu` ops on numpy arrays: each op computes through its unit function in
 `xnpu.semantics.fixed_point` (dialects/npu.py `compute`), the one the simulator runs too.
 
-Data movement ops move codes: reshape and transpose as R16, concat along its axis, and a
-relayout (a DMA copy into another storage order) is the identity on the logical tensor.
+Data movement ops move codes: reshape and transpose as R16, concat along its axis, an
+interleave of phases and an edge pad (R16's DMA moves), and a relayout (a DMA copy into
+another storage order) is the identity on the logical tensor.
 A host segment (`npu.host`) runs its region with the same interpreter: its fixed ops through
 the fixed functions, its float ops through the nn functions, as at the fixed level.
 """
@@ -57,6 +58,14 @@ class NpuFunctions(InterpreterFunctions):
     @impl(npu.ConcatOp)
     def run_concat(self, interpreter: Interpreter, op: npu.ConcatOp, args: tuple[Any, ...]):
         return (_int8(fp.concat(args, op.axis.value.data)),)
+
+    @impl(npu.InterleaveOp)
+    def run_interleave(self, interpreter: Interpreter, op: npu.InterleaveOp, args: tuple[Any, ...]):
+        return (_int8(op.compute(args)),)
+
+    @impl(npu.PadOp)
+    def run_pad(self, interpreter: Interpreter, op: npu.PadOp, args: tuple[Any, ...]):
+        return (_int8(op.compute(args[0])),)
 
     @impl(npu.RelayoutOp)
     def run_relayout(self, interpreter: Interpreter, op: npu.RelayoutOp, args: tuple[Any, ...]):

@@ -31,6 +31,8 @@ SHIFT_MIN = -16
 SHIFT_MAX = 62
 # R13: conv/gemm reduction length for which the int32 accumulator cannot overflow.
 MAX_REDUCTION = ((1 << 31) - 1) // (128 * 128)
+# R17: a linear resize's int32 sum is at most 128 * Dy * Dx in magnitude.
+MAX_RESIZE_DENOMINATOR = ((1 << 31) - 1) // 128
 # R15: table lookups are indexed by q + 128.
 TABLE_SIZE = 256
 TABLE_OFFSET = 128
@@ -586,6 +588,23 @@ def conv2d_int(
     return saturate(acc, out_bits)
 
 
+def conv_transpose2d_int(
+    x, weight, bias, strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int],
+    output_padding: Sequence[int], group: int, out_bits: int = 32,
+) -> np.ndarray:
+    """R18: int8 transposed convolution with an int32 bias, accumulated exactly.
+
+    The stride-1 convolution (R13) of the zero-inserted input, padded (or cropped) by
+    dilation * (k - 1) - pad (+ output_padding at the end), with each group's C x O block
+    transposed and its kernel flipped (`float_ops.conv_transpose_as_conv`): every output is
+    a sum of at most C/group * KH * KW products (the inserted zeros add exact zeros), so
+    R13's bound and its exactness hold as they are. NCHW input, C x O/group x KH x KW weight.
+    """
+    conv_weight, conv_pads = float_ops.conv_transpose_as_conv(_ints(weight), pads, dilations, output_padding, group)
+    padded = float_ops.pad_or_crop_nchw(float_ops.zero_insert(_ints(x), strides), conv_pads)
+    return conv2d_int(padded, conv_weight, bias, (1, 1), (0, 0, 0, 0), dilations, group, out_bits)
+
+
 def gemm_sums(a, weights: ExactWeights) -> np.ndarray:
     """R13: the exact sums of A (M x K integers) @ B, B prepared as N x 1 x 1 x K: M x N float."""
     a = np.asarray(a)
@@ -673,6 +692,57 @@ def build_table(function, in_scale: float, out_scale: float, bits: int = 8) -> n
     codes = np.arange(TABLE_SIZE, dtype=np.int64) - TABLE_OFFSET
     values = np.asarray(function(dequantize(codes, in_scale)), dtype=np.float64)
     return quantize(values, out_scale, bits)
+
+
+# --------------------------------------------------------------------------------------
+# Linear resize
+# --------------------------------------------------------------------------------------
+
+
+def linear_resize_taps(in_size: int, out_size: int, coordinate_mode: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """R17: the two source positions and integer weights of every output position of one axis.
+
+    ONNX's source coordinate is a rational num / den, computed exactly: half_pixel
+    (2o + 1 - k) / 2k for an integer factor k = out / in (x2: (2o - 1) / 4), asymmetric
+    o / k, align_corners o (in - 1) / (out - 1). It is clamped into [0, in - 1]; with
+    first = floor, rem = num - first * den, the taps are (first, min(first + 1, in - 1)) with
+    weights (den - rem, rem). All weights and den are then divided by their gcd, so the
+    axis's denominator D is as small as it can be (4 for half_pixel x2, out - 1 or a divisor
+    of it for align_corners). Returns sources (out x 2), weights (out x 2) and D.
+    """
+    o = np.arange(out_size, dtype=np.int64)
+    if coordinate_mode == "align_corners":
+        num, den = o * (in_size - 1), max(out_size - 1, 1)
+    else:
+        if out_size % in_size:
+            raise XnpuError(f"linear resize {in_size} -> {out_size} is not by an integer factor")
+        k = out_size // in_size
+        if coordinate_mode == "half_pixel":
+            num, den = 2 * o + 1 - k, 2 * k
+        elif coordinate_mode == "asymmetric":
+            num, den = o, k
+        else:
+            raise XnpuError(f"unknown coordinate_transformation_mode '{coordinate_mode}'")
+    num = np.clip(num, 0, (in_size - 1) * den)
+    first = num // den
+    rem = num - first * den
+    sources = np.stack([first, np.minimum(first + 1, in_size - 1)], axis=1)
+    weights = np.stack([den - rem, rem], axis=1)
+    common = math.gcd(den, *(int(r) for r in rem))
+    return sources, weights // common, den // common
+
+
+def resize_linear_sum(x, rows, row_weights, cols, col_weights) -> np.ndarray:
+    """R17: sum over a, b in {0, 1} of row_weights[y, a] * col_weights[x, b] * x[n, c, rows[y, a], cols[x, b]].
+
+    `rows`/`row_weights` are OH x 2, `cols`/`col_weights` OW x 2 (linear_resize_taps). Exact
+    in int64 (rows, then columns: integer sums in any order), at most 128 * Dy * Dx in magnitude.
+    """
+    x = _ints(x)
+    rows, row_weights = _ints(rows).reshape(-1, 2), _ints(row_weights).reshape(-1, 2)
+    cols, col_weights = _ints(cols).reshape(-1, 2), _ints(col_weights).reshape(-1, 2)
+    by_rows = x[:, :, rows[:, 0], :] * row_weights[:, 0, None] + x[:, :, rows[:, 1], :] * row_weights[:, 1, None]
+    return by_rows[:, :, :, cols[:, 0]] * col_weights[:, 0] + by_rows[:, :, :, cols[:, 1]] * col_weights[:, 1]
 
 
 # --------------------------------------------------------------------------------------
@@ -794,6 +864,33 @@ def concat(xs: Sequence, axis: int) -> np.ndarray:
     return np.concatenate([_ints(x) for x in xs], axis=axis)
 
 
+def resize_nearest(x, rows: Sequence[int], cols: Sequence[int]) -> np.ndarray:
+    """R16: a nearest resize moves codes: out[n, c, i, j] = x[n, c, rows[i], cols[j]]."""
+    rows, cols = _ints(rows), _ints(cols)
+    return np.ascontiguousarray(_ints(x)[:, :, rows[:, None], cols[None, :]])
+
+
+def pad_edge(x, pads: Sequence[int]) -> np.ndarray:
+    """R16: H and W padded by [top, left, bottom, right] copies of the nearest edge value."""
+    top, left, bottom, right = pads
+    return np.pad(_ints(x), ((0, 0), (0, 0), (top, bottom), (left, right)), mode="edge")
+
+
+def interleave(phases: Sequence, factors: Sequence[int], offsets: Sequence[int], out_hw: Sequence[int]) -> np.ndarray:
+    """R16: phase p = a * fw + b fills output rows a, a + fh, ... and columns b, b + fw, ...
+    with its values from row offsets[2p] and column offsets[2p + 1] on (what it has beyond
+    the rows and columns it fills is not moved)."""
+    fh, fw = factors
+    first = _ints(phases[0])
+    out = np.empty((*first.shape[:2], *out_hw), dtype=np.int64)
+    for index, phase in enumerate(phases):
+        a, b = divmod(index, fw)
+        top, left = offsets[2 * index], offsets[2 * index + 1]
+        rows, cols = len(range(a, out_hw[0], fh)), len(range(b, out_hw[1], fw))
+        out[:, :, a::fh, b::fw] = _ints(phase)[:, :, top : top + rows, left : left + cols]
+    return out
+
+
 # --------------------------------------------------------------------------------------
 # Accelerator units: what one npu op (and one instruction of its unit) computes, composed
 # of the rules above. The npu interpreter and the simulator both call these.
@@ -808,30 +905,82 @@ def relu(y) -> np.ndarray:
     return clamp(y, 0, qmax(DATA_BITS))
 
 
-def conv_unit(x, weight, bias, strides, pads, dilations, group: int, multiplier, shift) -> np.ndarray:
-    """CONV: R13's exact int32 convolution, then R9's per-channel (or single) rescale to int8."""
-    acc = conv2d_int(x, weight, bias, strides, pads, dilations, group, ACCUMULATOR_BITS)
-    return rescale(acc, multiplier, shift, DATA_BITS, axis=1)
+def _output_low(relu_flag: bool) -> int:
+    """The least value a unit writes: R3's saturation, or 0 with its relu flag (R8)."""
+    return 0 if relu_flag else -qmax(DATA_BITS)
 
 
-def gemm_unit(a, weight, bias, multiplier, shift) -> np.ndarray:
-    """CONV as a fully connected layer: A (N x K) times weight (M x K) transposed, then R9."""
-    acc = gemm_int(a, weight, bias, trans_b=True, out_bits=ACCUMULATOR_BITS)
-    return rescale(acc, multiplier, shift, DATA_BITS, axis=1)
+def conv_unit_nhwc(x, weights, requant: Requantization, strides, pads, dilations, out=None) -> np.ndarray:
+    """CONV on N x H x W x C maps, as the simulator runs one instruction: R13's exact sums
+    (`weights` an ExactWeights of O x KH x KW x C for a dense convolution, or the KH x KW x C
+    integer kernels of a depthwise one), then R13's bias, R9's rescale and the relu flag as
+    `requant` (the `Requantization` of the unit's bias and records). Written into `out` when
+    given (an integer N x OH x OW x O array)."""
+    if isinstance(weights, ExactWeights):
+        sums = conv_sums_nhwc(x, weights, strides, pads, dilations)
+    else:
+        sums = depthwise_sums_nhwc(x, weights, strides, pads, dilations)
+    if out is None:
+        return requant(sums).astype(storage_dtype(DATA_BITS))
+    return requant(sums, out=out)
+
+
+def conv_unit(x, weight, bias, strides, pads, dilations, group: int, multiplier, shift,
+              relu_flag: bool = False) -> np.ndarray:
+    """CONV on an NCHW map with an OIHW weight (R13, then R9 per channel or with one pair, and
+    the relu flag, R8): `conv_unit_nhwc` per group (a depthwise convolution is one group of
+    KH x KW kernels)."""
+    x, weight = np.asarray(x), np.asarray(weight)
+    nhwc = x.transpose(0, 2, 3, 1)
+    out_channels, c_per_group, kh, kw = weight.shape
+    multipliers = np.broadcast_to(_ints(multiplier).reshape(-1), (out_channels,))
+    shifts = np.broadcast_to(_ints(shift).reshape(-1), (out_channels,))
+    biases = None if bias is None else _ints(bias).reshape(-1)
+    low, high = _output_low(relu_flag), qmax(DATA_BITS)
+    if group > 1 and c_per_group == 1 and out_channels == group:
+        requant = requantization(biases, kh * kw, multipliers, shifts, low, high)
+        y = conv_unit_nhwc(nhwc, weight[:, 0].transpose(1, 2, 0), requant, strides, pads, dilations)
+        return y.transpose(0, 3, 1, 2)
+    per_group, parts = out_channels // group, []
+    for g in range(group):
+        rows = slice(g * per_group, (g + 1) * per_group)
+        weights = prepared_weights(weight) if group == 1 else ExactWeights(weight[rows].transpose(0, 2, 3, 1))
+        requant = requantization(None if biases is None else biases[rows], c_per_group * kh * kw, multipliers[rows],
+                                 shifts[rows], low, high)
+        parts.append(conv_unit_nhwc(nhwc[..., g * c_per_group : (g + 1) * c_per_group], weights, requant, strides, pads,
+                                    dilations))
+    return (parts[0] if group == 1 else np.concatenate(parts, axis=3)).transpose(0, 3, 1, 2)
+
+
+def gemm_unit(a, weight, bias, multiplier, shift, relu_flag: bool = False) -> np.ndarray:
+    """CONV as a fully connected layer (R13, R9, R8): A (N x K) times weight (M x K)
+    transposed, a 1x1 `conv_unit_nhwc` over N x 1 x 1 x K."""
+    a = np.asarray(a)
+    outputs = np.asarray(weight).shape[0]
+    multipliers = np.broadcast_to(_ints(multiplier).reshape(-1), (outputs,))
+    shifts = np.broadcast_to(_ints(shift).reshape(-1), (outputs,))
+    requant = requantization(None if bias is None else _ints(bias).reshape(-1), a.shape[1], multipliers, shifts,
+                             _output_low(relu_flag), qmax(DATA_BITS))
+    y = conv_unit_nhwc(a.reshape(a.shape[0], 1, 1, a.shape[1]), prepared_weights(weight, "NK"), requant, (1, 1),
+                       (0, 0, 0, 0), (1, 1))
+    return y.reshape(a.shape[0], outputs)
 
 
 def eltwise_unit(
     op: str, a, b, multiplier: int, shift: int, a_multiplier: int = 0, a_shift: int = 0,
-    b_multiplier: int = 0, b_shift: int = 0, pre_shift: int | None = None,
+    b_multiplier: int = 0, b_shift: int = 0, pre_shift: int | None = None, relu_flag: bool = False,
 ) -> np.ndarray:
     """ELTWISE: mul is R12 then R9; add/sub is R10 into int24, the optional int16 stage
-    (a truncating R7 shift by `pre_shift`, seed 000's two-stage variant), then R9 to int8."""
+    (a truncating R7 shift by `pre_shift`, seed 000's two-stage variant), then R9 to int8;
+    then the relu flag (R8)."""
     if op == "mul":
-        return rescale(mul_widening(a, b, 16), multiplier, shift, DATA_BITS)
-    wide = add_widening(a, b, a_multiplier, a_shift, b_multiplier, b_shift, 24, subtract=op == "sub")
-    if pre_shift is not None:
-        wide = saturate(shift_arithmetic(wide, pre_shift, rounding=False), 16)
-    return rescale(wide, multiplier, shift, DATA_BITS)
+        y = rescale(mul_widening(a, b, 16), multiplier, shift, DATA_BITS)
+    else:
+        wide = add_widening(a, b, a_multiplier, a_shift, b_multiplier, b_shift, 24, subtract=op == "sub")
+        if pre_shift is not None:
+            wide = saturate(shift_arithmetic(wide, pre_shift, rounding=False), 16)
+        y = rescale(wide, multiplier, shift, DATA_BITS)
+    return relu(y) if relu_flag else y
 
 
 def pool_unit(kind: str, x, kernel, strides, pads, out_hw, multiplier, shift) -> np.ndarray:
@@ -844,10 +993,8 @@ def pool_unit(kind: str, x, kernel, strides, pads, out_hw, multiplier, shift) ->
     return avg_pool_int(x, kernel, strides, pads, out_hw, multiplier, shift, DATA_BITS)
 
 
-def epilogue(y, relu_flag: bool = False, bounds: Sequence[int] | None = None, table=None) -> np.ndarray:
-    """What follows a unit's int8 result in SRAM: its relu flag and a CLAMP (R8), or a TABLE (R15)."""
-    if relu_flag:
-        y = relu(y)
+def epilogue(y, bounds: Sequence[int] | None = None, table=None) -> np.ndarray:
+    """What follows a unit's int8 result in SRAM: a CLAMP (R8), or a TABLE (R15)."""
     if bounds is not None:
         y = clamp(y, bounds[0], bounds[1])
     if table is not None:

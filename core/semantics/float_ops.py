@@ -215,6 +215,12 @@ def conv_transpose_as_conv(
     return conv_weight, conv_pads
 
 
+def conv_transpose_output_channels(weight_shape: Sequence[int], group: int) -> np.ndarray:
+    """The output channel fed by each (c, j) slice of a C x O/group x KH x KW ConvTranspose weight (C x O/group)."""
+    c, o_per_group = weight_shape[:2]
+    return (np.arange(c)[:, None] // (c // group)) * o_per_group + np.arange(o_per_group)[None, :]
+
+
 def pad_or_crop_nchw(x: np.ndarray, pads: Sequence[int]) -> np.ndarray:
     """Zero-pad H and W by [top, left, bottom, right]; a negative amount crops that side instead."""
     top, left, bottom, right = pads

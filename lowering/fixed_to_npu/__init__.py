@@ -4,8 +4,10 @@ Fusion and selection are the pattern files in this directory, applied by the PDL
 `conv.mlir` (conv2d / gemm + rescale -> one CONV; a dilation the unit lacks -> a dense
 kernel), `eltwise.mlir` (add/sub [+ int16 stage] + rescale, mul + rescale -> one ELTWISE),
 `pool.mlir`, `activation.mlir` (clamps: the saturation removed, relu as a unit's flag, other
-clamps and tables as a unit's epilogue or on their own; int8 requantizations as tables) and
-`data.mlir` (reshape, flatten, transpose, concat). Their native functions (`natives.py`)
+clamps and tables as a unit's epilogue or on their own; int8 requantizations as tables),
+`data.mlir` (reshape, flatten, transpose, concat) and `upsample.mlir` (nearest resize as DMA
+moves, linear x2 and stride-2 transposed convolutions as four phase convolutions, interleaved
+by the DMA). Their native functions (`natives.py`)
 ask target/legality.py, the one definition of the units' limits, so a pattern only selects
 what the target can run; ops the target lacks are rewritten before this pass by
 `legalize` (seeds 001 and 002), at the fixed level.
@@ -64,6 +66,12 @@ def why_not(op: Operation, ctx: PatternContext) -> str:
         if problem:
             return problem
         return "its wide result must be rescaled to int8 by its only user (the unit writes int8)"
+    if isinstance(op, (fixed.ConvTranspose2dOp, fixed.ResizeLinearOp)):
+        check = (legality.fixed_conv_transpose_problem if isinstance(op, fixed.ConvTranspose2dOp)
+                 else legality.fixed_resize_linear_problem)
+        return check(target, op) or "its int32 result must be rescaled to int8 by its only user (the unit writes int8)"
+    if isinstance(op, fixed.ResizeOp):
+        return legality.fixed_resize_problem(target, op) or "no DMA form"
     if isinstance(op, (fixed.MaxPoolOp, fixed.AvgPoolOp)):
         return legality.fixed_pool_problem(target, op) or "no POOL form"
     if isinstance(op, fixed.ShiftOp):

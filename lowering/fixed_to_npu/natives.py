@@ -24,7 +24,8 @@ from xnpu.transforms.constants import fused_location
 UNIT_OPS = (npu.ConvOp, npu.EltwiseOp, npu.PoolOp)
 # fixed ops a unit pattern consumes: a clamp or table after one waits until it is selected
 PENDING = (fixed.RescaleOp, fixed.ShiftOp, fixed.Conv2dOp, fixed.GemmOp, fixed.AddOp, fixed.SubOp, fixed.MulOp,
-           fixed.MaxPoolOp, fixed.AvgPoolOp, fixed.GlobalAvgPoolOp, fixed.TableOp, fixed.ClampOp)
+           fixed.MaxPoolOp, fixed.AvgPoolOp, fixed.GlobalAvgPoolOp, fixed.TableOp, fixed.ClampOp,
+           fixed.ConvTranspose2dOp, fixed.ResizeOp, fixed.ResizeLinearOp)
 
 
 def _uses(value: SSAValue) -> int:
@@ -122,17 +123,33 @@ def is_relu(ctx: PatternContext, clamp: Operation) -> bool:
     return legality.clamp_is_relu(_target(ctx), *clamp.bounds())
 
 
+def epilogue_units(producer: Operation) -> list[Operation]:
+    """The unit ops whose output stages run an epilogue of `producer`'s result: the unit
+    itself, or every phase unit of an interleave (an element-wise epilogue commutes with the
+    moves that interleave the phases), each read once by it."""
+    if not isinstance(producer, npu.InterleaveOp):
+        return [producer]
+    phases = [value.owner for value in producer.inputs]
+    return phases if len({id(op) for op in phases}) == len(phases) else []
+
+
 @native_constraint()
 def flags_relu(ctx: PatternContext, producer: Operation) -> bool:
-    """A CONV or ELTWISE whose only user this is and whose output stage is still free."""
-    return isinstance(producer, (npu.ConvOp, npu.EltwiseOp)) and takes_epilogue(ctx, producer) and producer.relu is None
+    """A CONV or ELTWISE (or an interleave of their phases) whose only user this is and whose
+    output stage is still free."""
+    units = epilogue_units(producer)
+    return (takes_epilogue(ctx, producer)
+            and all(isinstance(unit, (npu.ConvOp, npu.EltwiseOp)) and unit.relu is None for unit in units))
 
 
 @native_constraint()
 def takes_epilogue(ctx: PatternContext, producer: Operation) -> bool:
-    """A unit op whose only user this is, with no clamp or table after it yet."""
-    return (isinstance(producer, UNIT_OPS) and _uses(producer.results[0]) == 1
-            and producer.clamp is None and producer.table is None)
+    """A unit op (or an interleave of unit phases) whose only user this is, with no clamp or
+    table after it yet."""
+    units = epilogue_units(producer)
+    return bool(units) and _uses(producer.results[0]) == 1 and all(
+        isinstance(unit, UNIT_OPS) and _uses(unit.results[0]) == 1 and unit.clamp is None and unit.table is None
+        for unit in units)
 
 
 @native_constraint()
@@ -241,29 +258,32 @@ def name_in_producer(ctx: PatternContext, value: SSAValue) -> None:
 
 @native_rewrite()
 def set_relu(ctx: PatternContext, producer: Operation) -> None:
-    """The unit's relu flag computes the clamp to [0, smax] (the op is changed in place)."""
-    producer.properties["relu"] = UnitAttr()
-    _absorb(ctx, producer)
+    """The unit's relu flag (each phase unit's) computes the clamp to [0, smax] (ops changed in place)."""
+    for unit in epilogue_units(producer):
+        unit.properties["relu"] = UnitAttr()
+        _absorb(ctx, unit)
 
 
 @native_rewrite()
 def fuse_clamp(ctx: PatternContext, producer: Operation, clamp: Operation) -> None:
     """A clamp after a unit's result, in SRAM: a CLAMP where the target has the unit, else an
-    exact TABLE (the op is changed in place)."""
+    exact TABLE (the ops are changed in place)."""
     assert isinstance(clamp, fixed.ClampOp)
-    if legality.unit_problem(_target(ctx), "clamp") is None:
-        producer.properties["clamp"] = i64_array(clamp.bounds())
-    else:
-        producer.properties["table"] = npu.table_attr(clamp_table(*clamp.bounds()))
-    _absorb(ctx, producer)
+    for unit in epilogue_units(producer):
+        if legality.unit_problem(_target(ctx), "clamp") is None:
+            unit.properties["clamp"] = i64_array(clamp.bounds())
+        else:
+            unit.properties["table"] = npu.table_attr(clamp_table(*clamp.bounds()))
+        _absorb(ctx, unit)
 
 
 @native_rewrite()
 def fuse_table(ctx: PatternContext, producer: Operation, table: Operation) -> None:
-    """A table after a unit's result runs as its epilogue (the op is changed in place)."""
+    """A table after a unit's result runs as its epilogue (the ops are changed in place)."""
     assert isinstance(table, fixed.TableOp)
-    producer.properties["table"] = npu.table_attr(table.entries())
-    _absorb(ctx, producer)
+    for unit in epilogue_units(producer):
+        unit.properties["table"] = npu.table_attr(table.entries())
+        _absorb(ctx, unit)
 
 
 @native_constraint()
@@ -277,6 +297,100 @@ def clamp_or_table_unit(ctx: PatternContext, clamp: Operation) -> bool:
 def widening_add(ctx: PatternContext, op: Operation) -> bool:
     """fixed.add or fixed.sub: R10's adder."""
     return isinstance(op, fixed.WideningAddOp)
+
+
+# --------------------------------------------------------------------------------------
+# Upsampling: phases (target/phases.py) computed by units and interleaved by the DMA
+# --------------------------------------------------------------------------------------
+
+
+@native_constraint()
+def resize_fits(ctx: PatternContext, op: Operation) -> bool:
+    """A nearest resize as DMA moves, or a linear one as phase convolutions, on this target."""
+    check = legality.fixed_resize_linear_problem if isinstance(op, fixed.ResizeLinearOp) else legality.fixed_resize_problem
+    return check(_target(ctx), op) is None
+
+
+@native_constraint()
+def replicates(ctx: PatternContext, op: Operation) -> bool:
+    """Every output phase is the input itself (no edge pad): pixel replication."""
+    return all(axis is not None and axis.replicates for axis in legality.resize_axes(op))
+
+
+@native_constraint()
+def conv_transpose_fits(ctx: PatternContext, op: Operation) -> bool:
+    return legality.fixed_conv_transpose_problem(_target(ctx), op) is None
+
+
+@native_rewrite()
+def edge_pad(ctx: PatternContext, op: Operation):
+    """The edge pad (top, left, bottom, right) that turns the phases' clamps into reads, and
+    the padded map's type."""
+    rows, cols = legality.resize_axes(op)
+    pads = (rows.pad[0], cols.pad[0], rows.pad[1], cols.pad[1])
+    n, c, h, w = shape_of(op.operands[0])
+    return i64_array(pads), fixed.int_tensor(8, (n, c, h + pads[0] + pads[2], w + pads[1] + pads[3]))
+
+
+@native_rewrite()
+def nearest_phases(ctx: PatternContext, op: Operation, source: SSAValue):
+    """A nearest resize's phases are all `source` (the input or its edge pad), read from their offsets."""
+    rows, cols = legality.resize_axes(op)
+    return [source] * (rows.factor * cols.factor)
+
+
+@native_rewrite()
+def phase_interleave(ctx: PatternContext, op: Operation):
+    """(factors, offsets) of the interleave of a resize's or a transposed convolution's phases."""
+    if isinstance(op, fixed.ConvTranspose2dOp):
+        rows, cols = legality.transpose_axes(op)
+        factors = ints(op.strides)
+        row_offsets, col_offsets = [p.offset for p in rows], [p.offset for p in cols]
+    else:
+        row_axis, col_axis = legality.resize_axes(op)
+        factors = (row_axis.factor, col_axis.factor)
+        row_offsets, col_offsets = row_axis.offsets(), col_axis.offsets()
+    offsets = [v for top in row_offsets for left in col_offsets for v in (top, left)]
+    return i64_array(factors), i64_array(offsets)
+
+
+def _phase_index(attr: Attribute) -> int:
+    return attr.value.data  # type: ignore[attr-defined]
+
+
+@native_rewrite()
+def linear_phase(ctx: PatternContext, op: Operation, row_phase: Attribute, col_phase: Attribute):
+    """R17 phase (a, b) of a linear resize: the depthwise 2x2 kernel outer(row weights, column
+    weights), the same for every channel, over the edge-padded input (valid: no zero pad);
+    its group and its result type. The sums are the fixed op's, so its rescale applies as it is."""
+    assert isinstance(op, fixed.ResizeLinearOp)
+    rows, cols = legality.resize_axes(op)
+    kernel = np.outer(rows.phases[_phase_index(row_phase)].weights, cols.phases[_phase_index(col_phase)].weights)
+    n, c, h, w = shape_of(op.input)
+    weight = _constant(ctx, np.broadcast_to(kernel, (c, 1, *kernel.shape)), 8)
+    padded = (h + sum(rows.pad), w + sum(cols.pad))
+    out_hw = tuple(size - taps + 1 for size, taps in zip(padded, kernel.shape))
+    return weight, i64_attr(c), fixed.int_tensor(8, (n, c, *out_hw))
+
+
+@native_rewrite()
+def conv_transpose_phase(ctx: PatternContext, op: Operation, row_phase: Attribute, col_phase: Attribute):
+    """R18 phase (a, b) of a transposed convolution: the sub-kernel of its convolution form
+    (transposed per group, flipped) with the phase's taps, its zero pads and result type. The
+    sums are the fixed op's without the inserted zeros' products, so its rescale applies as it is."""
+    assert isinstance(op, fixed.ConvTranspose2dOp)
+    from xnpu.semantics import float_ops
+    from xnpu.target.phases import transpose_phase_kernel
+
+    rows, cols = (axis[_phase_index(p)] for axis, p in zip(legality.transpose_axes(op), (row_phase, col_phase)))
+    weights = op.weight.owner.to_numpy()  # type: ignore[union-attr]
+    conv_weight, _ = float_ops.conv_transpose_as_conv(weights, (0, 0, 0, 0), (1, 1), (0, 0), op.group.value.data)
+    kernel = transpose_phase_kernel(conv_weight, rows, cols, ints(op.strides))
+    pads = (rows.pads[0], cols.pads[0], rows.pads[1], cols.pads[1])
+    n, _, h, w = shape_of(op.input)
+    out_hw = (h + rows.pads[0] + rows.pads[1] - rows.taps + 1, w + cols.pads[0] + cols.pads[1] - cols.taps + 1)
+    return (_constant(ctx, kernel, 8, op.weight.owner), i64_array(pads),
+            fixed.int_tensor(8, (n, conv_weight.shape[0], *out_hw)))
 
 
 def _per_channel_constant(x: SSAValue, c: SSAValue) -> bool:

@@ -27,6 +27,7 @@ each one means (rule numbers in comments).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,7 +51,7 @@ from xnpu.dialects import fixed, nn
 from xnpu.errors import XnpuError
 from xnpu.ir_io import describe_op
 from xnpu.lowering.pdl_driver import Pattern, PatternContext, PatternSet, load_natives, load_patterns, split_paths
-from xnpu.semantics import fixed_point
+from xnpu.semantics import fixed_point, float_ops
 
 SCALE_ATTR = "nn.scale"
 WEIGHT_SCALES_ATTR = "nn.weight_scales"
@@ -61,7 +62,7 @@ CLAMPS = (nn.ReluOp, nn.ClipOp)
 # ops whose output range is a subset of their input's: the input scale serves the output
 RANGE_PRESERVING = (nn.MaxPoolOp, nn.ReshapeOp, nn.FlattenOp, nn.TransposeOp)
 # ops that end in a rescale of their own, so their output scale is free to choose
-RESCALING = (nn.Conv2dOp, nn.GemmOp, nn.MatMulOp, nn.AddOp, nn.SubOp, nn.MulOp, nn.DivOp, nn.BatchNormOp,
+RESCALING = (nn.Conv2dOp, nn.ConvTranspose2dOp, nn.GemmOp, nn.MatMulOp, nn.AddOp, nn.SubOp, nn.MulOp, nn.DivOp, nn.BatchNormOp,
              nn.AveragePoolOp, nn.GlobalAveragePoolOp)
 
 
@@ -114,6 +115,11 @@ def _single_user(value: SSAValue) -> Operation | None:
     return uses[0].operation if len(uses) == 1 else None
 
 
+def moves_codes(op: Operation) -> bool:
+    """A nearest resize copies its input's pixels (R16): it keeps its input's scale."""
+    return isinstance(op, nn.ResizeOp) and op.mode.data == "nearest"
+
+
 def refine_scales(function: func.FuncOp) -> None:
     """Choose each activation's integer scale so that no step rounds twice (see module doc)."""
     for op in function.body.walk():
@@ -123,7 +129,7 @@ def refine_scales(function: func.FuncOp) -> None:
                 _set_scale(producer, scale_of(op.results[0]))
             else:
                 _set_scale(op, scale_of(op.input))
-        elif isinstance(op, RANGE_PRESERVING):
+        elif isinstance(op, RANGE_PRESERVING) or moves_codes(op):
             _set_scale(op, scale_of(op.operands[0]))
 
 
@@ -161,12 +167,15 @@ class Island:
         rewriter.replace(self.source, self.ops, [self.ops[-1].results[0]])
 
 
-def quantize_weights(weights: np.ndarray, scales: np.ndarray, axis: int) -> np.ndarray:
-    """Symmetric int8 weights, one scale per slice along `axis` (or one for all)."""
-    shape = [1] * weights.ndim
-    if scales.size > 1:
-        shape[axis] = scales.size
-    return fixed_point.quantize(weights.astype(np.float64) / scales.reshape(shape), 1.0, DATA_BITS)
+def quantize_weights(weights: np.ndarray, scales: np.ndarray, axis: int | None) -> np.ndarray:
+    """Symmetric int8 weights, one scale per slice along `axis` (or one for all); with
+    `axis` None, `scales` already broadcasts against the weights."""
+    if axis is not None:
+        shape = [1] * weights.ndim
+        if scales.size > 1:
+            shape[axis] = scales.size
+        scales = scales.reshape(shape)
+    return fixed_point.quantize(weights.astype(np.float64) / scales, 1.0, DATA_BITS)
 
 
 def weight_scales(op: Operation, weights: np.ndarray, axis: int) -> np.ndarray:
@@ -209,25 +218,47 @@ def _bias_codes(bias: np.ndarray | None, channels: int, accumulator_scales: np.n
 # --------------------------------------------------------------------------------------
 
 
+def lower_convolution(op: nn.ConvolutionOp, rewriter: PatternRewriter, codes: np.ndarray, s_w: np.ndarray,
+                      make: Callable[[SSAValue, SSAValue, SSAValue], Operation]) -> None:
+    """R13 / R18: quantized input and int8 weight `codes`, the int32 bias at s_x * s_w[o], the
+    convolution `make(x, w, bias)` builds, its per-channel rescale to int8."""
+    island = Island(op)
+    s_x, s_y = scale_of(op.input), scale_of(op.result)
+    channels = nn.shape_of(op.result)[1]
+    x = island.int_input(op.input, s_x)
+    w = island.add(weight_constant(op, codes)).results[0]
+    accumulator = s_x * np.broadcast_to(s_w, (channels,))
+    b = island.add(fixed.ConstantOp(_bias_codes(_constant(op.bias, op, "bias"), channels, accumulator), 32))
+    conv = island.add(make(x, w, b.results[0]))
+    y = island.rescale(conv.results[0], accumulator / s_y, axis=1, scale=s_y)
+    island.finish(rewriter, y, s_y)
+
+
 class LowerConv2d(RewritePattern):
     """R13: int8 conv, int32 accumulate and bias, per-channel rescale to int8."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.Conv2dOp, rewriter: PatternRewriter):
-        island = Island(op)
         weights = _constant(op.weight, op, "weight")
-        s_x, s_y = scale_of(op.input), scale_of(op.result)
         s_w = weight_scales(op, weights, 0)
-        x = island.int_input(op.input, s_x)
-        w = island.add(weight_constant(op, quantize_weights(weights, s_w, 0))).results[0]
-        accumulator = s_x * np.broadcast_to(s_w, (weights.shape[0],))
-        b = island.add(fixed.ConstantOp(_bias_codes(_constant(op.bias, op, "bias"), weights.shape[0], accumulator), 32))
-        conv = island.add(
-            fixed.Conv2dOp(x, w, b.results[0], nn.ints(op.strides), nn.ints(op.pads), nn.ints(op.dilations),
-                           op.group.value.data)
-        )
-        y = island.rescale(conv.results[0], accumulator / s_y, axis=1, scale=s_y)
-        island.finish(rewriter, y, s_y)
+        lower_convolution(op, rewriter, quantize_weights(weights, s_w, 0), s_w, lambda x, w, b: fixed.Conv2dOp(
+            x, w, b, nn.ints(op.strides), nn.ints(op.pads), nn.ints(op.dilations), op.group.value.data))
+
+
+class LowerConvTranspose2d(RewritePattern):
+    """R18: int8 transposed conv, int32 accumulate and bias, per-channel rescale to int8. The
+    weights are quantized per output channel, which in ONNX's C x O/group x KH x KW layout is
+    the slice (c, j) of group c // (C/group): scales come from the convolution form's O rows."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.ConvTranspose2dOp, rewriter: PatternRewriter):
+        weights = _constant(op.weight, op, "weight")
+        group = op.group.value.data
+        by_output, _ = float_ops.conv_transpose_as_conv(weights, (0, 0, 0, 0), (1, 1), (0, 0), group)
+        s_w = np.broadcast_to(weight_scales(op, by_output, 0), (by_output.shape[0],))
+        grid = s_w[float_ops.conv_transpose_output_channels(weights.shape, group)][:, :, None, None]
+        lower_convolution(op, rewriter, quantize_weights(weights, grid, None), s_w, lambda x, w, b: fixed.ConvTranspose2dOp(
+            x, w, b, nn.ints(op.strides), nn.ints(op.pads), nn.ints(op.dilations), nn.ints(op.output_padding), group))
 
 
 class LowerBatchNorm(RewritePattern):
@@ -386,6 +417,7 @@ def python_patterns() -> list[RewritePattern]:
         LowerBatchNorm(),
         LowerDivByConstant(),
         LowerConv2d(),
+        LowerConvTranspose2d(),
         LowerGemm(),
         LowerMatMul(),
         LowerConcat(),

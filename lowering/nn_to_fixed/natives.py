@@ -42,6 +42,7 @@ def is_clamp(ctx: PatternContext, op: Operation) -> bool:
 
 TABLE_FUNCTIONS = {
     nn.SigmoidOp: lambda op: float_ops.sigmoid,
+    nn.TanhOp: lambda op: float_ops.tanh,
     nn.HardSwishOp: lambda op: float_ops.hard_swish,
     nn.HardSigmoidOp: lambda op: lambda x: float_ops.hard_sigmoid(x, op.alpha.value.data, op.beta.value.data),
 }
@@ -187,4 +188,44 @@ def global_average_pool_sum(ctx: PatternContext, op: Operation):
 def global_average_pool_rescale(ctx: PatternContext, op: Operation):
     """R14: (multiplier, shift) of s_in / (H * W * s_out)."""
     area = math.prod(shape_of(op.operands[0])[2:])
+    return _rescale(*fixed_point.multiplier_from_scale(scale_of(op.operands[0]) / (area * scale_of(op.results[0]))))
+
+
+# --------------------------------------------------------------------------------------
+# Rewrites: resize
+# --------------------------------------------------------------------------------------
+
+
+def _resize_axes(op: Operation):
+    """(in, out) sizes of H and W and the coordinate mode of an nn.resize."""
+    assert isinstance(op, nn.ResizeOp)
+    (h, w), (oh, ow) = shape_of(op.input)[2:], shape_of(op.result)[2:]
+    return ((h, oh), (w, ow)), op.coordinate_transformation_mode.data
+
+
+@native_rewrite()
+def nearest_source_maps(ctx: PatternContext, op: Operation):
+    """R16: the source row of every output row and the source column of every output column,
+    as the float level defines them (float_ops.nearest_source_indices)."""
+    axes, coordinates = _resize_axes(op)
+    nearest = op.nearest_mode.data  # type: ignore[attr-defined]
+    return tuple(i64_array(float_ops.nearest_source_indices(size, out, coordinates, nearest)) for size, out in axes)
+
+
+@native_rewrite()
+def linear_resize_taps(ctx: PatternContext, op: Operation):
+    """R17: (rows, row_weights, cols, col_weights) of the exact integer taps, the scale of the
+    int32 sums (s_in / (Dy * Dx)) and their type."""
+    axes, coordinates = _resize_axes(op)
+    taps = [fixed_point.linear_resize_taps(size, out, coordinates) for size, out in axes]
+    (rows, row_weights, dy), (cols, col_weights, dx) = taps
+    arrays = (i64_array(a.reshape(-1)) for a in (rows, row_weights, cols, col_weights))
+    return (*arrays, fixed.scale_attr(scale_of(op.operands[0]) / (dy * dx)), fixed.int_tensor(32, shape_of(op.results[0])))
+
+
+@native_rewrite()
+def linear_resize_rescale(ctx: PatternContext, op: Operation):
+    """R17: (multiplier, shift) of s_in / (Dy * Dx * s_out)."""
+    axes, coordinates = _resize_axes(op)
+    area = math.prod(fixed_point.linear_resize_taps(size, out, coordinates)[2] for size, out in axes)
     return _rescale(*fixed_point.multiplier_from_scale(scale_of(op.operands[0]) / (area * scale_of(op.results[0]))))

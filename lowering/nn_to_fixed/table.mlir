@@ -1,4 +1,4 @@
-// Pointwise float functions with no integer form (sigmoid, hard_swish, hard_sigmoid: the
+// Pointwise float functions with no integer form (sigmoid, tanh, hard_swish, hard_sigmoid: the
 // TABLE_FUNCTIONS of natives.py) are a 256-entry table of the int8 codes (R15): an int8
 // input has only 256 values. Numbers: natives.py (table_entries).
 

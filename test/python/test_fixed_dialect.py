@@ -138,7 +138,7 @@ def test_r11_r12_seed000_hand_written_module():
 # --------------------------------------------------------------------------------------
 
 ALL_OPS_TEXT = """
-func.func @main(%x: tensor<1x4x6x6xi8> {nn.name = "x"}, %f: tensor<1x4x6x6xf32> {nn.name = "f"}) -> (tensor<1x4x3x3xi8>, tensor<1x4x3x3xi8>, tensor<1x4x6x6xi8>, tensor<1x2xi32>, tensor<1x4x1x1xi8>, tensor<1x8x6x6xi8>, tensor<4x1x6x6xi8>, tensor<1x4x6x6xf32>, tensor<1x4x6x6xi16>, tensor<1x4x6x6xi24>) {
+func.func @main(%x: tensor<1x4x6x6xi8> {nn.name = "x"}, %f: tensor<1x4x6x6xf32> {nn.name = "f"}) -> (tensor<1x4x3x3xi8>, tensor<1x4x3x3xi8>, tensor<1x4x6x6xi8>, tensor<1x2xi32>, tensor<1x4x1x1xi8>, tensor<1x8x6x6xi8>, tensor<4x1x6x6xi8>, tensor<1x4x6x6xf32>, tensor<1x4x6x6xi16>, tensor<1x4x6x6xi24>, tensor<1x4x12x12xi32>, tensor<1x4x12x12xi8>, tensor<1x4x12x12xi32>) {
   %w = fixed.constant dense<"0xFF0102FE0304FD0506FC0708FB0900F9FF0102FE0304FD0506FC0708FB0900F9FF0102FE0304FD0506FC0708FB0900F9FF0102FE0304FD0506FC0708FB0900F9FF0102FE0304FD0506FC0708FB0900F9FF0102FE0304FD0506FC0708FB0900F9FF0102FE0304FD0506FC0708FB0900F9FF0102FE0304FD0506FC0708FB0900F9FF0102FE0304FD0506FC0708FB0900F9"> : tensor<4x4x3x3xi8>
   %b = fixed.constant dense<[100, -200, 300, -400]> : tensor<4xi32>
   %acc = fixed.conv2d %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64, scale = array<f64: 1.0e-03, 2.0e-03, 3.0e-03, 4.0e-03>} : (tensor<1x4x6x6xi8>, tensor<4x4x3x3xi8>, tensor<4xi32>) -> tensor<1x4x3x3xi32>
@@ -162,7 +162,12 @@ func.func @main(%x: tensor<1x4x6x6xi8> {nn.name = "x"}, %f: tensor<1x4x6x6xf32> 
   %diff = fixed.sub %x, %q {lhs_multiplier = 16384 : i64, lhs_shift = -1 : i64, rhs_multiplier = 24576 : i64, rhs_shift = 0 : i64} : (tensor<1x4x6x6xi8>, tensor<1x4x6x6xi8>) -> tensor<1x4x6x6xi24>
   %sh = fixed.shift %diff {shift = 3 : i64, rounding = 1 : i64} : tensor<1x4x6x6xi24> -> tensor<1x4x6x6xi16>
   %wide = fixed.add %sh, %prod {lhs_multiplier = 16384 : i64, lhs_shift = 14 : i64, rhs_multiplier = 16384 : i64, rhs_shift = 14 : i64} : (tensor<1x4x6x6xi16>, tensor<1x4x6x6xi16>) -> tensor<1x4x6x6xi24>
-  func.return %relu, %pool, %avg, %fc, %gap, %cat, %r, %deq, %prod, %wide : tensor<1x4x3x3xi8>, tensor<1x4x3x3xi8>, tensor<1x4x6x6xi8>, tensor<1x2xi32>, tensor<1x4x1x1xi8>, tensor<1x8x6x6xi8>, tensor<4x1x6x6xi8>, tensor<1x4x6x6xf32>, tensor<1x4x6x6xi16>, tensor<1x4x6x6xi24>
+  %ctw = fixed.constant dense<"CT_WEIGHT"> : tensor<4x2x3x3xi8>
+  %ctb = fixed.constant dense<[7, -7, 70, -70]> : tensor<4xi32>
+  %ct = fixed.conv_transpose2d %x, %ctw, %ctb {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, output_padding = array<i64: 1, 1>, group = 2 : i64} : (tensor<1x4x6x6xi8>, tensor<4x2x3x3xi8>, tensor<4xi32>) -> tensor<1x4x12x12xi32>
+  %up = fixed.resize %x {rows = array<i64: 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5>, cols = array<i64: 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 5>} : tensor<1x4x6x6xi8> -> tensor<1x4x12x12xi8>
+  %lin = fixed.resize_linear %x {rows = array<i64: LIN_ROWS>, row_weights = array<i64: LIN_ROW_WEIGHTS>, cols = array<i64: LIN_COLS>, col_weights = array<i64: LIN_COL_WEIGHTS>} : tensor<1x4x6x6xi8> -> tensor<1x4x12x12xi32>
+  func.return %relu, %pool, %avg, %fc, %gap, %cat, %r, %deq, %prod, %wide, %ct, %up, %lin : tensor<1x4x3x3xi8>, tensor<1x4x3x3xi8>, tensor<1x4x6x6xi8>, tensor<1x2xi32>, tensor<1x4x1x1xi8>, tensor<1x8x6x6xi8>, tensor<4x1x6x6xi8>, tensor<1x4x6x6xf32>, tensor<1x4x6x6xi16>, tensor<1x4x6x6xi24>, tensor<1x4x12x12xi32>, tensor<1x4x12x12xi8>, tensor<1x4x12x12xi32>
 }
 """
 
@@ -173,8 +178,17 @@ AVG_COUNTS = fp.avg_pool_counts((6, 6), (3, 3), (1, 1), (1, 1, 1, 1), (6, 6), co
 AVG_M, AVG_S = fp.avg_pool_multipliers(AVG_COUNTS, 1.0, 2.0)  # s_in / (count * s_out) = 1 / (2 * count)
 
 
+CT_WEIGHT = (np.arange(4 * 2 * 3 * 3) % 17 - 8).reshape(4, 2, 3, 3)
+LIN_ROWS, LIN_ROW_WEIGHTS, _ = fp.linear_resize_taps(6, 12, "half_pixel")
+LIN_COLS, LIN_COL_WEIGHTS, _ = fp.linear_resize_taps(6, 12, "align_corners")
+
+
 def all_ops_module():
     text = ALL_OPS_TEXT.replace("TABLE", ", ".join(map(str, TANH_TABLE.tolist())))
+    text = text.replace("CT_WEIGHT", "0x" + CT_WEIGHT.astype(np.int8).tobytes().hex().upper())
+    for name, values in (("LIN_ROWS", LIN_ROWS), ("LIN_ROW_WEIGHTS", LIN_ROW_WEIGHTS), ("LIN_COLS", LIN_COLS),
+                         ("LIN_COL_WEIGHTS", LIN_COL_WEIGHTS)):
+        text = text.replace(name, ", ".join(map(str, values.reshape(-1).tolist())))
     text = text.replace("AVG_M", ", ".join(map(str, AVG_M.tolist()))).replace("AVG_S", ", ".join(map(str, AVG_S.tolist())))
     return xnpu.parse_ir(text)
 
@@ -218,6 +232,21 @@ def test_r13_r14_r15_interpreter_equals_semantics():
     sh = fp.saturate(fp.shift_arithmetic(diff, 3, rounding=True), 16)
     wide = fp.add_widening(sh, prod, 16384, 14, 16384, 14, 24)
     assert out["output9"].dtype == np.int32 and (out["output9"] == wide).all()
+
+
+def test_r16_r17_r18_upsampling_ops_equal_semantics():
+    """R18 (conv_transpose2d), R16 (nearest resize), R17 (linear resize) through the IR."""
+    module = all_ops_module()
+    x = np.random.default_rng(1).integers(-127, 128, size=(1, 4, 6, 6)).astype(np.int8)
+    out = xnpu.run(module, {"x": x, "f": np.zeros((1, 4, 6, 6), np.float32)})
+    ct = fp.conv_transpose2d_int(x, CT_WEIGHT, np.array([7, -7, 70, -70]), (2, 2), (1, 1, 1, 1), (1, 1), (1, 1), 2)
+    assert out["output10"].dtype == np.int32 and (out["output10"] == ct).all()
+    rows, cols = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5], [0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 5]
+    assert out["output11"].dtype == np.int8 and (out["output11"] == x[:, :, rows][:, :, :, cols]).all()
+    sums = fp.resize_linear_sum(x, LIN_ROWS, LIN_ROW_WEIGHTS, LIN_COLS, LIN_COL_WEIGHTS)
+    assert out["output12"].dtype == np.int32 and (out["output12"] == sums).all()
+    linear = next(op for op in module.walk() if isinstance(op, fixed.ResizeLinearOp))
+    assert linear.denominators() == (4, 11)
 
 
 @pytest.mark.parametrize("bits", [8, 16, 24, 32])

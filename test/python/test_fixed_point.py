@@ -445,6 +445,108 @@ def test_r16_data_movement_keeps_values():
     assert fp.concat([x, x], 1).shape == (2, 6)
 
 
+NEAREST_CASES = [(mode, nearest) for mode in ("asymmetric", "half_pixel", "align_corners")
+                 for nearest in ("floor", "ceil", "round_prefer_floor", "round_prefer_ceil")]
+
+
+@pytest.mark.parametrize("coordinates,nearest", NEAREST_CASES)
+def test_r16_resize_nearest_moves_the_codes_the_float_level_reads(coordinates, nearest):
+    """R16: the nearest resize of int8 codes is the float resize of the same values, exactly."""
+    from xnpu.semantics import float_ops
+
+    x = np.random.default_rng(5).integers(-127, 128, (1, 2, 3, 5))
+    rows = float_ops.nearest_source_indices(3, 12, coordinates, nearest)
+    cols = float_ops.nearest_source_indices(5, 10, coordinates, nearest)
+    out = fp.resize_nearest(x, rows, cols)
+    assert (out == float_ops.resize(x.astype(np.float32), (12, 10), "nearest", coordinates, nearest)).all()
+
+
+def test_r16_pad_edge_and_interleave():
+    """R16: an edge pad copies the border; an interleave of f_h * f_w phases, from offsets."""
+    x = np.arange(6).reshape(1, 1, 2, 3)
+    assert fp.pad_edge(x, (1, 0, 0, 2))[0, 0].tolist() == [[0, 1, 2, 2, 2], [0, 1, 2, 2, 2], [3, 4, 5, 5, 5]]
+    phases = [x, x + 10, x + 20, x + 30]
+    out = fp.interleave(phases, (2, 2), [0] * 8, (4, 6))
+    assert out[0, 0, :2].tolist() == [[0, 10, 1, 11, 2, 12], [20, 30, 21, 31, 22, 32]]
+    # a phase larger than its share is read from its offset on; odd sizes give short phases
+    wide = fp.pad_edge(x, (1, 1, 1, 1))
+    out = fp.interleave([wide, x, x, x], (2, 2), [1, 1, 0, 0, 0, 0, 0, 0], (3, 5))
+    assert out[0, 0, 0, ::2].tolist() == [0, 1, 2] and out[0, 0, 2, 1::2].tolist() == [3, 4]
+
+
+def test_r17_linear_taps_half_pixel_x2():
+    """R17: half_pixel x2 weighs neighbours 3 and 1 over D = 4; the edges read one pixel (4, 0)."""
+    sources, weights, denominator = fp.linear_resize_taps(3, 6, "half_pixel")
+    assert denominator == 4
+    assert sources.tolist() == [[0, 1], [0, 1], [0, 1], [1, 2], [1, 2], [2, 2]]
+    assert weights.tolist() == [[4, 0], [3, 1], [1, 3], [3, 1], [1, 3], [4, 0]]
+
+
+@pytest.mark.parametrize("coordinates", ["half_pixel", "align_corners"])
+@pytest.mark.parametrize("size", [1, 2, 5, 9])
+def test_r17_linear_taps_are_the_exact_onnx_coordinates(coordinates, size):
+    """R17: weight[1] / D is the fraction of ONNX's clamped source coordinate, exactly (Fraction)."""
+    out_size = 2 * size
+    sources, weights, denominator = fp.linear_resize_taps(size, out_size, coordinates)
+    assert (weights.sum(axis=1) == denominator).all()
+    for o in range(out_size):
+        if coordinates == "half_pixel":
+            c = Fraction(2 * o + 1, 4) - Fraction(1, 2)
+        else:
+            c = Fraction(o * (size - 1), out_size - 1) if out_size > 1 else Fraction(0)
+        c = min(max(c, Fraction(0)), Fraction(size - 1))
+        first = math.floor(c)
+        assert sources[o].tolist() == [first, min(first + 1, size - 1)]
+        assert Fraction(int(weights[o, 1]), denominator) == c - first
+
+
+@pytest.mark.parametrize("coordinates", ["half_pixel", "align_corners"])
+def test_r17_linear_sum_is_exact_and_matches_float(coordinates):
+    """R17: the int64 sum over Dy * Dx is the float level's bilinear value of the same codes;
+    at the extreme codes it stays inside int32."""
+    from xnpu.semantics import float_ops
+
+    x = np.random.default_rng(6).integers(-127, 128, (2, 3, 7, 4))
+    (rows, row_w, dy), (cols, col_w, dx) = (fp.linear_resize_taps(n, 2 * n, coordinates) for n in (7, 4))
+    sums = fp.resize_linear_sum(x, rows, row_w, cols, col_w)
+    reference = float_ops.resize(x.astype(np.float32), (14, 8), "linear", coordinates, None)
+    assert np.abs(sums / (dy * dx) - reference).max() < 1e-4
+    extreme = fp.resize_linear_sum(np.full((1, 1, 7, 4), -128), rows, row_w, cols, col_w)
+    assert (extreme == -128 * dy * dx).all() and 128 * dy * dx <= fp.MAX_RESIZE_DENOMINATOR * 128 < 2**31
+
+
+def _conv_transpose_reference(x, w, bias, stride, pad, output_padding, group):
+    """ONNX ConvTranspose by its definition: every input pixel scatters its kernel."""
+    n, c, h, width = x.shape
+    _, o_per_group, kh, kw = w.shape
+    oh = (h - 1) * stride + kh - 2 * pad + output_padding
+    ow = (width - 1) * stride + kw - 2 * pad + output_padding
+    full = np.zeros((n, o_per_group * group, (h - 1) * stride + kh + output_padding, (width - 1) * stride + kw + output_padding), np.int64)
+    c_per_group = c // group
+    for ci in range(c):
+        g = ci // c_per_group
+        for j in range(o_per_group):
+            for y in range(h):
+                for xx in range(width):
+                    full[:, g * o_per_group + j, y * stride : y * stride + kh, xx * stride : xx * stride + kw] += (
+                        x[:, ci, y, xx][:, None, None] * w[ci, j])
+    return full[:, :, pad : pad + oh, pad : pad + ow] + bias.reshape(1, -1, 1, 1)
+
+
+@pytest.mark.parametrize("kernel,stride,pad,output_padding,group", [
+    (2, 2, 0, 0, 1), (3, 2, 1, 1, 1), (4, 2, 1, 0, 1), (3, 2, 0, 0, 2), (4, 2, 1, 0, 4), (3, 3, 1, 2, 1), (3, 1, 1, 0, 1),
+])
+def test_r18_conv_transpose2d_int_is_exact(kernel, stride, pad, output_padding, group):
+    """R18: the zero-inserted, flipped-kernel convolution is ONNX's scatter definition exactly."""
+    rng = np.random.default_rng(kernel * 10 + stride)
+    x = rng.integers(-127, 128, (2, 4, 5, 3))
+    w = rng.integers(-127, 128, (4, 8 // group if group < 4 else 1, kernel, kernel))
+    bias = rng.integers(-(2**20), 2**20, w.shape[1] * group)
+    out = fp.conv_transpose2d_int(x, w, bias, (stride, stride), (pad,) * 4, (1, 1), (output_padding,) * 2, group)
+    assert out.dtype == np.int64
+    assert (out == _conv_transpose_reference(x, w, bias, stride, pad, output_padding, group)).all()
+
+
 def test_quantize_divides_float32_inputs_in_float64():
     """R4 is computed in float64: float32 values just beside a level's edge must not round
     the way a float32 division would."""

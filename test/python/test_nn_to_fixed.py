@@ -223,3 +223,90 @@ def test_division_by_a_constant_lowers_and_by_a_tensor_stays_float_or_is_rejecte
     y = np.array([[0.5, 0.25, -1.0, 1.0]], np.float32)
     q = lambda v: np.round(v / np.float32(0.01)) * np.float32(0.01)  # noqa: E731  (R4 then R2 at scale 0.01)
     np.testing.assert_array_equal(xnpu.run(on_host, {"x": x, "y": y})["out"], q(x) / q(y))
+
+
+# --------------------------------------------------------------------------------------
+# Upsampling: fixed level against the float level, within the stated tolerance
+# --------------------------------------------------------------------------------------
+
+
+def single_node_model(node, input_shape, output_shape, initializers=()):
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [node], "one", [helper.make_tensor_value_info("x", TensorProto.FLOAT, input_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, output_shape)], list(initializers),
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def fixed_and_float(model, shape, samples=12, seed=0):
+    """(float outputs, fixed outputs, output scale, input scale) on random data, calibrated on it."""
+    data = np.random.default_rng(seed).normal(size=(samples, *shape[1:])).astype(np.float32)
+    module = xnpu.import_onnx(model)
+    reference = xnpu.run(module, data)["y"]
+    xnpu.quantize(module, data, progress=False)
+    out = xnpu.run(module, data)["y"]
+    quantize = next(op for op in module.walk() if isinstance(op, fixed.QuantizeOp))
+    dequantize = next(op for op in module.walk() if isinstance(op, fixed.DequantizeOp))
+    return reference, out, float(dequantize.scales()[0]), quantize.scale.value.data
+
+
+def resize_node(mode, coordinates, nearest=None, scales=(1, 1, 2, 2)):
+    from onnx import helper, numpy_helper
+
+    attrs = {"mode": mode, "coordinate_transformation_mode": coordinates}
+    if nearest:
+        attrs["nearest_mode"] = nearest
+    scales_init = numpy_helper.from_array(np.array(scales, np.float32), "scales")
+    return helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize", **attrs), scales_init
+
+
+@pytest.mark.parametrize("coordinates,nearest,factor", [
+    ("asymmetric", "floor", 2), ("asymmetric", "ceil", 4), ("half_pixel", "round_prefer_floor", 2),
+    ("half_pixel", "floor", 3), ("align_corners", "round_prefer_ceil", 2),
+])
+def test_nearest_resize_is_the_float_result_quantized(coordinates, nearest, factor):
+    """R16: nearest moves the input's codes at the input's scale, so fixed = float within s / 2."""
+    node, scales = resize_node("nearest", coordinates, nearest, (1, 1, factor, factor))
+    reference, out, s_out, s_in = fixed_and_float(
+        single_node_model(node, [1, 3, 5, 4], [1, 3, 5 * factor, 4 * factor], [scales]), (1, 3, 5, 4))
+    assert s_out == s_in
+    assert np.abs(out - reference).max() <= s_out / 2 * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("coordinates", ["half_pixel", "align_corners"])
+def test_linear_resize_within_the_r17_bound(coordinates):
+    """R17: |fixed - float| <= s_in / 2 + s_out * (1/2 + 2^-8)."""
+    node, scales = resize_node("linear", coordinates)
+    reference, out, s_out, s_in = fixed_and_float(single_node_model(node, [1, 3, 6, 5], [1, 3, 12, 10], [scales]),
+                                                  (1, 3, 6, 5))
+    assert np.abs(out - reference).max() <= s_in / 2 + s_out * (0.5 + 2**-8) + 1e-6
+
+
+@pytest.mark.parametrize("kernel,stride,pads,output_padding,group,channels", [
+    (2, 2, 0, 0, 1, 6), (3, 2, 1, 1, 1, 5), (4, 2, 1, 0, 1, 4), (4, 2, 1, 0, 4, 4), (3, 2, 1, 1, 2, 6),
+])
+def test_conv_transpose_lowering_matches_float_within_two_units(kernel, stride, pads, output_padding, group, channels):
+    """R18: like a convolution, within 2.5 output scale units of float (weights per output channel)."""
+    from onnx import helper, numpy_helper
+
+    rng = np.random.default_rng(kernel + group)
+    weight = numpy_helper.from_array((rng.normal(size=(4, channels // group, kernel, kernel)) * 0.3).astype(np.float32), "w")
+    bias = numpy_helper.from_array(rng.normal(size=channels).astype(np.float32), "b")
+    node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], name="deconv", kernel_shape=[kernel, kernel],
+                            strides=[stride, stride], pads=[pads] * 4, output_padding=[output_padding] * 2, group=group)
+    out_hw = [(5 - 1) * stride + kernel - 2 * pads + output_padding, (6 - 1) * stride + kernel - 2 * pads + output_padding]
+    reference, out, s_out, _ = fixed_and_float(single_node_model(node, [1, 4, 5, 6], [1, channels, *out_hw], [weight, bias]),
+                                               (1, 4, 5, 6))
+    assert np.abs(out - reference).max() <= 2.5 * s_out
+
+
+def test_tanh_is_a_table_within_half_a_unit_each_side():
+    """R15: tanh of every int8 code; tanh' <= 1, so the error is at most (s_in + s_out) / 2."""
+    from onnx import helper
+
+    reference, out, s_out, s_in = fixed_and_float(
+        single_node_model(helper.make_node("Tanh", ["x"], ["y"], name="tanh"), [1, 2, 4, 4], [1, 2, 4, 4]), (1, 2, 4, 4))
+    assert np.abs(out - reference).max() <= (s_in + s_out) / 2 * (1 + 1e-6)

@@ -91,7 +91,9 @@ func.func @main(%x: tensor<1x2x4x4xf32> {nn.name = "x", nn.scale = 0.03 : f32}, 
   %p = nn.transpose %a {perm = array<i64: 0, 1, 3, 2>, nn.scale = 0.01 : f32} : tensor<1x2x2x2xf32> -> tensor<1x2x2x2xf32>
   %f = nn.flatten %p {axis = 1 : i64, nn.scale = 0.01 : f32} : tensor<1x2x2x2xf32> -> tensor<1x8xf32>
   %b = nn.reshape %f {nn.scale = 0.01 : f32} : tensor<1x8xf32> -> tensor<1x2x2x2xf32>
-  %q = nn.global_average_pool %b {nn.scale = 0.01 : f32} : tensor<1x2x2x2xf32> -> tensor<1x2x1x1xf32>
+  %u = nn.resize %b {mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor", nn.scale = 0.01 : f32} : tensor<1x2x2x2xf32> -> tensor<1x2x4x4xf32>
+  %l = nn.resize %u {mode = "linear", coordinate_transformation_mode = "half_pixel", nn.scale = 0.01 : f32} : tensor<1x2x4x4xf32> -> tensor<1x2x8x8xf32>
+  %q = nn.global_average_pool %l {nn.scale = 0.01 : f32} : tensor<1x2x8x8xf32> -> tensor<1x2x1x1xf32>
   %y = nn.mul %b, %q {nn.scale = 0.01 : f32} : (tensor<1x2x2x2xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x2x2xf32>
   func.return %y : tensor<1x2x2x2xf32>
 }

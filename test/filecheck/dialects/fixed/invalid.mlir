@@ -166,3 +166,51 @@ func.func @reshape_count(%x: tensor<1x6xi8>) {
   func.return
 }
 // CHECK: fixed.reshape: cannot reshape [1, 6] (6 elements) to [5] (5 elements)
+
+// -----
+
+func.func @transposed_conv_bias(%x: tensor<1x2x2x2xi8>, %w: tensor<2x3x2x2xi8>, %b: tensor<2xi32>) {
+  %r = fixed.conv_transpose2d %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, group = 1 : i64} : (tensor<1x2x2x2xi8>, tensor<2x3x2x2xi8>, tensor<2xi32>) -> tensor<1x3x4x4xi32>
+  func.return
+}
+// CHECK: fixed.conv_transpose2d: bias shape must be [3], got [2]
+
+// -----
+
+func.func @transposed_conv_width(%x: tensor<1x2x2x2xi8>, %w: tensor<2x3x2x2xi8>) {
+  %r = fixed.conv_transpose2d %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, group = 1 : i64} : (tensor<1x2x2x2xi8>, tensor<2x3x2x2xi8>) -> tensor<1x3x4x4xi16>
+  func.return
+}
+// CHECK: fixed.conv_transpose2d: result element type is i16; expected i32
+
+// -----
+
+func.func @nearest_source_outside(%x: tensor<1x1x2x2xi8>) {
+  %r = fixed.resize %x {rows = array<i64: 0, 0, 1, 2>, cols = array<i64: 0, 0, 1, 1>} : tensor<1x1x2x2xi8> -> tensor<1x1x4x4xi8>
+  func.return
+}
+// CHECK: fixed.resize: 'rows' holds positions outside [0, 2)
+
+// -----
+
+func.func @nearest_map_length(%x: tensor<1x1x2x2xi8>) {
+  %r = fixed.resize %x {rows = array<i64: 0, 1>, cols = array<i64: 0, 0, 1, 1>} : tensor<1x1x2x2xi8> -> tensor<1x1x4x4xi8>
+  func.return
+}
+// CHECK: fixed.resize: 'rows' needs 4 entries, got 2
+
+// -----
+
+func.func @linear_weights_differ(%x: tensor<1x1x2x2xi8>) {
+  %r = fixed.resize_linear %x {rows = array<i64: 0, 1, 0, 1, 0, 1, 1, 1>, row_weights = array<i64: 4, 0, 3, 1, 1, 3, 2, 0>, cols = array<i64: 0, 1, 0, 1, 0, 1, 1, 1>, col_weights = array<i64: 4, 0, 3, 1, 1, 3, 4, 0>} : tensor<1x1x2x2xi8> -> tensor<1x1x4x4xi32>
+  func.return
+}
+// CHECK: fixed.resize_linear: every pair of 'row_weights' must sum to one denominator >= 1 (R17)
+
+// -----
+
+func.func @linear_denominator_overflow(%x: tensor<1x1x1x1xi8>) {
+  %r = fixed.resize_linear %x {rows = array<i64: 0, 0>, row_weights = array<i64: 5000, 0>, cols = array<i64: 0, 0>, col_weights = array<i64: 4000, 0>} : tensor<1x1x1x1xi8> -> tensor<1x1x1x1xi32>
+  func.return
+}
+// CHECK: fixed.resize_linear: denominators 5000 x 4000 exceed 16777215; the int32 sum could overflow (R17)

@@ -84,3 +84,14 @@ func.func @constants() -> (tensor<2x2xi24>, tensor<i16>, tensor<3xi24>, tensor<2
   %big = fixed.constant dense<"0x81A6CBF0153A5F85AACFF4193E6389AED3F81D42678DB2D7FC21466B91B6DB00254A6F95BADF04294E7399BEE3082D52779DC2E70C31567BA1C6EB10355A7FA5CAEF14395E84A9CEF3183D6288ADD2F71C41668CB1D6FB20456A90B5DAFF24496E94B9DE03284D7298BDE2072C51769CC1E60B30557AA0C5"> : tensor<2x60xi8>
   func.return %a, %b, %c, %big : tensor<2x2xi24>, tensor<i16>, tensor<3xi24>, tensor<2x60xi8>
 }
+
+// CHECK-LABEL: func.func @upsampling
+func.func @upsampling(%x: tensor<1x2x2x3xi8>, %w: tensor<2x3x2x2xi8>, %b: tensor<3xi32>) -> (tensor<1x3x4x6xi32>, tensor<1x2x4x6xi8>, tensor<1x2x4x6xi32>) {
+  // CHECK: %ct = fixed.conv_transpose2d %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, group = 1 : i64} : (tensor<1x2x2x3xi8>, tensor<2x3x2x2xi8>, tensor<3xi32>) -> tensor<1x3x4x6xi32>
+  %ct = fixed.conv_transpose2d %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, group = 1 : i64} : (tensor<1x2x2x3xi8>, tensor<2x3x2x2xi8>, tensor<3xi32>) -> tensor<1x3x4x6xi32>
+  // CHECK-NEXT: %up = fixed.resize %x {rows = array<i64: 0, 0, 1, 1>, cols = array<i64: 0, 0, 1, 1, 2, 2>, scale = 5.000000e-01 : f64} : tensor<1x2x2x3xi8> -> tensor<1x2x4x6xi8>
+  %up = fixed.resize %x {rows = array<i64: 0, 0, 1, 1>, cols = array<i64: 0, 0, 1, 1, 2, 2>, scale = 0.5 : f64} : tensor<1x2x2x3xi8> -> tensor<1x2x4x6xi8>
+  // CHECK-NEXT: %lin = fixed.resize_linear %x {rows = array<i64: 0, 1, 0, 1, 0, 1, 1, 1>, row_weights = array<i64: 4, 0, 3, 1, 1, 3, 4, 0>, cols = array<i64: 0, 1, 0, 1, 0, 1, 1, 2, 1, 2, 2, 2>, col_weights = array<i64: 4, 0, 3, 1, 1, 3, 3, 1, 1, 3, 4, 0>} : tensor<1x2x2x3xi8> -> tensor<1x2x4x6xi32>
+  %lin = fixed.resize_linear %x {rows = array<i64: 0, 1, 0, 1, 0, 1, 1, 1>, row_weights = array<i64: 4, 0, 3, 1, 1, 3, 4, 0>, cols = array<i64: 0, 1, 0, 1, 0, 1, 1, 2, 1, 2, 2, 2>, col_weights = array<i64: 4, 0, 3, 1, 1, 3, 3, 1, 1, 3, 4, 0>} : tensor<1x2x2x3xi8> -> tensor<1x2x4x6xi32>
+  func.return %ct, %up, %lin : tensor<1x3x4x6xi32>, tensor<1x2x4x6xi8>, tensor<1x2x4x6xi32>
+}

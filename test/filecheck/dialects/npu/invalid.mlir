@@ -71,3 +71,45 @@ builtin.module attributes {npu.target = "xnpu_lite"} {
   }
 }
 // CHECK: npu.conv: kernel 9x9 is outside [1, 7] (target xnpu_lite)
+
+// -----
+
+func.func @interleave_phase_count(%x: tensor<1x2x3x4xi8>) {
+  %y = npu.interleave %x, %x {factors = array<i64: 2, 2>, offsets = array<i64: 0, 0, 0, 0>} : (tensor<1x2x3x4xi8>, tensor<1x2x3x4xi8>) -> tensor<1x2x6x8xi8>
+  func.return
+}
+// CHECK: npu.interleave: factors 2x2 need 4 phases, got 2
+
+// -----
+
+func.func @interleave_phase_too_small(%x: tensor<1x2x3x4xi8>) {
+  %y = npu.interleave %x, %x, %x, %x {factors = array<i64: 2, 2>, offsets = array<i64: 0, 0, 0, 1, 0, 0, 0, 0>} : (tensor<1x2x3x4xi8>, tensor<1x2x3x4xi8>, tensor<1x2x3x4xi8>, tensor<1x2x3x4xi8>) -> tensor<1x2x6x8xi8>
+  func.return
+}
+// CHECK: npu.interleave: phase 1 [1, 2, 3, 4] does not hold rows 0..2 and columns 1..4 of a [1, 2] map
+
+// -----
+
+func.func @pad_mode(%x: tensor<1x2x3x4xi8>) {
+  %y = npu.pad "reflect" %x {pads = array<i64: 1, 1, 1, 1>} : tensor<1x2x3x4xi8> -> tensor<1x2x5x6xi8>
+  func.return
+}
+// CHECK: npu.pad: mode must be one of edge, got 'reflect'
+
+// -----
+
+func.func @pad_shape(%x: tensor<1x2x3x4xi8>) {
+  %y = npu.pad "edge" %x {pads = array<i64: 1, 1, 1, 1>} : tensor<1x2x3x4xi8> -> tensor<1x2x5x5xi8>
+  func.return
+}
+// CHECK: npu.pad: result shape is [1, 2, 5, 5] but the operands give [1, 2, 5, 6]
+
+// -----
+
+builtin.module attributes {npu.target = "xnpu_default"} {
+  func.func @interleave_beyond_the_dma(%x: tensor<1x70000x1x1xi8>) {
+    %y = npu.interleave %x, %x {factors = array<i64: 1, 2>, offsets = array<i64: 0, 0, 0, 0>} : (tensor<1x70000x1x1xi8>, tensor<1x70000x1x1xi8>) -> tensor<1x70000x1x2xi8>
+    func.return
+  }
+}
+// CHECK: npu.interleave: map 1x2x70000 is outside [1, 65535] (target xnpu_default)

@@ -40,3 +40,14 @@ func.func @movement(%x: tensor<1x2x2x2xi8>, %y: tensor<1x3x2x2xi8>) -> (tensor<1
   %k = npu.table %l {table = array<i8: -127, -127, -126, -125, -124, -123, -122, -121, -120, -119, -118, -117, -116, -115, -114, -113, -112, -111, -110, -109, -108, -107, -106, -105, -104, -103, -102, -101, -100, -99, -98, -97, -96, -95, -94, -93, -92, -91, -90, -89, -88, -87, -86, -85, -84, -83, -82, -81, -80, -79, -78, -77, -76, -75, -74, -73, -72, -71, -70, -69, -68, -67, -66, -65, -64, -63, -62, -61, -60, -59, -58, -57, -56, -55, -54, -53, -52, -51, -50, -49, -48, -47, -46, -45, -44, -43, -42, -41, -40, -39, -38, -37, -36, -35, -34, -33, -32, -31, -30, -29, -28, -27, -26, -25, -24, -23, -22, -21, -20, -19, -18, -17, -16, -15, -14, -13, -12, -11, -10, -9, -8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127>} : tensor<1x2x2x2xi8> -> tensor<1x2x2x2xi8>
   func.return %r, %t, %k : tensor<1x8xi8>, tensor<1x2x2x5xi8>, tensor<1x2x2x2xi8>
 }
+
+// CHECK-LABEL: func.func @upsampling
+func.func @upsampling(%x: tensor<1x2x3x4xi8>) -> (tensor<1x2x6x8xi8>, tensor<1x2x6x8xi8>) {
+  // CHECK: %n = npu.interleave %x, %x, %x, %x {factors = array<i64: 2, 2>, offsets = array<i64: 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x2x3x4xi8>, tensor<1x2x3x4xi8>, tensor<1x2x3x4xi8>, tensor<1x2x3x4xi8>) -> tensor<1x2x6x8xi8>
+  %n = npu.interleave %x, %x, %x, %x {factors = array<i64: 2, 2>, offsets = array<i64: 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x2x3x4xi8>, tensor<1x2x3x4xi8>, tensor<1x2x3x4xi8>, tensor<1x2x3x4xi8>) -> tensor<1x2x6x8xi8>
+  // CHECK-NEXT: %p = npu.pad "edge" %x {pads = array<i64: 0, 0, 1, 1>} : tensor<1x2x3x4xi8> -> tensor<1x2x4x5xi8>
+  %p = npu.pad "edge" %x {pads = array<i64: 0, 0, 1, 1>} : tensor<1x2x3x4xi8> -> tensor<1x2x4x5xi8>
+  // CHECK-NEXT: %c = npu.interleave %p, %p, %p, %p {factors = array<i64: 2, 2>, offsets = array<i64: 0, 0, 0, 1, 1, 0, 1, 1>}
+  %c = npu.interleave %p, %p, %p, %p {factors = array<i64: 2, 2>, offsets = array<i64: 0, 0, 0, 1, 1, 0, 1, 1>} : (tensor<1x2x4x5xi8>, tensor<1x2x4x5xi8>, tensor<1x2x4x5xi8>, tensor<1x2x4x5xi8>) -> tensor<1x2x6x8xi8>
+  func.return %n, %c : tensor<1x2x6x8xi8>, tensor<1x2x6x8xi8>
+}
