@@ -9,6 +9,7 @@ The Python API the command line tools are thin shells over:
     outputs = xnpu.run(module, {"input": x})     # run any level on numpy inputs
     int8 = xnpu.quantize(module, calibration_x)  # calibrate and lower to `fixed`
     binary = xnpu.compile("model.onnx", calibration_x)  # ... down to an accelerator Binary
+    print(xnpu.placement_of(binary).summary())   # which ops the accelerator runs, which the host
 """
 
 from xnpu.errors import XnpuError
@@ -43,6 +44,13 @@ def compile(model, calibration, target="xnpu_default", **options):
     return _compile(model, calibration, target, **options)
 
 
+def placement_of(result):
+    """Where a compiled model runs (a Binary, or an npu / isa module): `xnpu.placement.Placement`."""
+    from xnpu.placement import placement_of as _placement_of
+
+    return _placement_of(result)
+
+
 def import_onnx(path, **options):
     """Import an ONNX model file (or ModelProto) as a module in the `nn` dialect.
 
@@ -61,6 +69,7 @@ __all__ = [
     "import_onnx",
     "load_ir",
     "parse_ir",
+    "placement_of",
     "print_ir",
     "quantize",
     "run",

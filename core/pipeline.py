@@ -54,9 +54,12 @@ def quantize(
     compress_method: str = "seed003",
     compress_min_elements: int | None = None,
     compress_exclude: str = "",
+    host_fallback: bool = True,
     **calibration_options,
 ) -> ModuleOp:
     """Calibrate `module` (an nn module, changed in place) on `calibration` and lower it to `fixed`.
+
+    An op with no integer lowering stays a float op for the host (`host_fallback`), or is an error.
 
     `compress_bits` runs compress-weights (seed 003's codebook, docs/compression.md) after
     calibration: conv/gemm weights become b-bit ids stored as binary section kind 6; the
@@ -77,7 +80,7 @@ def quantize(
         min_elements = DEFAULT_MIN_ELEMENTS if compress_min_elements is None else compress_min_elements
         _apply(module, CompressWeightsPass(bits=compress_bits, step=compress_step, method=compress_method,
                                            min_elements=min_elements, exclude=compress_exclude), after_pass)
-    _apply(module, LowerNNToFixedPass(variant=variant), after_pass)
+    _apply(module, LowerNNToFixedPass(variant=variant, host_fallback=host_fallback), after_pass)
     _apply(module, FoldQuantizePairsPass(), after_pass)
     verify_module(module)
     return module
@@ -100,12 +103,15 @@ def _verified(module: ModuleOp, steps, notify: AfterPass) -> None:
         verify_module(module)
 
 
-def lower_to_isa(module: ModuleOp, target: str = "xnpu_default", after_pass: AfterPass = _ignore) -> ModuleOp:
+def lower_to_isa(module: ModuleOp, target: str = "xnpu_default", after_pass: AfterPass = _ignore,
+                 host_fallback: bool = True) -> ModuleOp:
     """Lower a fixed module (changed in place) to an `isa` program for `target` (a name or a TOML
-    path): lower-fixed-to-npu, npu-assign-layout, npu-tile, npu-allocate, lower-npu-to-isa."""
+    path): lower-fixed-to-npu, npu-assign-layout, npu-tile, npu-allocate, lower-npu-to-isa.
+    What the target cannot run goes to host segments (`host_fallback`), or is an error."""
     from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
 
-    _verified(module, [LowerFixedToNpuPass(target=str(target)), *below_npu(str(target))], after_pass)
+    _verified(module, [LowerFixedToNpuPass(target=str(target), host_fallback=host_fallback),
+                       *below_npu(str(target))], after_pass)
     return module
 
 
@@ -131,6 +137,7 @@ def compile(
     after_pass: AfterPass | None = None,
     clamp_method: str = "auto",
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    host_fallback: bool = True,
     **quantize_options,
 ):
     """ONNX model (path, ModelProto or nn module) -> Binary for `target`, in one process.
@@ -145,6 +152,9 @@ def compile(
     `legalize{target}` (docs/extending.md) makes the ops the target lacks into ones it has
     (`clamp_method`: auto, saturate or bias).
     `input_shapes` ({input name: shape}) fixes dynamic input dimensions of an ONNX model.
+    `host_fallback` places what the target cannot run on the host (npu.host segments, run at
+    SYNC hand-offs; `xnpu.placement_of(result)` says where each op runs); False makes any
+    such op one error.
     """
     from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
     from xnpu.lowering.legalize import LegalizePass
@@ -161,7 +171,7 @@ def compile(
         return module
     if calibration is None:
         raise XnpuError("compiling below the nn level needs calibration data")
-    quantize(module, calibration, after_pass=notify, **quantize_options)
+    quantize(module, calibration, after_pass=notify, host_fallback=host_fallback, **quantize_options)
     if stop_at == "fixed":
         return module
     if stop_at == "tosa":
@@ -170,7 +180,7 @@ def compile(
         _apply(module, ConvertFixedToTosaPass(), notify)
         return module
     _verified(module, [LegalizePass(target=str(target), clamp_method=clamp_method),
-                       LowerFixedToNpuPass(target=str(target))], notify)
+                       LowerFixedToNpuPass(target=str(target), host_fallback=host_fallback)], notify)
     if stop_at == "npu":
         return module
     _verified(module, below_npu(str(target)), notify)

@@ -43,13 +43,16 @@ from xdsl.dialects.builtin import (
     f64,
     i64,
 )
-from xdsl.ir import Dialect, Operation
-from xdsl.irdl import IRDLOperation, ParsePropInAttrDict, irdl_op_definition, prop_def
+from xdsl.dialects import func
+from xdsl.ir import Block, Dialect, Operation, Region
+from xdsl.irdl import IRDLOperation, ParsePropInAttrDict, irdl_op_definition, prop_def, region_def, traits_def
+from xdsl.traits import NoTerminator
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from xnpu.dialects.targeting import enclosing_target
+from xnpu.semantics.dtypes import numpy_dtype
 from xnpu.errors import XnpuError
 from xnpu.target.encoding import ENUMS, FORMATS, OPCODES, Instruction, make_instruction
 
@@ -425,7 +428,52 @@ class IoOp(IRDLOperation):
                 )
 
 
-ISA = Dialect("isa", [ConstantsOp, IoOp, *INSTRUCTION_OPS.values()], [])
+@irdl_op_definition
+class HostSegmentOp(IRDLOperation):
+    """A host segment (binary section kind 7, docs/binary-format.md): where a `SYNC halt=0`
+    posts `token`, the accelerator stops, the host reads the segment's `input` tensors from
+    DDR, runs the function (fixed and nn ops, xnpu's interpreters), writes its `output`
+    tensors to DDR, and the accelerator resumes. Its region holds the `isa.io` entries of the
+    tensors (inputs first, in argument order, then outputs in result order) and one `func.func`.
+    """
+
+    name = "isa.host_segment"
+    token = prop_def(IntegerAttr[I64])
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator())
+    assembly_format = "$token attr-dict-with-keyword $body"
+
+    def __init__(self, token: int, tensors, function: Operation):
+        super().__init__(properties={"token": IntegerAttr(token, i64)}, regions=[Region(Block([*tensors, function]))])
+
+    def tensors(self, direction: str) -> list[IoOp]:
+        return [op for op in self.body.block.ops if isinstance(op, IoOp) and op.direction.data == direction]
+
+    def function(self) -> func.FuncOp:
+        functions = [op for op in self.body.block.ops if isinstance(op, func.FuncOp)]
+        if len(functions) != 1:
+            raise VerifyException(f"isa.host_segment {self.token.value.data}: needs one func.func, has {len(functions)}")
+        return functions[0]
+
+    def verify_(self) -> None:
+        token = self.token.value.data
+        if not 0 <= token < 1 << 16:
+            raise VerifyException(f"isa.host_segment: token {token} does not fit the 16-bit SYNC field")
+        where = f"isa.host_segment {token}"
+        function = self.function()
+        for op in self.body.block.ops:
+            if not isinstance(op, IoOp | func.FuncOp):
+                raise VerifyException(f"{where}: holds only isa.io and one func.func, not '{op.name}'")
+        for direction, types in (("input", function.function_type.inputs.data),
+                                 ("output", function.function_type.outputs.data)):
+            tensors = self.tensors(direction)
+            described = [(t.shape_tuple(), t.dtype.data) for t in tensors]
+            wanted = [(tuple(t.get_shape()), numpy_dtype(t.get_element_type()).name) for t in types]
+            if described != wanted:
+                raise VerifyException(f"{where}: its {direction} tensors {described} do not match the function's {wanted}")
+
+
+ISA = Dialect("isa", [ConstantsOp, IoOp, HostSegmentOp, *INSTRUCTION_OPS.values()], [])
 
 
 def program_ops(module: ModuleOp) -> list[InstructionOp]:

@@ -38,6 +38,7 @@ import numpy as np
 from xdsl.dialects.builtin import (
     I64,
     DenseArrayBase,
+    Float32Type,
     IntegerAttr,
     IntegerType,
     StringAttr,
@@ -54,11 +55,13 @@ from xdsl.irdl import (
     opt_operand_def,
     opt_prop_def,
     prop_def,
+    region_def,
     result_def,
     traits_def,
     var_operand_def,
+    var_result_def,
 )
-from xdsl.traits import Pure
+from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from xnpu.dialects.shapes import (
@@ -791,7 +794,72 @@ class RelayoutOp(MoveOp):
         expect_shape(self, shape_of(self.input))
 
 
+# --------------------------------------------------------------------------------------
+# Host placement: what the target cannot run, run by the host between accelerator segments
+# --------------------------------------------------------------------------------------
+
+HOST_REASON = "npu.host_reason"  # on each op of a host region that the target could not take: why
+
+
+@irdl_op_definition
+class HostOp(NpuOp):
+    """A host segment: ops the target cannot run (float ops the quantizer left, fixed ops no
+    unit takes), run by the host between accelerator operations. The region is isolated: it
+    reads its int8 operands as block arguments and yields its results (int8 tensors the
+    accelerator reads on, or float32 program outputs). Each op placed here for a reason
+    carries it as `npu.host_reason`. Its ops run through the ordinary interpreters (fixed
+    ops through the integer semantics), so the module stays bit-identical to the fixed level.
+    """
+
+    name = "npu.host"
+    inputs = var_operand_def()
+    outputs = var_result_def()
+    body = region_def("single_block")
+    traits = traits_def(IsolatedFromAbove())
+    assembly_format = "`(` $inputs `)` attr-dict-with-keyword `:` functional-type($inputs, $outputs) $body"
+
+    def __init__(self, inputs: Sequence[SSAValue], result_types: Sequence[Attribute], body):
+        super().__init__(operands=[list(inputs)], result_types=[list(result_types)], regions=[body])
+
+    def yielded(self) -> HostYieldOp:
+        terminator = self.body.block.last_op
+        assert isinstance(terminator, HostYieldOp)
+        return terminator
+
+    def placed_ops(self) -> list[Operation]:
+        """The ops of the region placed here for a reason (not the conversions and constants they need)."""
+        return [op for op in self.body.walk() if HOST_REASON in op.attributes]
+
+    def verify_npu(self) -> None:
+        block = self.body.block
+        if [arg.type for arg in block.args] != [value.type for value in self.inputs]:
+            raise VerifyException("npu.host: the region's arguments must have the operands' types")
+        terminator = block.last_op
+        if not isinstance(terminator, HostYieldOp):
+            raise VerifyException("npu.host: the region must end with npu.host_yield")
+        if [value.type for value in terminator.operands] != [value.type for value in self.outputs]:
+            raise VerifyException("npu.host: npu.host_yield must yield the results' types")
+        for value in (*self.inputs, *self.outputs):
+            element = value.type.get_element_type() if isinstance(value.type, TensorType) else None
+            if not (element == i8 or element == Float32Type()):
+                raise VerifyException(f"npu.host: operands and results are i8 or f32 tensors, got {value.type}")
+
+
+@irdl_op_definition
+class HostYieldOp(IRDLOperation):
+    """The results of a host segment."""
+
+    name = "npu.host_yield"
+    values = var_operand_def()
+    traits = traits_def(IsTerminator(), HasParent(HostOp))
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, values: Sequence[SSAValue]):
+        super().__init__(operands=[list(values)])
+
+
 NPU = Dialect(
     "npu",
-    [ConvOp, EltwiseOp, PoolOp, TableOp, ClampOp, ReshapeOp, TransposeOp, ConcatOp, InterleaveOp, PadOp, RelayoutOp],
+    [ConvOp, EltwiseOp, PoolOp, TableOp, ClampOp, ReshapeOp, TransposeOp, ConcatOp, InterleaveOp, PadOp, RelayoutOp,
+     HostOp, HostYieldOp],
 )

@@ -7,6 +7,9 @@ and the constant image. This pass only reads them and writes instructions: for e
 layer, in program order, the LOADs of its constants, then per tile LOAD ... compute
 (CONV, ELTWISE, POOL, TABLE or CLAMP, then its epilogue in place) ... STORE; a final
 `SYNC halt=1`. Each instruction's location is its layer's (the ONNX nodes it came from).
+A host segment (`npu.host`) becomes its description (`isa.host_segment`: token, tensors in
+DDR, its region as a function) and the hand-off `SYNC halt=0, token=N` (tokens 1, 2, ... in
+program order), located at the ONNX nodes of the ops it runs.
 
 The module keeps `isa.constants` (the image npu-allocate placed) and gets one `isa.io` per program input and output
 (name, shape, scale, layout and address, as the host sees them) and the instructions, with
@@ -21,13 +24,16 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, UnknownLoc, i64
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from xnpu.dialects import fixed, isa, npu
 from xnpu.dialects.shapes import ints, shape_of
 from xnpu.target.description import TargetDescription
+from xnpu.semantics.dtypes import numpy_dtype
+from xnpu.target.emit import location_names
 from xnpu.target.encoding import DMA_LAYOUTS, ELTWISE_OPS, POOL_KINDS
+from xnpu.transforms.constants import fused_location
 from xnpu.transforms.npu_annotations import (
     ACTIVATION_BYTES,
     COMPRESSED,
@@ -339,6 +345,53 @@ class Emitter:
                         p.map_dma("STORE", y, last, at, count, c0, cn, col, 1, sram_row_stride=pitch)
 
 
+def _io_layout(shape) -> str:
+    return "NCHW" if len(shape) == 4 else "RAW"
+
+
+def _dtype(value: SSAValue) -> str:
+    return numpy_dtype(value.type.get_element_type()).name  # type: ignore[attr-defined]
+
+
+def _scale_where_converted(value: SSAValue) -> float:
+    """The scale of an int8 value where a host segment converts it (its dequantize, or the
+    quantize or rescale that made it); 1 where it stays codes (a fixed op reads them)."""
+    candidates = [use.operation for use in value.uses if isinstance(use.operation, fixed.DequantizeOp)]
+    if isinstance(value.owner, Operation):
+        candidates.append(value.owner)
+    for op in candidates:
+        scales = fixed.scale_values(op.properties.get("scale"))
+        if scales is not None and len(scales) == 1:
+            return float(scales[0])
+    return 1.0
+
+
+def host_segment(op: npu.HostOp, token: int) -> isa.HostSegmentOp:
+    """The isa description of a host segment: its tensors in DDR and its region as a function."""
+    body = op.body.clone()
+    yielded = body.block.last_op
+    assert isinstance(yielded, npu.HostYieldOp)
+    tensors = []
+    for index, (value, argument) in enumerate(zip(op.inputs, body.block.args)):
+        shape = shape_of(value)
+        name = ", ".join(location_names(value.owner.location)) or f"input{index}"
+        tensors.append(isa.IoOp(name, "input", shape, _dtype(value), _scale_where_converted(argument), 0,
+                                address_of(value), _io_layout(shape)))
+    for index, (value, inner) in enumerate(zip(op.outputs, yielded.operands)):
+        shape = shape_of(value)
+        name = ", ".join(location_names(inner.owner.location)) or f"output{index}"
+        dtype = _dtype(value)
+        scale = 1.0 if dtype == "float32" else _scale_where_converted(inner)
+        tensors.append(isa.IoOp(name, "output", shape, dtype, scale, 0, address_of(value), _io_layout(shape)))
+    returned = func.ReturnOp(*yielded.operands)
+    returned.location = yielded.location
+    body.block.insert_op_before(returned, yielded)
+    yielded.detach()
+    yielded.erase()
+    function = func.FuncOp(f"host_segment_{token}", ([v.type for v in op.inputs], [v.type for v in op.outputs]), body)
+    return isa.HostSegmentOp(token, tensors, function)
+
+
 def io_ops(function: func.FuncOp) -> list[isa.IoOp]:
     """The program's inputs (as quantized) and outputs (as dequantized), as the host sees them."""
     entries = []
@@ -351,12 +404,16 @@ def io_ops(function: func.FuncOp) -> list[isa.IoOp]:
     returned = function.body.block.last_op
     assert isinstance(returned, func.ReturnOp)
     for index, value in enumerate(returned.operands):
+        name = argument_name(function, index, "output", results=True)
+        if isinstance(value.owner, npu.HostOp):  # a host segment's float32 result, returned as it is
+            shape = shape_of(value)
+            entries.append(isa.IoOp(name, "output", shape, "float32", 1.0, 0, address_of(value), _io_layout(shape)))
+            continue
         dequantize = value.owner
         assert isinstance(dequantize, fixed.DequantizeOp)
         shape = shape_of(dequantize.input)
-        entries.append(isa.IoOp(argument_name(function, index, "output", results=True), "output", shape, "int8",
-                                float(dequantize.scales()[0]), 0, address_of(dequantize.input),
-                                "NCHW" if len(shape) == 4 else "RAW"))
+        entries.append(isa.IoOp(name, "output", shape, "int8", float(dequantize.scales()[0]), 0,
+                                address_of(dequantize.input), _io_layout(shape)))
     return entries
 
 
@@ -364,10 +421,16 @@ def lower_module(module: ModuleOp, target: TargetDescription) -> None:
     function = only_function(module, LowerNpuToIsaPass.name)
     emitter = Emitter(target)
     count = 0
+    tokens = 0
     for op in function.body.block.ops:
         if isinstance(op, LAYER_OPS):
             emitter.layer(op)
             count += 1
+        elif isinstance(op, npu.HostOp):  # the hand-off: the segment's description, then its SYNC
+            tokens += 1
+            emitter.program.ops.append(host_segment(op, tokens))
+            emitter.program.location = fused_location(*op.placed_ops())
+            emitter.program.emit("SYNC", halt=0, token=tokens)
     emitter.program.location = UnknownLoc()
     emitter.program.emit("SYNC", halt=1)
     io = io_ops(function)

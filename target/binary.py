@@ -1,8 +1,10 @@
 """The xnpu binary container: header, section table, sections (docs/binary-format.md).
 
 `Binary` holds a compiled program: decoded instructions, the constant image that is loaded at
-DDR address 0, the input/output table, the provenance (instruction -> ONNX node names) and
-the codebook-compressed weight regions of the image (section kind 6, format version 2).
+DDR address 0, the input/output table, the provenance (instruction -> ONNX node names),
+the codebook-compressed weight regions of the image (section kind 6, format version 2) and
+the host segments (section kind 7, format version 3: ops the target cannot run, run by the
+host where a SYNC posts their token).
 `to_bytes()` writes the container deterministically and `from_bytes()` reads it back, so
 encode -> decode -> encode is byte-identical. Reading checks everything it reads; a damaged
 or foreign file is one XnpuError line ("binary: ..."), never another exception.
@@ -23,7 +25,8 @@ from xnpu.target.encoding import WORD_BYTES, Instruction, decode_program, encode
 MAGIC = b"XNPU"
 FORMAT_VERSION = 1  # written when the program has no compressed weights
 COMPRESSED_FORMAT_VERSION = 2  # version 2 adds section kind 6; version-1 readers reject such files
-SUPPORTED_VERSIONS = (FORMAT_VERSION, COMPRESSED_FORMAT_VERSION)
+HOST_FORMAT_VERSION = 3  # version 3 adds section kind 7 (kind 6 optional); older readers reject such files
+SUPPORTED_VERSIONS = (FORMAT_VERSION, COMPRESSED_FORMAT_VERSION, HOST_FORMAT_VERSION)
 HEADER = struct.Struct("<4sHHIIIIII")  # magic, version, header size, checksum, target id,
 HEADER_SIZE = HEADER.size  # flags, section count, total size, reserved
 CHECKSUM_OFFSET = 8
@@ -38,6 +41,7 @@ SECTION_STRINGS = 3
 SECTION_IO = 4
 SECTION_PROVENANCE = 5
 SECTION_COMPRESSED_WEIGHTS = 6  # codebook-compressed weights; valid from version 2
+SECTION_HOST_SEGMENTS = 7  # ops run by the host between accelerator segments; valid from version 3
 SECTION_NAMES = {
     SECTION_INSTRUCTIONS: "instructions",
     SECTION_CONSTANTS: "constants",
@@ -45,6 +49,7 @@ SECTION_NAMES = {
     SECTION_IO: "io",
     SECTION_PROVENANCE: "provenance",
     SECTION_COMPRESSED_WEIGHTS: "compressed-weights",
+    SECTION_HOST_SEGMENTS: "host-segments",
 }
 WRITE_ALIGNMENT = {
     SECTION_INSTRUCTIONS: WORD_BYTES,
@@ -53,6 +58,7 @@ WRITE_ALIGNMENT = {
     SECTION_IO: 8,
     SECTION_PROVENANCE: 4,
     SECTION_COMPRESSED_WEIGHTS: 4,
+    SECTION_HOST_SEGMENTS: 4,
 }
 REQUIRED_SECTIONS = (SECTION_INSTRUCTIONS, SECTION_STRINGS, SECTION_IO)
 
@@ -66,6 +72,8 @@ MAX_RANK = 8
 IO_ENTRY = struct.Struct("<BBBBIdiI")  # direction, dtype, layout, rank, name, scale, zero point, DDR address
 PROVENANCE_ENTRY = struct.Struct("<II")  # instruction index, name
 COMPRESSED_ENTRY = struct.Struct("<IIB3x")  # DDR address, element count, bits (then 3 zero bytes)
+HOST_ENTRY = struct.Struct("<IIII")  # token, input count, output count, body (string offset)
+MAX_TOKEN = 0xFFFF  # the SYNC token field is 16 bits
 MAX_CODEBOOK_BITS = 8
 U32 = struct.Struct("<I")
 
@@ -126,6 +134,17 @@ class CompressedWeights:
 
 
 @dataclass
+class HostSegment:
+    """Ops the target cannot run, run by the host where a `SYNC halt=0` posts `token`: it reads
+    `inputs` from DDR, runs `body` (generic MLIR of one func.func) and writes `outputs`."""
+
+    token: int
+    inputs: list[IoTensor]
+    outputs: list[IoTensor]
+    body: str
+
+
+@dataclass
 class Binary:
     target_id: int
     instructions: list[Instruction]
@@ -133,6 +152,7 @@ class Binary:
     io: list[IoTensor] = field(default_factory=list)
     provenance: dict[int, tuple[str, ...]] = field(default_factory=dict)
     compressed: list[CompressedWeights] = field(default_factory=list)  # sorted by ddr_addr
+    host_segments: list[HostSegment] = field(default_factory=list)  # sorted by token
 
     def constant_image(self) -> bytes:
         """The constant image with every compressed region decoded (what DDR holds after the decode)."""
@@ -206,31 +226,54 @@ def _u32(value: int, what: str) -> int:
 def _io_bytes(io: list[IoTensor], strings: _Strings) -> bytes:
     out = bytearray(U32.pack(len(io)))
     for tensor in io:
-        where = f"io tensor '{tensor.name}'"
-        if tensor.direction not in DIRECTION_CODES:
-            raise XnpuError(f"binary: {where}: direction '{tensor.direction}' is not input or output")
-        if tensor.dtype not in DTYPE_CODES:
-            raise XnpuError(f"binary: {where}: dtype '{tensor.dtype}' is not one of {', '.join(DTYPE_CODES)}")
-        if tensor.layout not in LAYOUT_CODES:
-            raise XnpuError(f"binary: {where}: layout '{tensor.layout}' is not one of {', '.join(LAYOUT_CODES)}")
-        if len(tensor.shape) > MAX_RANK:
-            raise XnpuError(f"binary: {where}: rank {len(tensor.shape)} exceeds {MAX_RANK}")
-        if not (isinstance(tensor.scale, (int, float)) and math.isfinite(tensor.scale) and tensor.scale > 0):
-            raise XnpuError(f"binary: {where}: scale {tensor.scale!r} is not positive and finite")
-        if not isinstance(tensor.zero_point, int) or not -(1 << 31) <= tensor.zero_point < (1 << 31):
-            raise XnpuError(f"binary: {where}: zero point {tensor.zero_point!r} does not fit int32")
-        out += IO_ENTRY.pack(
-            DIRECTION_CODES[tensor.direction],
-            DTYPE_CODES[tensor.dtype],
-            LAYOUT_CODES[tensor.layout],
-            len(tensor.shape),
-            strings.add(tensor.name),
-            float(tensor.scale),
-            tensor.zero_point,
-            _u32(tensor.ddr_addr, f"{where} DDR address"),
-        )
-        for dim in tensor.shape:
-            out += U32.pack(_u32(dim, f"{where} dimension"))
+        out += _io_entry(tensor, strings, f"io tensor '{tensor.name}'")
+    return bytes(out)
+
+
+def _io_entry(tensor: IoTensor, strings: _Strings, where: str) -> bytes:
+    """One entry of the io table (section 4), as also in a host segment (section 7)."""
+    out = bytearray()
+    if tensor.direction not in DIRECTION_CODES:
+        raise XnpuError(f"binary: {where}: direction '{tensor.direction}' is not input or output")
+    if tensor.dtype not in DTYPE_CODES:
+        raise XnpuError(f"binary: {where}: dtype '{tensor.dtype}' is not one of {', '.join(DTYPE_CODES)}")
+    if tensor.layout not in LAYOUT_CODES:
+        raise XnpuError(f"binary: {where}: layout '{tensor.layout}' is not one of {', '.join(LAYOUT_CODES)}")
+    if len(tensor.shape) > MAX_RANK:
+        raise XnpuError(f"binary: {where}: rank {len(tensor.shape)} exceeds {MAX_RANK}")
+    if not (isinstance(tensor.scale, (int, float)) and math.isfinite(tensor.scale) and tensor.scale > 0):
+        raise XnpuError(f"binary: {where}: scale {tensor.scale!r} is not positive and finite")
+    if not isinstance(tensor.zero_point, int) or not -(1 << 31) <= tensor.zero_point < (1 << 31):
+        raise XnpuError(f"binary: {where}: zero point {tensor.zero_point!r} does not fit int32")
+    out += IO_ENTRY.pack(
+        DIRECTION_CODES[tensor.direction],
+        DTYPE_CODES[tensor.dtype],
+        LAYOUT_CODES[tensor.layout],
+        len(tensor.shape),
+        strings.add(tensor.name),
+        float(tensor.scale),
+        tensor.zero_point,
+        _u32(tensor.ddr_addr, f"{where} DDR address"),
+    )
+    for dim in tensor.shape:
+        out += U32.pack(_u32(dim, f"{where} dimension"))
+    return bytes(out)
+
+
+def _host_bytes(binary: Binary, strings: _Strings) -> bytes:
+    out = bytearray(U32.pack(len(binary.host_segments)))
+    previous = -1
+    for segment in binary.host_segments:
+        where = f"host segment {segment.token}"
+        if not isinstance(segment.token, int) or not previous < segment.token <= MAX_TOKEN:
+            raise _fail(f"{where}: tokens must increase and fit 16 bits (previous {previous})")
+        previous = segment.token
+        out += HOST_ENTRY.pack(segment.token, len(segment.inputs), len(segment.outputs), strings.add(segment.body))
+        for direction, tensors in (("input", segment.inputs), ("output", segment.outputs)):
+            for tensor in tensors:
+                if tensor.direction != direction:
+                    raise _fail(f"{where}: tensor '{tensor.name}' among its {direction}s has direction {tensor.direction}")
+                out += _io_entry(tensor, strings, f"{where} tensor '{tensor.name}'")
     return bytes(out)
 
 
@@ -290,6 +333,7 @@ def _write(binary: Binary) -> bytes:
     # same Binary always gives the same bytes.
     io = _io_bytes(binary.io, strings)
     provenance = _provenance_bytes(binary, strings)
+    host = _host_bytes(binary, strings) if binary.host_segments else b""
     compressed, constants = _compressed_bytes(binary) if binary.compressed else (b"", bytes(binary.constants))
     payloads = {
         SECTION_INSTRUCTIONS: encode_program(binary.instructions),
@@ -300,7 +344,10 @@ def _write(binary: Binary) -> bytes:
     }
     if binary.compressed:
         payloads[SECTION_COMPRESSED_WEIGHTS] = compressed
-    version = COMPRESSED_FORMAT_VERSION if binary.compressed else FORMAT_VERSION
+    if binary.host_segments:
+        payloads[SECTION_HOST_SEGMENTS] = host
+    version = (HOST_FORMAT_VERSION if binary.host_segments else
+               COMPRESSED_FORMAT_VERSION if binary.compressed else FORMAT_VERSION)
     table = bytearray()
     body = bytearray()
     position = HEADER_SIZE + SECTION_ENTRY.size * len(payloads)
@@ -366,7 +413,8 @@ def _read_header(data: bytes) -> tuple[int, int, int]:
     if magic != MAGIC:
         raise _fail(f"bad magic {magic!r}, expected {MAGIC!r}: not an xnpu binary")
     if version not in SUPPORTED_VERSIONS:
-        raise _fail(f"format version {version} is not supported (this reader reads versions {FORMAT_VERSION} and {COMPRESSED_FORMAT_VERSION})")
+        raise _fail(f"format version {version} is not supported (this reader reads versions "
+                    f"{', '.join(map(str, SUPPORTED_VERSIONS))})")
     if total > len(data):
         raise _fail(f"truncated: the header says {total} bytes, the file has {len(data)}")
     if total < len(data):
@@ -394,6 +442,8 @@ def _read_sections(data: bytes, count: int, version: int = FORMAT_VERSION) -> di
         where = f"section {index}"
         if kind == SECTION_COMPRESSED_WEIGHTS and version < COMPRESSED_FORMAT_VERSION:
             raise _fail(f"{where}: kind {kind} (compressed weights) is reserved and not valid in format version {version}")
+        if kind == SECTION_HOST_SEGMENTS and version < HOST_FORMAT_VERSION:
+            raise _fail(f"{where}: kind {kind} (host segments) is reserved and not valid in format version {version}")
         if kind not in SECTION_NAMES:
             raise _fail(f"{where}: unknown section kind {kind}")
         name = SECTION_NAMES[kind]
@@ -418,29 +468,26 @@ def _read_sections(data: bytes, count: int, version: int = FORMAT_VERSION) -> di
 def _read_io(section: bytes, strings: bytes) -> list[IoTensor]:
     cursor = _Cursor(section, "io")
     (count,) = cursor.take(U32, "the entry count")
-    io = []
-    for index in range(count):
-        what = f"io entry {index}"
-        direction, dtype, layout, rank, name, scale, zero_point, ddr_addr = cursor.take(IO_ENTRY, what)
-        if direction not in DIRECTIONS:
-            raise _fail(f"{what}: direction {direction} is not 0 (input) or 1 (output)")
-        if dtype not in DTYPES:
-            raise _fail(f"{what}: unknown dtype code {dtype}")
-        if layout not in LAYOUTS:
-            raise _fail(f"{what}: unknown layout code {layout}")
-        if rank > MAX_RANK:
-            raise _fail(f"{what}: rank {rank} exceeds {MAX_RANK}")
-        if not (math.isfinite(scale) and scale > 0):
-            raise _fail(f"{what}: scale {scale} is not positive and finite")
-        shape = tuple(cursor.take(U32, f"{what} dimensions")[0] for _ in range(rank))
-        io.append(
-            IoTensor(
-                _string(strings, name, what), DIRECTIONS[direction], shape, DTYPES[dtype],
-                scale, zero_point, ddr_addr, LAYOUTS[layout],
-            )
-        )
+    io = [_read_io_entry(cursor, strings, f"io entry {index}") for index in range(count)]
     cursor.finish()
     return io
+
+
+def _read_io_entry(cursor: _Cursor, strings: bytes, what: str) -> IoTensor:
+    direction, dtype, layout, rank, name, scale, zero_point, ddr_addr = cursor.take(IO_ENTRY, what)
+    if direction not in DIRECTIONS:
+        raise _fail(f"{what}: direction {direction} is not 0 (input) or 1 (output)")
+    if dtype not in DTYPES:
+        raise _fail(f"{what}: unknown dtype code {dtype}")
+    if layout not in LAYOUTS:
+        raise _fail(f"{what}: unknown layout code {layout}")
+    if rank > MAX_RANK:
+        raise _fail(f"{what}: rank {rank} exceeds {MAX_RANK}")
+    if not (math.isfinite(scale) and scale > 0):
+        raise _fail(f"{what}: scale {scale} is not positive and finite")
+    shape = tuple(cursor.take(U32, f"{what} dimensions")[0] for _ in range(rank))
+    return IoTensor(_string(strings, name, what), DIRECTIONS[direction], shape, DTYPES[dtype],
+                    scale, zero_point, ddr_addr, LAYOUTS[layout])
 
 
 def _read_provenance(section: bytes, strings: bytes, instruction_count: int) -> dict[int, tuple[str, ...]]:
@@ -496,11 +543,35 @@ def _read_compressed(section: bytes, stored_constants: bytes) -> tuple[list[Comp
     return regions, bytes(image + stored_constants[taken:])
 
 
+def _read_host(section: bytes, strings: bytes) -> list[HostSegment]:
+    cursor = _Cursor(section, "host-segments")
+    (count,) = cursor.take(U32, "the segment count")
+    segments: list[HostSegment] = []
+    for index in range(count):
+        what = f"host segment {index}"
+        token, inputs, outputs, body = cursor.take(HOST_ENTRY, what)
+        if token > MAX_TOKEN:
+            raise _fail(f"{what}: token {token} does not fit the 16-bit SYNC field")
+        if segments and token <= segments[-1].token:
+            raise _fail(f"{what}: token {token} is not above the previous segment's {segments[-1].token}")
+        tensors = {}
+        for direction, number in (("input", inputs), ("output", outputs)):
+            tensors[direction] = [_read_io_entry(cursor, strings, f"{what} {direction} {i}") for i in range(number)]
+            if any(tensor.direction != direction for tensor in tensors[direction]):
+                raise _fail(f"{what}: a tensor among its {direction}s has the other direction")
+        segments.append(HostSegment(token, tensors["input"], tensors["output"], _string(strings, body, f"{what} body")))
+    cursor.finish()
+    return segments
+
+
 def _read(data: bytes) -> Binary:
     target_id, count, version = _read_header(data)
     sections = _read_sections(data, count, version)
     if version == COMPRESSED_FORMAT_VERSION and SECTION_COMPRESSED_WEIGHTS not in sections:
         raise _fail(f"format version {version} without a compressed-weights section (plain programs are version {FORMAT_VERSION})")
+    if version == HOST_FORMAT_VERSION and SECTION_HOST_SEGMENTS not in sections:
+        raise _fail(f"format version {version} without a host-segments section (programs without are version "
+                    f"{FORMAT_VERSION} or {COMPRESSED_FORMAT_VERSION})")
     code = sections[SECTION_INSTRUCTIONS]
     if len(code) % WORD_BYTES:
         raise _fail(f"instructions section of {len(code)} bytes is not a whole number of {WORD_BYTES}-byte words")
@@ -514,4 +585,5 @@ def _read(data: bytes) -> Binary:
     constants, compressed = sections.get(SECTION_CONSTANTS, b""), []
     if SECTION_COMPRESSED_WEIGHTS in sections:
         compressed, constants = _read_compressed(sections[SECTION_COMPRESSED_WEIGHTS], constants)
-    return Binary(target_id, instructions, constants, io, provenance, compressed)
+    host = _read_host(sections[SECTION_HOST_SEGMENTS], strings) if SECTION_HOST_SEGMENTS in sections else []
+    return Binary(target_id, instructions, constants, io, provenance, compressed, host)

@@ -20,7 +20,7 @@ from xdsl.ir import Attribute
 
 from xnpu.dialects import isa
 from xnpu.errors import XnpuError
-from xnpu.target.binary import Binary, CompressedWeights, IoTensor
+from xnpu.target.binary import Binary, CompressedWeights, HostSegment, IoTensor
 from xnpu.target.description import TargetDescription, list_targets, load_target
 
 
@@ -59,6 +59,7 @@ def emit_binary(module: ModuleOp) -> Binary:
     instructions, provenance = [], {}
     constants = b""
     io_table: list[IoTensor] = []
+    host: list[HostSegment] = []
     for op in module.ops:
         if isinstance(op, isa.InstructionOp):
             names = location_names(op.location)
@@ -68,17 +69,42 @@ def emit_binary(module: ModuleOp) -> Binary:
         elif isinstance(op, isa.ConstantsOp):
             constants += op.data()
         elif isinstance(op, isa.IoOp):
-            io_table.append(IoTensor(
-                name=op.tensor_name.data, direction=op.direction.data, shape=op.shape_tuple(), dtype=op.dtype.data,
-                scale=op.scale.value.data, zero_point=op.zero_point.value.data, ddr_addr=op.ddr_addr.value.data,
-                layout=op.layout.data,
-            ))
+            io_table.append(io_tensor(op))
+        elif isinstance(op, isa.HostSegmentOp):
+            host.append(host_segment(op))
         else:
             raise XnpuError(f"'{op.name}' is not part of an isa program; lower the module to isa first")
     if not instructions:
         raise XnpuError("the isa module has no instructions")
     constants, compressed = compress_constants(module, constants)
-    return Binary(target.id, instructions, constants, io_table, provenance, compressed)
+    host.sort(key=lambda segment: segment.token)
+    return Binary(target.id, instructions, constants, io_table, provenance, compressed, host)
+
+
+def io_tensor(op: isa.IoOp) -> IoTensor:
+    return IoTensor(
+        name=op.tensor_name.data, direction=op.direction.data, shape=op.shape_tuple(), dtype=op.dtype.data,
+        scale=op.scale.value.data, zero_point=op.zero_point.value.data, ddr_addr=op.ddr_addr.value.data,
+        layout=op.layout.data,
+    )
+
+
+def host_segment(op: isa.HostSegmentOp) -> HostSegment:
+    from xnpu.ir_io import print_ir
+
+    return HostSegment(op.token.value.data, [io_tensor(t) for t in op.tensors("input")],
+                       [io_tensor(t) for t in op.tensors("output")], print_ir(op.function(), generic=True))
+
+
+def host_segment_op(segment: HostSegment) -> isa.HostSegmentOp:
+    """The isa form of a binary's host segment (its body parsed: a corrupt one is one error line)."""
+    from xnpu.target.host import segment_function
+
+    tensors = [isa.IoOp(t.name, t.direction, t.shape, t.dtype, t.scale, t.zero_point, t.ddr_addr, t.layout)
+               for t in (*segment.inputs, *segment.outputs)]
+    function = segment_function(segment)
+    function.detach()
+    return isa.HostSegmentOp(segment.token, tensors, function)
 
 
 def compress_constants(module: ModuleOp, image: bytes) -> tuple[bytes, list[CompressedWeights]]:
@@ -126,13 +152,19 @@ def module_from_binary(binary: Binary, target: str | None = None) -> ModuleOp:
     for tensor in binary.io:
         body.add_op(isa.IoOp(tensor.name, tensor.direction, tensor.shape, tensor.dtype, tensor.scale,
                              tensor.zero_point, tensor.ddr_addr, tensor.layout))
+    waiting = {segment.token: segment for segment in binary.host_segments}
     for index, instruction in enumerate(binary.instructions):
         op = isa.op_from_instruction(instruction)
         op.location = location_of(binary.provenance.get(index, ()))
+        if instruction.op == "SYNC" and not instruction["halt"] and instruction["token"] in waiting:
+            body.add_op(host_segment_op(waiting.pop(instruction["token"])))  # before its hand-off
         body.add_op(op)
+    for segment in waiting.values():  # no SYNC posts its token
+        body.add_op(host_segment_op(segment))
     return module
 
 
+_HOST_SEGMENT_LINE = re.compile(r"^(\s*)isa\.host_segment (\d+) ")
 _INSTRUCTION_LINE = re.compile(r"^(\s*)isa\.(" + "|".join(m.lower() for m in isa.INSTRUCTION_OPS) + r") ")
 
 
@@ -156,6 +188,9 @@ def disassemble(binary: Binary, target: str | None = None, constants: bool = Tru
         out.write(f"// constants: {len(binary.constants)} bytes (not shown)\n")
     index = 0
     for line in text.splitlines():
+        segment = _HOST_SEGMENT_LINE.match(line)
+        if segment:
+            out.write(f"{segment.group(1)}// host segment (section 7): run by the host where SYNC token {segment.group(2)} hands off\n")
         match = _INSTRUCTION_LINE.match(line)
         if match:
             names = ", ".join(binary.provenance.get(index, ())) or "-"

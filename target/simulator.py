@@ -31,12 +31,14 @@ from xnpu.semantics import fixed_point as fp
 from xnpu.target.binary import Binary, IoTensor
 from xnpu.target.cost import conv_output_hw, decode_cycles, instruction_cycles
 from xnpu.target.description import TargetDescription, list_targets, load_target
+from xnpu.target.host import HostSegments
 from xnpu.target.encoding import BROADCASTS, DMA_LAYOUTS, ELTWISE_OPS, POOL_KINDS, Instruction, decode_program
 
 # docs/isa.md section 1: a rescale record is uint16 M, int8 shift, one zero byte.
 RESCALE_RECORD = np.dtype([("multiplier", "<u2"), ("shift", "i1"), ("zero", "u1")])
 # DMA element sizes (elem_log2) and the io table's integer dtypes, little-endian.
-IO_DTYPES = {"int8": np.dtype("<i1"), "int16": np.dtype("<i2"), "int32": np.dtype("<i4"), "uint8": np.dtype("u1")}
+IO_DTYPES = {"int8": np.dtype("<i1"), "int16": np.dtype("<i2"), "int32": np.dtype("<i4"), "uint8": np.dtype("u1"),
+             "float32": np.dtype("<f4")}  # float32: a host segment's outputs
 QUANTIZED_BITS = {"int8": 8, "int16": 16, "int32": 32}
 INT8_BITS = 8
 UNATTRIBUTED = "(no provenance)"
@@ -184,6 +186,7 @@ class Machine:
         }
         self._halted = False
         self._tokens: list[int] = []
+        self._host: HostSegments | None = None  # the running binary's host segments (target/host.py)
         # Constants decoded once per binary: which binary's constant image DDR holds unchanged
         # (None once anything else wrote there), the SRAM regions a LOAD filled from that image
         # (start -> [end, the LOAD's fields, its copy while not yet done]), and what the conv
@@ -272,9 +275,10 @@ class Machine:
         codes = np.asarray(codes)
         if codes.shape != tuple(tensor.shape):
             raise XnpuError(f"input '{tensor.name}' has shape {list(codes.shape)}, the binary expects {list(tensor.shape)}")
-        info = np.iinfo(dtype)
-        if codes.size and (codes.min() < info.min or codes.max() > info.max):
-            raise XnpuError(f"input '{tensor.name}' has codes outside {tensor.dtype}")
+        if dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            if codes.size and (codes.min() < info.min or codes.max() > info.max):
+                raise XnpuError(f"input '{tensor.name}' has codes outside {tensor.dtype}")
         ordered = _to_ddr_order(tensor, codes.astype(dtype))
         self.write_ddr(tensor.ddr_addr, ordered.tobytes())
 
@@ -302,6 +306,8 @@ class Machine:
                     f"binary: built for target id {program.target_id}, the machine is {self.target.name} (id {self.target.id})"
                 )
             decode = self._load_image(program)
+            if self._host is None or self._host.binary is not program:
+                self._host = HostSegments(program) if program.host_segments else None
             for tensor in program.inputs():
                 if tensor.name not in inputs:
                     raise XnpuError(f"missing input '{tensor.name}'")
@@ -456,6 +462,8 @@ class Machine:
     def _sync(self, i: Instruction) -> None:
         self._tokens.append(i["token"])
         self._halted = bool(i["halt"])
+        if not self._halted and self._host is not None:  # a hand-off: the host runs its segment
+            self._host.run(i["token"], self)
 
     def _dma(self, i: Instruction, loading: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """(DDR view, SRAM data view, whole padded SRAM view or None), all as bytes with a trailing element axis.
@@ -869,8 +877,9 @@ def simulate(
     for tensor in binary.io:
         if tensor.zero_point != 0:
             raise XnpuError(f"io tensor '{tensor.name}' has zero point {tensor.zero_point}; the contract is symmetric (R2)")
-        if tensor.dtype not in QUANTIZED_BITS:
-            raise XnpuError(f"io tensor '{tensor.name}' has dtype {tensor.dtype}; the host exchanges int8/int16/int32 codes")
+        if tensor.dtype not in QUANTIZED_BITS and not (tensor.dtype == "float32" and tensor.direction == "output"):
+            raise XnpuError(f"io tensor '{tensor.name}' has dtype {tensor.dtype}; the host exchanges int8/int16/int32 codes"
+                            " (and reads float32 outputs)")
     specs = [TensorSpec(t.name, tuple(t.shape), np.dtype(np.float32)) for t in binary.inputs()]
     arrays, samples = bind_inputs(specs, inputs)
     machine = machine_for(binary, target)
@@ -886,9 +895,10 @@ def simulate(
         stats.merge(sample_stats)
     codes = {}
     for tensor in binary.outputs():
-        values = [outputs[tensor.name].astype(np.int64) for outputs in per_sample]
+        values = [outputs[tensor.name].astype(np.float32 if tensor.dtype == "float32" else np.int64) for outputs in per_sample]
         codes[tensor.name] = values[0] if samples == 1 else np.concatenate(values, axis=0)
-    floats = {tensor.name: fp.dequantize(codes[tensor.name], tensor.scale) for tensor in binary.outputs()}
+    floats = {tensor.name: codes[tensor.name] if tensor.dtype == "float32" else fp.dequantize(codes[tensor.name], tensor.scale)
+              for tensor in binary.outputs()}
     return BinaryRun(floats, codes, stats)
 
 

@@ -5,6 +5,7 @@
     xnpu-compile model.onnx --calibration calib.npy --emit=isa -o model.isa.mlir
     xnpu-compile model.onnx --input-shape input=1,3,320,320 --calibration calib.npy -o model.xnb
     xnpu-compile model.onnx --calibration calib.npy --emit=tosa -o model.tosa.mlir   # for IREE
+    xnpu-compile model.onnx --calibration calib.npy --no-host-fallback -o model.xnb  # all on the accelerator, or fail
     xnpu-compile --list-targets
 
 Runs import -> quantize (calibrate, lower-nn-to-fixed) -> legalize -> lower-fixed-to-npu ->
@@ -12,7 +13,10 @@ npu-assign-layout -> npu-tile -> npu-allocate -> lower-npu-to-isa -> emit on the
 memory (`xnpu.pipeline.compile`); `--emit` stops at a level and writes its IR text (nn, fixed,
 npu, isa), the binary (bin, the default) or the fixed level as TOSA 1.0 (tosa).
 `--print-ir-after-all` prints the
-module after every step to stderr. Every failure is one line `xnpu-compile: error: ...` and
+module after every step to stderr. An op the target cannot run is placed on the host (a host
+segment of the binary, run where the accelerator hands off); then the placement summary goes
+to stderr unless `--quiet`, and `--no-host-fallback` makes any such op one error instead. `--report DIR` writes the
+per-layer error report of xnpu-quantize, each layer with where it runs on the target. Every failure is one line `xnpu-compile: error: ...` and
 exit status 1; the output file is written atomically, so a failed compile leaves none.
 """
 
@@ -56,6 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="leave layers with fewer than N weights uncompressed (default 1000)")
     parser.add_argument("--compress-exclude", default="", metavar="NAMES",
                         help="comma-separated layer (ONNX node) names to leave uncompressed")
+    parser.add_argument("--no-host-fallback", action="store_true",
+                        help="fail on an op the target cannot run instead of placing it on the host")
+    parser.add_argument("--quiet", "-q", action="store_true", help="do not print the placement summary (printed when an op runs on the host)")
+    parser.add_argument("--report", metavar="DIR",
+                        help="write the per-layer error report (as xnpu-quantize --report), with where each layer runs")
+    parser.add_argument("--report-samples", type=int, metavar="N", help="compute the report on the first N samples")
     add_input_shape_option(parser)
     return parser
 
@@ -88,7 +98,11 @@ def compile_main(args: argparse.Namespace) -> None:
             raise XnpuError(f"--emit={args.emit} needs --calibration samples")
         calibration = _load_calibration(args.calibration, args.calibration_samples)
 
+    report_modules = {}
+
     def after_pass(name, module):
+        if args.report is not None and name in ("import-onnx", "fold-quantize-pairs"):
+            report_modules[name] = module.clone()  # the float and the int8 model the report compares
         if args.print_ir_after_all:
             sys.stderr.write(f"// -----// IR Dump After {name} //----- //\n")
             sys.stderr.write(print_ir(module))
@@ -99,9 +113,23 @@ def compile_main(args: argparse.Namespace) -> None:
         variant=args.variant, progress=False, stop_at=args.emit, after_pass=after_pass,
         compress_bits=args.compress_bits, compress_step=args.compress_step, compress_method=args.compress_method,
         compress_min_elements=args.compress_min_elements, compress_exclude=args.compress_exclude,
-        input_shapes=shapes,
+        input_shapes=shapes, host_fallback=not args.no_host_fallback,
         calibration_batch=args.calibration_batch,
     )
+    placement = None
+    if args.emit in ("npu", "isa", "bin"):
+        from xnpu.placement import placement_of
+
+        placement = placement_of(result)
+        if placement.host and not args.quiet:  # all on the accelerator is the quiet normal case
+            sys.stderr.write(placement.summary() + "\n")
+    if args.report is not None:  # before the output: a failed report leaves no output behind
+        from xnpu.tools.xnpu_quantize import write_layer_report
+
+        if "fold-quantize-pairs" not in report_modules:
+            raise XnpuError("--report needs the int8 model: compile to --emit=fixed or below")
+        write_layer_report(args, report_modules["import-onnx"], report_modules["fold-quantize-pairs"], calibration,
+                           placement)
     # TOSA goes out in MLIR's generic form, the one every upstream parser reads (docs/tosa.md)
     payload = result.to_bytes() if args.emit == "bin" else print_ir(result, generic=args.emit == "tosa")
     write_output(args.output, payload, inputs)

@@ -94,11 +94,15 @@ def quantize_file(args: argparse.Namespace) -> list[Path]:
     return written
 
 
-def write_layer_report(args: argparse.Namespace, float_module, fixed_module, calibration) -> list[Path]:
+def write_layer_report(args: argparse.Namespace, float_module, fixed_module, calibration, placement=None) -> list[Path]:
+    """The per-layer report; with a `placement` (xnpu-compile for a target) each layer says where it runs."""
     from xnpu.pipeline import float_cleanup
     from xnpu.transforms.quant_report import layer_report, match_layers, write_report
 
     stats = layer_report(float_module, fixed_module, calibration, samples=args.report_samples)
+    if placement is not None:
+        for layer in stats:
+            layer.runs_on = placement.runs_on(layer.name.split("+"))
     _, unmatched = match_layers(float_cleanup(float_module), fixed_module)
     notes = [f"layers without an integer output in the fixed model: {', '.join(unmatched)}"] if unmatched else []
     title = (f"{Path(args.model).name}: {args.method}, {'per-tensor' if args.per_tensor else 'per-channel'} "

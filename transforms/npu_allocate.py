@@ -16,7 +16,9 @@
   last layer that reads it; addresses are assigned first-fit over these live intervals, so a
   tensor reuses the bytes of tensors dead before it is written. Views (reshapes, transposes,
   kernel views) share their source's bytes; program inputs and outputs are pinned for the
-  whole run (the host writes and reads them). Every op whose result is in DDR gets
+  whole run (the host writes and reads them). A host segment (`npu.host`) reads its operands
+  and writes its results in DDR between two layers (float32 outputs take 4 bytes an element).
+  Every op whose result is in DDR gets
   `npu.ddr = address`; the module gets `npu.activation_bytes` (the peak).
 - **SRAM**: each layer's tile working set (`working_set`, the function npu-tile fitted)
   laid out buffer after buffer, 16-byte aligned: `npu.sram = {buffer = offset}`.
@@ -50,6 +52,7 @@ from xnpu.transforms.npu_annotations import (
     VIEW_OPS,
     LoweringError,
     align,
+    element_bytes,
     epilogue_of,
     get_ints,
     layout_of,
@@ -57,6 +60,7 @@ from xnpu.transforms.npu_annotations import (
     only_function,
     resolve_target,
     set_int,
+    set_ints,
     set_offsets,
 )
 from xnpu.transforms.npu_tiling import per_position, sram_offsets, working_set
@@ -157,7 +161,7 @@ class Allocator:
     # DDR -----------------------------------------------------------------------------------
 
     def new_storage(self, value: SSAValue, first: int, **flags) -> Storage:
-        storage = Storage(int(np.prod(shape_of(value))), first, first, **flags)
+        storage = Storage(int(np.prod(shape_of(value))) * element_bytes(value), first, first, **flags)
         self.storages.append(storage)
         self.homes[value] = storage
         return storage
@@ -184,6 +188,12 @@ class Allocator:
                 if offsets:
                     set_offsets(op, CONSTANTS, offsets)
                 self.new_storage(op.results[0], layer)
+            elif isinstance(op, npu.HostOp):  # the host reads and writes DDR between two layers
+                layer += 1
+                for operand in op.operands:
+                    self.read(operand, layer)
+                for result in op.results:
+                    self.new_storage(result, layer)
             elif isinstance(op, VIEW_OPS):
                 self.read(op.input, layer)
                 if op.input not in self.homes:
@@ -191,6 +201,10 @@ class Allocator:
                 self.homes[op.result] = self.homes[op.input]
             elif isinstance(op, fixed.DequantizeOp):
                 self.homes[op.input].pinned = True
+            elif isinstance(op, func.ReturnOp):  # a host segment's float32 outputs
+                for value in op.operands:
+                    if value in self.homes:
+                        self.homes[value].pinned = True
         return layer + 1
 
     def place(self, end: int) -> int:
@@ -237,7 +251,10 @@ class Allocator:
         end = self.walk()
         peak = self.place(end)
         for value, storage in self.homes.items():
-            set_int(value.owner, DDR, storage.address)
+            if not isinstance(value.owner, npu.HostOp):
+                set_int(value.owner, DDR, storage.address)
+        for host in {value.owner for value in self.homes if isinstance(value.owner, npu.HostOp)}:
+            set_ints(host, DDR, [self.homes[result].address for result in host.results])
         set_int(self.module, ACTIVATION_BYTES, peak)
         for old in [op for op in self.module.ops if isinstance(op, isa.ConstantsOp)]:
             old.detach()

@@ -6,10 +6,10 @@ attributes that do not change what an op computes, and the next one reads them.
 
 | attribute | on | written by | meaning |
 |---|---|---|---|
-| `npu.layout = "NHWC"` / `"NCHW"` | every op whose result lies in DDR (`fixed.quantize`, `fixed.constant` read as data, units, data movement) | npu-assign-layout | byte order of the result in DDR |
+| `npu.layout = "NHWC"` / `"NCHW"` | every op whose result lies in DDR (`fixed.quantize`, `fixed.constant` read as data, units, data movement; an `npu.host`: one per result, row-major) | npu-assign-layout | byte order of the result in DDR |
 | `npu.tile = array<i64: rows, cols, chunk>` | every layer (an op that runs instructions) | npu-tile | output rows, columns and channels per tile; a concat: rows per band of each input; an interleave or pad: source rows, columns and channels per band |
 | `npu.sram = {name = offset}` | every layer | npu-allocate | SRAM offset of each buffer of the tile's working set |
-| `npu.ddr = address` | every op whose result lies in DDR | npu-allocate | DDR address of the result (a view: its source's) |
+| `npu.ddr = address` | every op whose result lies in DDR (an `npu.host`: `array<i64: ...>`, one per result) | npu-allocate | DDR address of the result (a view: its source's) |
 | `npu.constants = {name = offset}` | layers reading constants | npu-allocate | offsets of weights, bias, rescale records, table in the constant image |
 | `npu.activation_bytes`, `npu.compressed_weights` | the module | npu-allocate | the activation peak, codebook regions (the image is an `isa.constants` op beside the function) |
 """
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, Float32Type, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from xnpu.dialects import fixed, npu
@@ -136,11 +136,22 @@ def producer(value: SSAValue) -> Operation:
 
 
 def layout_of(value: SSAValue) -> str:
-    return required(producer(value), LAYOUT, "npu-assign-layout").data  # type: ignore[attr-defined]
+    attr = required(producer(value), LAYOUT, "npu-assign-layout")
+    if isinstance(attr, ArrayAttr):  # a host segment: one per result
+        attr = attr.data[value.index]  # type: ignore[attr-defined]
+    return attr.data  # type: ignore[attr-defined]
 
 
 def address_of(value: SSAValue) -> int:
-    return get_int(producer(value), DDR, "npu-allocate")
+    owner = producer(value)
+    if isinstance(owner, npu.HostOp):  # one address per result
+        return get_ints(owner, DDR, "npu-allocate")[value.index]  # type: ignore[attr-defined]
+    return get_int(owner, DDR, "npu-allocate")
+
+
+def element_bytes(value: SSAValue) -> int:
+    """Bytes per element in DDR: int8 tensors 1, a host segment's float32 outputs 4."""
+    return 4 if isinstance(value.type.get_element_type(), Float32Type) else 1  # type: ignore[attr-defined]
 
 
 # --------------------------------------------------------------------------------------
@@ -197,8 +208,7 @@ def stored(value: SSAValue, layout: str | None = None, address: int | None = Non
     h, w, c = hwc(shape, producer(value))
     layout = layout_of(value) if layout is None else layout
     if address is None:
-        address = producer(value).attributes.get(DDR)
-        address = 0 if address is None else address.value.data  # type: ignore[attr-defined]
+        address = address_of(value) if DDR in producer(value).attributes else 0
     return Stored(h, w, c, layout, len(shape), address)
 
 

@@ -7,7 +7,8 @@ bytes of its H x W x C view (an N x K matrix is N x 1 x K, so its row-major orde
 - compute units read and write dense NHWC maps; an int8 constant read as a tensor (an
   element-wise operand) is stored in the order its first reader wants; interleaves and
   edge pads (strided DMA copies) read and write NHWC maps too;
-- program outputs (`fixed.dequantize`) leave in row-major order for the host;
+- program outputs (`fixed.dequantize`) leave in row-major order for the host, and host
+  segments (`npu.host`) read and write theirs in row-major order too;
 - a reshape (or flatten) keeps the row-major order of the elements: it is a view of its
   source's row-major bytes; a reshape to O x 1 x KH x KW read only as convolution kernels
   (seed 002's activation kernels) is such a view too, since those bytes are the DW kernel layout;
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FusedLoc, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, FusedLoc, ModuleOp, StringAttr
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
@@ -132,10 +133,12 @@ class LayoutAssigner:
                 self.quantize(op)
             elif isinstance(op, fixed.DequantizeOp):
                 self.dequantize(op)
+            elif isinstance(op, npu.HostOp):
+                self.host(op)
             elif isinstance(op, func.ReturnOp):
                 for index, operand in enumerate(op.operands):
-                    if not isinstance(operand.owner, fixed.DequantizeOp):
-                        raise self.fail(op, f"result {index} is not produced by fixed.dequantize")
+                    if not isinstance(operand.owner, fixed.DequantizeOp | npu.HostOp):
+                        raise self.fail(op, f"result {index} is not produced by fixed.dequantize or a host segment")
             elif not isinstance(op, fixed.ConstantOp):
                 raise self.fail(op, f"'{op.name}' has no lowering to instructions")
 
@@ -158,6 +161,14 @@ class LayoutAssigner:
         if len(op.scales()) != 1:
             raise self.fail(op, "a per-channel output scale cannot be described in the io table")
         self.row_major(op, 0)  # as the host reads it
+
+    def host(self, op: npu.HostOp) -> None:
+        """The host reads and writes its tensors in row-major order, as it does the program's."""
+        for index in range(len(op.operands)):
+            self.row_major(op, index)
+        op.attributes[LAYOUT] = ArrayAttr([StringAttr(row_major_layout(len(shape_of(v)))) for v in op.results])
+        for value in op.results:
+            hwc(shape_of(value), op)
 
     def conv(self, op: npu.ConvOp) -> None:
         self.nhwc(op, 0)

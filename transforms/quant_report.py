@@ -354,7 +354,7 @@ def sqnr_colour(sqnr_db: float) -> str:
     return "#{:02x}{:02x}{:02x}".format(round(red * 255), round(green * 255), round(blue * 255))
 
 
-TEXT_COLUMNS = ("layer", "op", "scale", "cosine", "SQNR dB", "max err LSB", "saturated %")
+TEXT_COLUMNS = ("layer", "op", "runs on", "scale", "cosine", "SQNR dB", "max err LSB", "saturated %")
 
 
 def report_text(stats: list[LayerStats], title: str = "", notes: list[str] = ()) -> str:
@@ -363,6 +363,7 @@ def report_text(stats: list[LayerStats], title: str = "", notes: list[str] = ())
         (
             s.name,
             s.op,
+            s.runs_on,
             s.scale_text,
             f"{s.cosine:.6f}",
             db_text(s.sqnr_db),
@@ -372,7 +373,7 @@ def report_text(stats: list[LayerStats], title: str = "", notes: list[str] = ())
         for s in stats
     ]
     widths = [max(len(TEXT_COLUMNS[i]), *(len(row[i]) for row in rows)) for i in range(len(TEXT_COLUMNS))]
-    numeric = {2, 3, 4, 5, 6}
+    numeric = {3, 4, 5, 6, 7}
 
     def line(cells, mark: str = "") -> str:
         parts = [cell.rjust(widths[i]) if i in numeric else cell.ljust(widths[i]) for i, cell in enumerate(cells)]
@@ -395,7 +396,7 @@ def report_text(stats: list[LayerStats], title: str = "", notes: list[str] = ())
     return "\n".join(out) + "\n"
 
 
-CSV_FIELDS = ("name", "op", "scale", "bits", "samples", "elements", "cosine", "sqnr_db", "max_error_lsb", "saturated",
+CSV_FIELDS = ("name", "op", "runs_on", "scale", "bits", "samples", "elements", "cosine", "sqnr_db", "max_error_lsb", "saturated",
               "inputs", "worst")
 
 
@@ -406,7 +407,7 @@ def report_csv(stats: list[LayerStats]) -> str:
     writer.writerow(CSV_FIELDS)
     for s in stats:
         scale = " ".join(repr(v) for v in s.scale) if isinstance(s.scale, list) else repr(s.scale)
-        writer.writerow([s.name, s.op, scale, s.bits, s.samples, s.elements, repr(s.cosine), db_text(s.sqnr_db)
+        writer.writerow([s.name, s.op, s.runs_on, scale, s.bits, s.samples, s.elements, repr(s.cosine), db_text(s.sqnr_db)
                          if not math.isfinite(s.sqnr_db) else repr(s.sqnr_db), repr(s.max_error_lsb),
                          repr(s.saturated), " ".join(s.inputs), int(s is worst)])
     return stream.getvalue()

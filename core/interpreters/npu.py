@@ -4,6 +4,8 @@
 Data movement ops move codes: reshape and transpose as R16, concat along its axis, an
 interleave of phases and an edge pad (R16's DMA moves), and a relayout (a DMA copy into
 another storage order) is the identity on the logical tensor.
+A host segment (`npu.host`) runs its region with the same interpreter: its fixed ops through
+the fixed functions, its float ops through the nn functions, as at the fixed level.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
+from xdsl.interpreter import Interpreter, InterpreterFunctions, ReturnedValues, impl, impl_terminator, register_impls
 
 from xnpu.dialects import npu
 from xnpu.dialects.shapes import ints, shape_of
@@ -68,3 +70,11 @@ class NpuFunctions(InterpreterFunctions):
     @impl(npu.RelayoutOp)
     def run_relayout(self, interpreter: Interpreter, op: npu.RelayoutOp, args: tuple[Any, ...]):
         return (args[0],)
+
+    @impl(npu.HostOp)
+    def run_host(self, interpreter: Interpreter, op: npu.HostOp, args: tuple[Any, ...]):
+        return interpreter.run_ssacfg_region(op.body, args, "npu.host")
+
+    @impl_terminator(npu.HostYieldOp)
+    def run_host_yield(self, interpreter: Interpreter, op: npu.HostYieldOp, args: tuple[Any, ...]):
+        return ReturnedValues(args), ()

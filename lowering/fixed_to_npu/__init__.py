@@ -12,10 +12,12 @@ ask target/legality.py, the one definition of the units' limits, so a pattern on
 what the target can run; ops the target lacks are rewritten before this pass by
 `legalize` (seeds 001 and 002), at the fixed level.
 
-What is left afterwards has no accelerator operation on this target: the pass stops with one
-error naming the op, its ONNX node, the reason and the target. The result runs
-(`xnpu-run`) bit-identically to the fixed module: every npu op computes through the same
-semantics functions as the ops it replaced.
+What is left afterwards has no accelerator operation on this target: with host fallback (the
+default) it is placed on the host, in `npu.host` segments carrying each op's reason
+(`host.py`); without it, the pass stops with one error naming the op, its ONNX node, the
+reason and the target. The result runs (`xnpu-run`) bit-identically to the fixed module:
+every npu op computes through the same semantics functions as the ops it replaced, and a
+host segment through the interpreters of the fixed level.
 """
 
 from __future__ import annotations
@@ -30,20 +32,20 @@ from xdsl.ir import BlockArgument, Operation
 from xdsl.passes import ModulePass
 from xdsl.transforms.dead_code_elimination import dce
 
-from xnpu.dialects import fixed, npu
+from xnpu.dialects import fixed, nn, npu
 from xnpu.errors import XnpuError
 from xnpu.ir_io import describe_op
+from xnpu.lowering.fixed_to_npu.host import place_on_host, split_output_dequantizes
+from xnpu.lowering.fixed_to_npu.natives import PENDING
 from xnpu.lowering.pdl_driver import PatternContext, apply_patterns, load_natives, load_patterns, split_paths
 from xnpu.target import legality
 from xnpu.target.description import TargetDescription, load_target
 
 PATTERN_DIR = Path(__file__).resolve().parent
-BOUNDARY = (fixed.ConstantOp, fixed.QuantizeOp, fixed.DequantizeOp, func.FuncOp, func.ReturnOp)
+BOUNDARY = (fixed.ConstantOp, fixed.QuantizeOp, fixed.DequantizeOp, func.ReturnOp)
 
 
 def fixed_to_npu_patterns(extra=()):
-    import xnpu.lowering.fixed_to_npu.natives  # noqa: F401  (registers by decoration)
-
     return load_patterns([PATTERN_DIR, *extra])
 
 
@@ -55,6 +57,8 @@ def why_not(op: Operation, ctx: PatternContext) -> str:
     """Why no pattern selected a unit for `op` (the first reason that applies)."""
     target = ctx.target
     assert target is not None
+    if op.dialect_name() == "nn":
+        return f"'{op.name}' has no fixed-point lowering (it runs in float)"
     if isinstance(op, (fixed.Conv2dOp, fixed.GemmOp, fixed.AddOp, fixed.SubOp, fixed.MulOp, fixed.GlobalAvgPoolOp)):
         check = {fixed.Conv2dOp: legality.fixed_conv_problem, fixed.GemmOp: legality.fixed_gemm_problem,
                  fixed.GlobalAvgPoolOp: legality.fixed_pool_problem}.get(type(op), legality.fixed_eltwise_problem)
@@ -92,24 +96,70 @@ def check_boundary(op: Operation) -> str | None:
     return None
 
 
-def check_selected(module: ModuleOp, target: TargetDescription, ctx: PatternContext) -> None:
+def unselected(op: Operation, ctx: PatternContext) -> str | None:
+    """Why `op`, a top-level op after selection, has no place on the accelerator (None: it has one)."""
+    if isinstance(op, npu.NpuOp | nn.ConstantOp):
+        return None
+    return check_boundary(op) if isinstance(op, BOUNDARY) else why_not(op, ctx)
+
+
+def host_reason(op: Operation, ctx: PatternContext) -> str | None:
+    """The reason recorded on a host op; None for the dequantize and quantize around a float op."""
+    if isinstance(op, fixed.QuantizeOp) and op.input.owner.dialect_name() == "nn":
+        return None
+    if isinstance(op, fixed.DequantizeOp) and any(u.operation.dialect_name() == "nn" for u in op.result.uses):
+        return None
+    return unselected(op, ctx)
+
+
+def only_function(module: ModuleOp) -> func.FuncOp:
     functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
     if len(functions) != 1:
         raise SelectionError(f"lower-fixed-to-npu expects one function, found {len(functions)}")
-    for op in functions[0].body.walk():
-        if isinstance(op, npu.NpuOp):
-            continue
-        reason = check_boundary(op) if isinstance(op, BOUNDARY) else why_not(op, ctx)
+    return functions[0]
+
+
+def check_selected(module: ModuleOp, target: TargetDescription, ctx: PatternContext) -> None:
+    for op in only_function(module).body.block.ops:
+        reason = unselected(op, ctx)
         if reason:
             raise SelectionError(f"{describe_op(op)}: {reason} (target {target.name})")
 
 
-def lower_fixed_to_npu(module: ModuleOp, target_name: str, extra_patterns=()) -> list[str]:
-    """Select the units of `target_name` for a fixed module (in place); returns the patterns that fired."""
+def lower_fixed_to_npu(module: ModuleOp, target_name: str, extra_patterns=(), host_fallback: bool = True) -> list[str]:
+    """Select the units of `target_name` for a fixed module (in place); returns the patterns that fired.
+
+    With `host_fallback`, what no unit takes is placed on the host: in rounds, because an op
+    that waits for its producer's unit (a table after a conv, to become its epilogue) can be
+    selected on its own once that producer is known to run on the host. Each round marks
+    the ops nothing waits behind with their reason (`npu.host_reason`, which the patterns
+    read as "selected elsewhere"); the marked ops then become npu.host segments.
+    """
     target = load_target(target_name)
     ctx = PatternContext(target)
-    fired = apply_patterns(module, fixed_to_npu_patterns(extra_patterns), ctx)
-    dce(module)  # constants a pattern replaced (a reshaped or densified kernel's original)
+    patterns = fixed_to_npu_patterns(extra_patterns)
+    function = only_function(module)
+    fired: list[str] = []
+    placed: set[Operation] = set()
+    if host_fallback:
+        split_output_dequantizes(function)
+    while True:
+        fired += apply_patterns(module, patterns, ctx)
+        dce(module)  # constants a pattern replaced (a reshaped or densified kernel's original)
+        if not host_fallback:
+            break
+        left = {op for op in function.body.block.ops if op not in placed and unselected(op, ctx)}
+        waiting = {op for op in left for value in op.operands if value.owner in left and isinstance(value.owner, PENDING)}
+        ready = left - waiting
+        if not ready:
+            break
+        for op in ready:
+            reason = host_reason(op, ctx)
+            if reason:
+                op.attributes[npu.HOST_REASON] = StringAttr(reason)
+        placed |= ready
+    if placed:
+        place_on_host(function, [op for op in function.body.block.ops if op in placed])
     check_selected(module, target, ctx)
     module.attributes[npu.TARGET_ATTRIBUTE] = StringAttr(target_name)
     return fired
@@ -124,8 +174,9 @@ class LowerFixedToNpuPass(ModulePass):
     target: str = "xnpu_default"
     patterns: str = ""  # extra pattern files or directories, comma-separated
     natives: str = ""  # Python files registering extra native functions, comma-separated
+    host_fallback: bool = True  # place what the target cannot run on the host (npu.host), not an error
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for path in split_paths(self.natives):
             load_natives(path)
-        lower_fixed_to_npu(op, self.target, split_paths(self.patterns))
+        lower_fixed_to_npu(op, self.target, split_paths(self.patterns), self.host_fallback)

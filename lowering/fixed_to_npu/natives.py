@@ -154,8 +154,9 @@ def takes_epilogue(ctx: PatternContext, producer: Operation) -> bool:
 
 @native_constraint()
 def input_selected(ctx: PatternContext, value: SSAValue) -> bool:
-    """`value` does not come from a fixed op a unit pattern may still consume."""
-    return not isinstance(value.owner, PENDING)
+    """`value` does not come from a fixed op a unit pattern may still consume (one placed on the
+    host will not be: lower-fixed-to-npu's host fallback marks it)."""
+    return not isinstance(value.owner, PENDING) or npu.HOST_REASON in value.owner.attributes
 
 
 # --------------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, ModuleOp, StringAtt
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.transforms.dead_code_elimination import dce
+from xdsl.rewriter import InsertPoint
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -331,6 +332,8 @@ class LowerDivByConstant(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.DivOp, rewriter: PatternRewriter):
+        if not isinstance(op.rhs.owner, nn.ConstantOp):
+            return  # a division by a tensor has no integer form: it stays float (KeepOnHost)
         divisor = _constant(op.rhs, op, "divisor")
         if np.any(divisor == 0):
             raise XnpuError(f"{describe_op(op)}: division by a constant containing zero")
@@ -358,7 +361,7 @@ class LowerConcat(RewritePattern):
 
 
 class RejectUnlowerable(RewritePattern):
-    """Ops with no integer form here get one clear error instead of a silent float island."""
+    """Without host fallback, ops with no integer form get one clear error instead of a float op."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
         if isinstance(op, nn.SoftmaxOp):
@@ -373,6 +376,39 @@ class RejectUnlowerable(RewritePattern):
                 f"{describe_op(op)}: clip with a bound computed at run time has no fixed-point lowering; "
                 "make min and max constants (initializers) to quantize it"
             )
+
+
+class KeepOnHost(RewritePattern):
+    """An nn op no lowering matched stays a float op, for the host to run (docs/npu.md, "Placement"):
+    its int8 inputs enter through `fixed.dequantize`, its result leaves through `fixed.quantize`
+    at its calibrated scale, so the ops around it stay integer and fold-quantize-pairs folds
+    nothing across it. A result the program returns is returned as it is, in float (a softmax
+    head keeps full precision). Float constants stay float constants."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
+        if op.dialect_name() != "nn" or isinstance(op, nn.ConstantOp):
+            return
+        for index, value in enumerate(op.operands):
+            if isinstance(value.owner, nn.ConstantOp):
+                continue
+            scale = scale_of(value)
+            quantize = fixed.QuantizeOp(value, scale, DATA_BITS)
+            dequantize = fixed.DequantizeOp(quantize.result, scale)
+            for new in (quantize, dequantize):
+                new.location = op.location
+                rewriter.insert(new, InsertPoint.before(op))
+            op.operands[index] = dequantize.result
+        result = op.results[0]
+        if all(isinstance(use.operation, func.ReturnOp) for use in result.uses):
+            return
+        scale = scale_of(result)
+        quantize = fixed.QuantizeOp(result, scale, DATA_BITS)
+        dequantize = fixed.DequantizeOp(quantize.result, scale)
+        for new in (dequantize, quantize):
+            new.location = op.location
+            rewriter.insert(new, InsertPoint.after(op))
+        rewriter.replace_uses_with_if(result, dequantize.result,
+                                      lambda use: use.operation is not quantize and not isinstance(use.operation, func.ReturnOp))
 
 
 def python_patterns() -> list[RewritePattern]:
@@ -449,12 +485,15 @@ class LowerNNToFixedPass(ModulePass):
     `variant` picks seed 000's requantization of an add: `two_stage` (int24 -> int16 -> int8)
     or `direct` (int24 -> int8). `patterns` and `natives` add pattern files (or directories)
     and Python files of native functions, comma-separated (docs/extending.md).
+    With `host_fallback` (the default) an op no lowering matches stays a float op between a
+    dequantize and a quantize (KeepOnHost), for the host to run; without it, it is an error.
     """
 
     name = "lower-nn-to-fixed"
     variant: str = "two_stage"
     patterns: str = ""
     natives: str = ""
+    host_fallback: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.variant not in VARIANTS:
@@ -464,10 +503,14 @@ class LowerNNToFixedPass(ModulePass):
         patterns = nn_to_fixed_patterns(split_paths(self.patterns))
         for function in _functions(op):
             refine_scales(function)
-        PatternRewriteWalker(GreedyRewritePatternApplier([RejectUnlowerable()]), apply_recursively=False).rewrite_module(op)
+        if not self.host_fallback:
+            PatternRewriteWalker(RejectUnlowerable(), apply_recursively=False).rewrite_module(op)
         declarative = PatternSet(patterns, PatternContext(options={"variant": self.variant}))
         PatternRewriteWalker(GreedyRewritePatternApplier([declarative, *python_patterns()])).rewrite_module(op)
-        _reject_unlowered(op)
+        if self.host_fallback:
+            PatternRewriteWalker(KeepOnHost(), apply_recursively=False).rewrite_module(op)
+        else:
+            _reject_unlowered(op)
         dce(op)  # the float constants the quantize_constant pattern replaced
         op.attributes["fixed.add_variant"] = StringAttr(self.variant)
 

@@ -36,8 +36,8 @@ def add_variant_is(ctx: PatternContext, variant: Attribute) -> bool:
 
 @native_constraint()
 def is_clamp(ctx: PatternContext, op: Operation) -> bool:
-    """relu, or clip (relu6 and hard_tanh are clips): a clamp of the codes (R8)."""
-    return isinstance(op, CLAMPS)
+    """relu, or clip (relu6 and hard_tanh are clips) with constant bounds: a clamp of the codes (R8)."""
+    return isinstance(op, CLAMPS) and not (isinstance(op, nn.ClipOp) and op.has_operand_bounds)
 
 
 TABLE_FUNCTIONS = {

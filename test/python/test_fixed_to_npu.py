@@ -69,7 +69,7 @@ def test_lite_muls_are_depthwise_convs_with_activation_kernels():
 def test_unselected_op_is_one_error_naming_node_and_target():
     module = parse_ir(fixed_text("digits_se"))  # not legalized: xnpu_lite has no element-wise mul
     with pytest.raises(XnpuError, match=r"^'fixed.mul' at loc\(\"/se1/Mul\"\): element-wise mul is not supported .*\(target xnpu_lite\)$"):
-        LowerFixedToNpuPass(target="xnpu_lite").apply(make_context(), module)
+        LowerFixedToNpuPass(target="xnpu_lite", host_fallback=False).apply(make_context(), module)
 
 
 def test_pass_is_registered():

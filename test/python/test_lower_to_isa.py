@@ -156,7 +156,7 @@ def conv_model(kernel: int, name: str = "big_kernel", dilation: int = 1) -> onnx
 def test_unsupported_op_is_one_line_naming_node_and_target():
     calibration = np.random.default_rng(1).standard_normal((2, 1, 1, 12, 12)).astype(np.float32).reshape(2, 1, 12, 12)
     with pytest.raises(XnpuError) as error:
-        compile_model(conv_model(9), calibration, target="xnpu_lite", progress=False)
+        compile_model(conv_model(9), calibration, target="xnpu_lite", progress=False, host_fallback=False)
     message = str(error.value)
     assert "\n" not in message
     assert 'loc("big_kernel")' in message and "xnpu_lite" in message and "kernel 9x9" in message
@@ -179,7 +179,7 @@ def test_missing_unit_is_reported():
     path, calibration, _ = model_and_data("digits_se")
     fixed_module = compile_model(path, calibration[:4], stop_at="fixed", progress=False)
     with pytest.raises(XnpuError, match=r"/se1/Mul.*element-wise mul is not supported.*xnpu_lite"):
-        lower_to_isa(fixed_module, "xnpu_lite")
+        lower_to_isa(fixed_module, "xnpu_lite", host_fallback=False)
 
 
 def test_compile_runs_exactly_the_steps_of_quantize():

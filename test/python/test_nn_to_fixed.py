@@ -25,8 +25,8 @@ REPO = Path(__file__).resolve().parents[2]
 DIGITS = REPO.parent / "shared" / "bench" / "digits"
 
 
-def lower(module, variant="two_stage"):
-    LowerNNToFixedPass(variant=variant).apply(make_context(), module)
+def lower(module, variant="two_stage", host_fallback=True):
+    LowerNNToFixedPass(variant=variant, host_fallback=host_fallback).apply(make_context(), module)
     FoldQuantizePairsPass().apply(make_context(), module)
     module.verify()
     return module
@@ -155,15 +155,26 @@ def test_missing_scale_is_one_clear_error():
         lower(module)
 
 
-def test_softmax_is_rejected_with_the_reason():
-    module = xnpu.parse_ir(
-        """func.func @main(%x: tensor<1x4xf32> {nn.name = "x", nn.scale = 0.1 : f32}) -> tensor<1x4xf32> {
-          %0 = nn.softmax %x {axis = 1 : i64, nn.scale = 0.01 : f32} : tensor<1x4xf32> -> tensor<1x4xf32> loc("prob")
-          func.return %0 : tensor<1x4xf32>
-        }"""
-    )
+SOFTMAX_HEAD = """func.func @main(%x: tensor<1x4xf32> {nn.name = "x", nn.scale = 0.1 : f32}) -> tensor<1x4xf32> {
+  %0 = nn.relu %x {nn.scale = 0.1 : f32} : tensor<1x4xf32> -> tensor<1x4xf32> loc("relu")
+  %1 = nn.softmax %0 {axis = 1 : i64, nn.scale = 0.01 : f32} : tensor<1x4xf32> -> tensor<1x4xf32> loc("prob")
+  func.return %1 : tensor<1x4xf32>
+}"""
+
+
+def test_softmax_without_host_fallback_is_rejected_with_the_reason():
     with pytest.raises(XnpuError, match=r"loc\(\"prob\"\): softmax has no fixed-point lowering"):
-        lower(module)
+        lower(xnpu.parse_ir(SOFTMAX_HEAD), host_fallback=False)
+
+
+def test_softmax_stays_float_between_a_dequantize_and_the_return():
+    module = lower(xnpu.parse_ir(SOFTMAX_HEAD))
+    ops = [op.name for op in module.walk()][2:]  # after the module and the function
+    assert ops == ["fixed.quantize", "fixed.clamp", "fixed.dequantize", "nn.softmax", "func.return"]
+    x = np.array([[1.0, -1.2, 0.6, 0.9]], np.float32)
+    codes = np.clip(np.round(x / np.float32(0.1)), 0, 127) * np.float32(0.1)
+    expected = np.exp(codes - codes.max()) / np.exp(codes - codes.max()).sum()
+    np.testing.assert_allclose(xnpu.run(module, x)["output0"], expected, rtol=1e-6)  # no int8 output step
 
 
 def test_quantized_example_is_integer_between_its_boundaries():
@@ -189,7 +200,7 @@ def test_digits_models_keep_their_answers_at_the_fixed_level(name, variant):
     assert any(isinstance(op, fixed.AddOp) for op in module.walk()) == (name == "digits_resnet")
 
 
-def test_division_by_a_constant_lowers_and_by_a_tensor_is_rejected():
+def test_division_by_a_constant_lowers_and_by_a_tensor_stays_float_or_is_rejected():
     def module(divisor: str):
         return xnpu.parse_ir(
             f"""func.func @main(%x: tensor<1x4xf32> {{nn.name = "x", nn.scale = 0.01 : f32}},
@@ -205,7 +216,13 @@ def test_division_by_a_constant_lowers_and_by_a_tensor_is_rejected():
     out = xnpu.run(lowered, {"x": x, "y": x})["out"]
     assert np.abs(out - x / np.array([2.0, 4.0, -2.0, 0.5], np.float32)).max() <= 1.5 * 0.02
     with pytest.raises(XnpuError, match=r"loc\(\"div\"\): division by a tensor has no fixed-point lowering"):
-        lower(module("%y"))
+        lower(module("%y"), host_fallback=False)
+    on_host = lower(module("%y"))
+    assert [op.name for op in on_host.walk()][2:] == [
+        "fixed.quantize", "fixed.dequantize", "fixed.quantize", "fixed.dequantize", "nn.div", "func.return"]
+    y = np.array([[0.5, 0.25, -1.0, 1.0]], np.float32)
+    q = lambda v: np.round(v / np.float32(0.01)) * np.float32(0.01)  # noqa: E731  (R4 then R2 at scale 0.01)
+    np.testing.assert_array_equal(xnpu.run(on_host, {"x": x, "y": y})["out"], q(x) / q(y))
 
 
 # --------------------------------------------------------------------------------------

@@ -185,8 +185,8 @@ def test_pass_options_add_pattern_files_and_natives(tmp_path):
     np.testing.assert_allclose(xnpu.run(module, x)["y"], [0.0, 5.0, 10.0, 10.0], rtol=1e-6)
 
 
-def test_an_op_no_lowering_matches_is_one_error(monkeypatch):
+def test_an_op_no_lowering_matches_is_one_error_without_host_fallback(monkeypatch):
     monkeypatch.setattr(nn_to_fixed, "nn_to_fixed_patterns", lambda extra=(): [])
     with pytest.raises(XnpuError, match=r"'nn.relu' at loc\(\"relu\"\): no nn -> fixed lowering matches this op"):
-        LowerNNToFixedPass().apply(make_context(), parse_ir(RELU))
+        LowerNNToFixedPass(host_fallback=False).apply(make_context(), parse_ir(RELU))
 

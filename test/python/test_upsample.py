@@ -103,10 +103,10 @@ def fixed_text(name: str) -> str:
     return print_ir(xnpu.quantize(xnpu.import_onnx(model), calibration, progress=False))
 
 
-def to_npu(text: str, target: str):
+def to_npu(text: str, target: str, host_fallback: bool = True):
     module = parse_ir(text)
     LegalizePass(target=target).apply(make_context(), module)
-    return module, lower_fixed_to_npu(module, target)
+    return module, lower_fixed_to_npu(module, target, host_fallback=host_fallback)
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -265,9 +265,14 @@ UNSELECTABLE = [
 @pytest.mark.parametrize("node,out_shape,initializers,reason", UNSELECTABLE, ids=lambda v: getattr(v, "name", None))
 def test_what_the_accelerator_cannot_run_is_not_selected_with_its_reason(node, out_shape, initializers, reason):
     with pytest.raises(XnpuError) as error:
-        to_npu(one_node_fixed(node, out_shape, initializers), "xnpu_default")
+        to_npu(one_node_fixed(node, out_shape, initializers), "xnpu_default", host_fallback=False)
     message = str(error.value)
     assert reason in message and message.endswith("(target xnpu_default)") and "\n" not in message
+    module, _ = to_npu(one_node_fixed(node, out_shape, initializers), "xnpu_default")  # host fallback: the host runs it
+    from xnpu.placement import placement_of
+
+    why = reason.split("): ", 1)[-1]  # the words after the op and its node
+    assert any(why in op.reason and op.nodes == (node.name,) for op in placement_of(module).host)
 
 
 def test_a_phase_beyond_the_unit_limits_is_not_selected():
@@ -275,7 +280,7 @@ def test_a_phase_beyond_the_unit_limits_is_not_selected():
     kernel = numpy_helper.from_array(np.ones((2, 2, 15, 15), np.float32), "w")
     node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="big", kernel_shape=[15, 15], strides=[2, 2])
     with pytest.raises(XnpuError, match=r"loc\(\"big\"\): phase convolution: kernel 8x8 is outside \[1, 7\] \(target xnpu_lite\)"):
-        to_npu(one_node_fixed(node, [1, 2, 23, 23], [kernel]), "xnpu_lite")
+        to_npu(one_node_fixed(node, [1, 2, 23, 23], [kernel]), "xnpu_lite", host_fallback=False)
 
 
 # --------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
-// RUN: not xnpu-opt %s -p 'lower-fixed-to-npu{target=xnpu_lite}' 2>&1 | filecheck %s
+// RUN: not xnpu-opt %s -p "lower-fixed-to-npu{target=xnpu_lite host_fallback=false}" 2>&1 | filecheck %s
 
-// What no pattern selects is one error naming the op, its node, the reason and the target:
+// Without host fallback, what no pattern selects is one error naming the op, its node, the reason and the target:
 // a unit the target lacks (seed 002's legalize, run before, would have made it a conv).
 
 builtin.module {

@@ -1,6 +1,6 @@
-// RUN: not xnpu-opt %s -p 'lower-fixed-to-npu{target=xnpu_lite}' 2>&1 | filecheck %s
+// RUN: not xnpu-opt %s -p 'lower-fixed-to-npu{target=xnpu_lite host_fallback=false}' 2>&1 | filecheck %s
 
-// What no pattern selects is one error naming the op, its node, the reason and the target:
+// Without host fallback, what no pattern selects is one error naming the op, its node, the reason and the target:
 // a limit of the unit (target/legality.py).
 
 builtin.module {

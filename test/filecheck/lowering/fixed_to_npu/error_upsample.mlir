@@ -1,4 +1,4 @@
-// RUN: not xnpu-opt %s -p 'lower-fixed-to-npu{target=xnpu_default}' 2>&1 | filecheck %s
+// RUN: not xnpu-opt %s -p 'lower-fixed-to-npu{target=xnpu_default host_fallback=false}' 2>&1 | filecheck %s
 
 // align_corners x2 weighs its two pixels by (out - 1 - rem, rem) / (out - 1), which varies
 // with the position inside a phase: no convolution computes it, so nothing is selected and

@@ -1,4 +1,4 @@
-// RUN: not xnpu-opt %s -p lower-nn-to-fixed 2>&1 | filecheck %s
+// RUN: not xnpu-opt %s -p "lower-nn-to-fixed{host_fallback=false}" 2>&1 | filecheck %s
 
 // A clip whose bound is known only at run time (an input here) has no integer form: one line
 // naming the op and its node, and what to change.
