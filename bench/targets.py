@@ -27,7 +27,8 @@ from common import bench_models  # noqa: E402
 import xnpu  # noqa: E402
 from xnpu.errors import XnpuError  # noqa: E402
 from xnpu.lowering.legalize import legalize_patterns  # noqa: E402
-from xnpu.lowering.pdl_driver import PatternContext, apply_patterns  # noqa: E402
+from xnpu.lowering.pdl_driver import apply_patterns  # noqa: E402
+from xnpu.lowering.pdl_patterns import PatternContext
 from xnpu.pipeline import lower_to_isa  # noqa: E402
 from xnpu.target.description import load_target  # noqa: E402
 from xnpu.target.emit import emit_binary  # noqa: E402

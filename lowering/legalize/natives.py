@@ -17,7 +17,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xnpu.dialects import fixed
 from xnpu.dialects.nn import i64_array, i64_attr, ints, shape_of
 import xnpu.lowering.common_natives  # noqa: F401  (single_use, is_i8)
-from xnpu.lowering.pdl_driver import PatternContext, native_constraint, native_rewrite
+from xnpu.lowering.pdl_patterns import PatternContext, native_constraint, native_rewrite
 from xnpu.target.capabilities import is_native, op_capabilities
 
 

@@ -19,7 +19,8 @@ import xnpu
 from xnpu.context import make_context
 from xnpu.ir_io import parse_ir, print_ir
 from xnpu.lowering.legalize import LegalizePass, legalize_patterns
-from xnpu.lowering.pdl_driver import PatternContext, apply_patterns
+from xnpu.lowering.pdl_driver import apply_patterns
+from xnpu.lowering.pdl_patterns import PatternContext
 from xnpu.pipeline import lower_to_isa
 from xnpu.target.capabilities import is_native, op_capabilities, supported_ops_document
 from xnpu.target.description import load_target, parse_target

@@ -22,7 +22,8 @@ from xnpu.errors import XnpuError
 from xnpu.ir_io import parse_ir, print_ir
 from xnpu.lowering import nn_to_fixed
 from xnpu.lowering.nn_to_fixed import LowerNNToFixedPass, nn_to_fixed_patterns, refine_scales
-from xnpu.lowering.pdl_driver import PatternContext, apply_patterns
+from xnpu.lowering.pdl_driver import apply_patterns
+from xnpu.lowering.pdl_patterns import PatternContext
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO.parent / "shared" / "bench"
@@ -139,7 +140,7 @@ def test_one_mul_pattern_for_both_operand_orders():
 EXTRA_NATIVES = '''
 from xdsl.dialects.builtin import IntegerAttr, i64
 
-from xnpu.lowering.pdl_driver import native_rewrite
+from xnpu.lowering.pdl_patterns import native_rewrite
 
 
 @native_rewrite("test_capped_relu_bounds")

@@ -14,11 +14,11 @@ import pytest
 
 from xnpu.errors import XnpuError
 from xnpu.ir_io import parse_ir, print_ir
-from xnpu.lowering.pdl_driver import (
+from xnpu.lowering.pdl_driver import apply_patterns
+from xnpu.lowering.pdl_patterns import (
     NATIVE_CONSTRAINTS,
     NATIVE_REWRITES,
     PatternContext,
-    apply_patterns,
     load_patterns,
     native_constraint,
     native_rewrite,

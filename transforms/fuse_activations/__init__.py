@@ -23,7 +23,8 @@ from xdsl.ir import Attribute, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.transforms.dead_code_elimination import dce
 
-from xnpu.lowering.pdl_driver import PatternContext, apply_patterns, load_patterns, native_constraint
+from xnpu.lowering.pdl_driver import apply_patterns
+from xnpu.lowering.pdl_patterns import PatternContext, load_patterns, native_constraint
 from xnpu.transforms.constants import constant_array
 
 PATTERN_DIR = Path(__file__).resolve().parent
