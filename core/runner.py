@@ -275,6 +275,9 @@ def _stack_outputs(output_specs: list[TensorSpec], per_batch: list[tuple], sampl
 
 def _run_interpreted(module: ModuleOp, arrays, samples: int, output_specs) -> dict[str, np.ndarray]:
     """xDSL's Interpreter, sample by sample (functions CompiledFunction cannot take)."""
+    from xnpu.lazy import defer_package_init
+
+    defer_package_init("xdsl.interpreters")
     from xdsl.interpreters.func import FuncFunctions
 
     function = entry_function(module)

@@ -36,7 +36,6 @@ from typing import Any
 from xdsl.dialects import pdl
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import Interpreter, impl, register_impls
-from xdsl.interpreters.pdl import PDLMatcher, PDLRewriteFunctions
 from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
@@ -45,6 +44,10 @@ from xdsl.utils.exceptions import InterpretationError, VerifyException
 
 from xnpu.context import make_context
 from xnpu.errors import XnpuError
+from xnpu.lazy import defer_package_init
+
+defer_package_init("xdsl.interpreters")  # the PDL interpreter only, not every xDSL interpreter
+from xdsl.interpreters.pdl import PDLMatcher, PDLRewriteFunctions  # noqa: E402
 from xnpu.lowering.pdl_patterns import NATIVE_CONSTRAINTS, NATIVE_REWRITES, Pattern, PatternContext
 
 

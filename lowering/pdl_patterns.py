@@ -87,13 +87,23 @@ class PatternContext:
 
 @dataclass
 class Pattern:
+    """A pattern of a file. Patterns of xnpu's own files are known from a scan of their text
+    (name, benefit, root op, summary) and parsed when one is first tried (`op`): a compile
+    meets the roots of a few files only, and parsing all of them costs more than most passes."""
+
     name: str
     benefit: int
     root_name: str | None  # None: any op
     summary: str  # the comment above the pattern
-    op: pdl.PatternOp
     source: Path
     order: int = 0
+    parsed: pdl.PatternOp | None = None
+
+    @property
+    def op(self) -> pdl.PatternOp:
+        if self.parsed is None:
+            self.parsed = _parsed_op(self.source, self.name)
+        return self.parsed
 
     @cached_property
     def rewrite(self) -> pdl.RewriteOp:
@@ -166,7 +176,7 @@ def parse_pattern_file(path: Path) -> list[Pattern]:
         root = rewrite.root.owner
         assert isinstance(root, pdl.OperationOp)
         patterns.append(Pattern(name, op.benefit.value.data, root.opName.data if root.opName else None,
-                                summaries.get(name, ""), op, path))
+                                summaries.get(name, ""), path, parsed=op))
     return patterns
 
 
@@ -185,20 +195,67 @@ def pattern_files(sources: Iterable[str | Path]) -> list[Path]:
 
 
 _PARSED: dict[tuple[Path, int, int], list[Pattern]] = {}
+_SCANNED: dict[tuple[Path, int, int], list[Pattern]] = {}
+SHIPPED_ROOT = Path(__file__).resolve().parents[1]  # xnpu's source tree: its pattern files are tested
+_HEAD = re.compile(r"pdl\.pattern\s+@([\w$.]+)\s*:\s*benefit\s*\(\s*(\d+)\s*\)")
+_REWRITE_ROOT = re.compile(r"pdl\.rewrite\s+(%[\w$.-]+)")
+
+
+def _version(path: Path) -> tuple[Path, int, int]:
+    stat = path.stat()
+    return (path.resolve(), stat.st_mtime_ns, stat.st_size)
 
 
 def _parsed(path: Path) -> list[Pattern]:
     """`parse_pattern_file`, once per version of the file: a pass loads its patterns each run."""
-    stat = path.stat()
-    key = (path.resolve(), stat.st_mtime_ns, stat.st_size)
+    key = _version(path)
     if key not in _PARSED:
         _PARSED[key] = parse_pattern_file(path)
     return _PARSED[key]
 
 
+def _parsed_op(path: Path, name: str) -> pdl.PatternOp:
+    for pattern in _parsed(path):
+        if pattern.name == name:
+            assert pattern.parsed is not None
+            return pattern.parsed
+    raise XnpuError(f"{path}: pattern @{name} is not in the file any more")
+
+
+def scan_pattern_file(path: Path) -> list[Pattern] | None:
+    """The patterns of a file from its text alone (no op parsed), or None where the text does
+    not say plainly (an unnamed pattern, a root that is not `%x = pdl.operation "name"`)."""
+    text = path.read_text()
+    heads = list(_HEAD.finditer(text))
+    if len(heads) != text.count("pdl.pattern"):
+        return None
+    summaries = {m.group(2): " ".join(line.strip().lstrip("/").strip() for line in m.group(1).splitlines())
+                 for m in _COMMENT_BEFORE.finditer(text)}
+    patterns = []
+    for index, head in enumerate(heads):
+        body = text[head.end(): heads[index + 1].start() if index + 1 < len(heads) else len(text)]
+        rewrite = _REWRITE_ROOT.search(body)
+        root = rewrite and re.search(re.escape(rewrite.group(1)) + r"\s*=\s*pdl\.operation\s+\"([^\"]+)\"", body)
+        if root is None:
+            return None
+        patterns.append(Pattern(head.group(1), int(head.group(2)), root.group(1), summaries.get(head.group(1), ""), path))
+    return patterns
+
+
+def _patterns_of(path: Path) -> list[Pattern]:
+    """xnpu's own files are scanned (parsed pattern by pattern when tried); any other file is
+    parsed at once, so a mistake in it is reported when it is loaded."""
+    if not path.resolve().is_relative_to(SHIPPED_ROOT):
+        return _parsed(path)
+    key = _version(path)
+    if key not in _SCANNED:
+        _SCANNED[key] = scan_pattern_file(path) or _parsed(path)
+    return _SCANNED[key]
+
+
 def load_patterns(sources: Iterable[str | Path]) -> list[Pattern]:
     """Every pattern of `sources` (files or directories), by decreasing benefit, then file order."""
-    patterns = [replace(p) for path in pattern_files(sources) for p in _parsed(path)]
+    patterns = [replace(p) for path in pattern_files(sources) for p in _patterns_of(path)]
     names: dict[str, Path] = {}
     for order, pattern in enumerate(patterns):
         if pattern.name in names:

@@ -23,6 +23,7 @@ from xnpu.lowering.pdl_patterns import (
     native_constraint,
     native_rewrite,
     parse_pattern_file,
+    scan_pattern_file,
 )
 from xnpu.lowering.legalize import legalize_patterns
 from xnpu.target.description import load_target
@@ -200,3 +201,32 @@ def test_extending_walkthrough(tmp_path):
         cwd=tmp_path, capture_output=True, text=True, env=env)
     assert shipped.returncode == 0, shipped.stderr
     assert 'npu.eltwise "add"' in shipped.stdout and "npu.conv" not in shipped.stdout  # the doc's claim
+
+
+SHIPPED_PATTERN_FILES = sorted([*ROOT.glob("lowering/**/*.mlir"), *ROOT.glob("transforms/**/*.mlir")])
+
+
+@pytest.mark.parametrize("path", SHIPPED_PATTERN_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_scan_of_a_shipped_pattern_file_agrees_with_its_parse(path):
+    """Shipped pattern files are parsed only when one of their roots is met; the scan that
+    stands in for the parse until then must give the same names, benefits, roots and summaries."""
+    scanned = scan_pattern_file(path)
+    parsed = parse_pattern_file(path)
+    if scanned is None:  # only a pattern rooted at any op is a reason to parse at load
+        assert any(p.root_name is None for p in parsed), f"{path}: the scan cannot read it"
+        return
+    assert [(p.name, p.benefit, p.root_name, p.summary) for p in scanned] == \
+        [(p.name, p.benefit, p.root_name, p.summary) for p in parsed]
+
+
+def test_a_scanned_pattern_is_parsed_when_first_tried(tmp_path, monkeypatch):
+    import xnpu.lowering.pdl_patterns as patterns_module
+
+    path = tmp_path / "p.mlir"
+    path.write_text(pattern_text("t_scanned", 3, "test_max_is_4", 6))
+    monkeypatch.setattr(patterns_module, "SHIPPED_ROOT", tmp_path)
+    [loaded] = load_patterns([path])
+    assert (loaded.name, loaded.benefit, loaded.root_name, loaded.summary) == ("t_scanned", 3, "fixed.clamp",
+                                                                               "test pattern t_scanned")
+    assert loaded.parsed is None
+    assert loaded.op.sym_name.data == "t_scanned" and loaded.root.opName.data == "fixed.clamp"
