@@ -1,8 +1,9 @@
 """Compile time, simulator latency and memory against onnxruntime, on the same models and data.
 
-    .venv/bin/python bench/accelerator.py [--models resnet18_like mobilenetv2_like] [--rounds 3] | tee bench/results/accelerator.md
+    .venv/bin/python bench/accelerator.py [--models resnet18_like mobilenetv2_like] [--rounds 3]
 
-One run measures, side by side, for every model (default: all five bench models):
+One run measures, side by side, for every model (default: all seven bench models), and writes
+bench/results/accelerator.md (--output):
 - compile: `xnpu.compile` (ONNX -> calibration -> fixed -> isa -> binary; digits: the 200
   calibration samples, imagenet_like: the 32 calibration images) vs onnxruntime
   `quantize_static` (QDQ, MinMax, per-channel, symmetric int8) on the same samples;
@@ -37,10 +38,13 @@ from common import (  # noqa: E402
     measure_in_child,
     ort_quantize,
     ort_session,
+    run_conditions,
     table,
 )
 
-ALL_MODELS = ["digits_plain", "digits_resnet", "digits_se", "resnet18_like", "mobilenetv2_like"]
+ALL_MODELS = ["digits_plain", "digits_resnet", "digits_se", "resnet18_like", "mobilenetv2_like", "mobilenetv3_like",
+              "segnet_like"]
+RESULTS = Path(__file__).resolve().parent / "results" / "accelerator.md"
 
 
 # Each step imports its libraries before its clock starts (as a user's process has them
@@ -183,7 +187,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per comparison (best is kept)")
     parser.add_argument("--runs", type=int, default=5, help="inferences per latency measurement (best is kept)")
     parser.add_argument("--eval", type=int, default=8, help="evaluation samples for the bit-exactness check")
+    parser.add_argument("--output", type=Path, default=RESULTS, help="markdown file for the tables")
     args = parser.parse_args()
+    started = time.perf_counter()
     rows, profiles = [], []
     with tempfile.TemporaryDirectory(prefix="xnpu-bench-") as tmp:
         for model in bench_models(args.models):
@@ -193,13 +199,19 @@ def main() -> None:
             profiles.append(profile)
     columns = list(rows[0])
     columns[-1:] = [c for c in rows[0] if c.startswith("bit-exact")]
-    print(f"# xnpu beside onnxruntime on {args.target} ({args.rounds} alternating rounds, best kept)\n")
-    print("Compile: xnpu.compile (calibrate, quantize, lower, emit) vs onnxruntime quantize_static (per-channel "
-          "MinMax), same samples. Latency: one sample; the simulator is bit-exact. MB: peak RSS of the "
-          "process that did the step.\n")
-    print(table(rows, columns))
-    print()
-    print("\n\n".join(profiles))
+    command = " ".join(["bench/accelerator.py", *sys.argv[1:]])
+    document = (
+        f"# xnpu beside onnxruntime on {args.target} ({args.rounds} alternating rounds, best kept)\n\n"
+        f"Regenerate with `.venv/bin/python {command}` (this file; {run_conditions(started)}).\n\n"
+        "Compile: xnpu.compile (calibrate, quantize, lower, emit) vs onnxruntime quantize_static (per-channel "
+        "MinMax; a dynamic batch fixed to 1), same samples. Latency: one sample; the simulator is bit-exact "
+        "(its host segments, e.g. mobilenetv3_like's Softmax, run in float on the host). MB: peak RSS of the "
+        "process that did the step.\n\n"
+        + table(rows, columns) + "\n\n" + "\n\n".join(profiles) + "\n"
+    )
+    print(document)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(document)
 
 
 if __name__ == "__main__":

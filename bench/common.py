@@ -24,6 +24,13 @@ class BenchModel:
     calibration: np.ndarray
     evaluation: np.ndarray
     labels: np.ndarray | None  # None where the logits have no meaning as classes
+    output: str = "classes"  # "classes": scores per class (N x C); "map": a probability map (N x 1 x H x W)
+
+
+# imagenet_like models: what their one output is (images 0-31 calibrate, 32-63 evaluate)
+IMAGENET_LIKE = {"resnet18_like": "classes", "mobilenetv2_like": "classes", "mobilenetv3_like": "classes",
+                 "segnet_like": "map"}
+MASK_THRESHOLD = 0.5  # a probability map's mask is prob > 0.5 (../shared/bench/README.md)
 
 
 def require_shared() -> None:
@@ -48,12 +55,12 @@ def bench_models(names: list[str] | None = None, digits_eval: int | None = None)
     for name in ("digits_plain", "digits_resnet", "digits_se"):
         models.append(BenchModel(name, digits / f"{name}.onnx", calib_x, test_x, test_y))
     images = None
-    for name in ("resnet18_like", "mobilenetv2_like"):
+    for name, output in IMAGENET_LIKE.items():
         if names is not None and name not in names:
             continue
         images = imagenet_images() if images is None else images
         models.append(
-            BenchModel(name, SHARED_BENCH / "imagenet_like" / f"{name}.onnx", images[:32], images[32:], None)
+            BenchModel(name, SHARED_BENCH / "imagenet_like" / f"{name}.onnx", images[:32], images[32:], None, output)
         )
     return [m for m in models if names is None or m.name in names]
 
@@ -93,13 +100,27 @@ def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(den > 0, (a * b).sum(axis=1) / np.maximum(den, 1e-300), 1.0)
 
 
-def agreement(reference: np.ndarray, other: np.ndarray) -> dict[str, float]:
+def agreement(reference: np.ndarray, other: np.ndarray, output: str = "classes") -> dict[str, float]:
+    """Cosine per sample (mean, min) and, for class scores, top-1 agreement; for a probability
+    map, the IoU of the masks `prob > 0.5` instead (mask_iou)."""
     cos = cosine_rows(reference, other)
-    return {
-        "top1_agree": float((reference.argmax(1) == other.argmax(1)).mean()),
-        "cos_mean": float(cos.mean()),
-        "cos_min": float(cos.min()),
-    }
+    metrics = {"cos_mean": float(cos.mean()), "cos_min": float(cos.min())}
+    if output == "map":
+        return {**metrics, **mask_iou(reference, other)}
+    return {"top1_agree": float((reference.argmax(1) == other.argmax(1)).mean()), **metrics}
+
+
+def mask_iou(reference: np.ndarray, other: np.ndarray, threshold: float = MASK_THRESHOLD) -> dict[str, float]:
+    """IoU of the masks `map > threshold`: iou_mean averages each sample's IoU (a sample whose
+    masks are both empty counts 1), iou_pooled divides the intersections summed over all
+    samples by the unions summed (large masks weigh more)."""
+    a = reference.reshape(len(reference), -1) > threshold
+    b = other.reshape(len(other), -1) > threshold
+    inter = (a & b).sum(axis=1)
+    union = (a | b).sum(axis=1)
+    per_sample = np.where(union > 0, inter / np.maximum(union, 1), 1.0)
+    return {"iou_mean": float(per_sample.mean()),
+            "iou_pooled": float(inter.sum() / union.sum()) if union.sum() else 1.0}
 
 
 def accuracy(logits: np.ndarray, labels: np.ndarray | None) -> float | None:
@@ -114,6 +135,16 @@ def best_time(fn: Callable[[], object], repeat: int = 5) -> float:
         fn()
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def run_conditions(started: float) -> str:
+    """For a results file's header: the run's wall time since `started` (perf_counter) and the
+    machine's load, which other work on its 2 cores keeps high: figures are of a busy machine."""
+    import os
+
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return (f"run took {time.perf_counter() - started:.0f} s on {os.cpu_count()} cores shared with other work, "
+            f"load average {load} (1, 5, 15 min) at the end: absolute times are a busy machine's, compare ratios")
 
 
 def table(rows: list[dict], columns: list[str]) -> str:
@@ -135,6 +166,7 @@ def ort_quantize(model_path: Path | str, calibration: np.ndarray, out: Path | st
     """onnxruntime quantize_static (QDQ, MinMax, symmetric int8): its seconds, libraries loaded first."""
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
+    model_path = static_batch(model_path, Path(out).parent)
     start = time.perf_counter()
     quantize_static(
         str(model_path), str(out), ArrayReader(input_name, calibration), quant_format=QuantFormat.QDQ,
@@ -143,6 +175,24 @@ def ort_quantize(model_path: Path | str, calibration: np.ndarray, out: Path | st
         extra_options={"ActivationSymmetric": True, "WeightSymmetric": True},
     )
     return time.perf_counter() - start
+
+
+def static_batch(model_path: Path | str, workdir: Path | str, batch: int = 1) -> Path:
+    """The model itself, or where its inputs or outputs have a named (dynamic) batch dimension a
+    copy in `workdir` with that dimension fixed to `batch`: onnxruntime's quantize_static
+    calibrates batch-1 samples, and its shape inference needs the batch fixed."""
+    import onnx
+
+    model = onnx.load(str(model_path))
+    dynamic = [value for value in (*model.graph.input, *model.graph.output)
+               if value.type.tensor_type.shape.dim and value.type.tensor_type.shape.dim[0].dim_param]
+    if not dynamic:
+        return Path(model_path)
+    for value in dynamic:
+        value.type.tensor_type.shape.dim[0].dim_value = batch  # clears dim_param (a oneof)
+    copy = Path(workdir) / f"{Path(model_path).stem}.batch{batch}.onnx"
+    onnx.save(model, str(copy))
+    return copy
 
 
 # --------------------------------------------------------------------------------------

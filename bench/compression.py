@@ -37,6 +37,7 @@ from xnpu.transforms.compress_weights import (  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "compression.md"
 DIGITS = ("digits_plain", "digits_resnet", "digits_se")
+DEFAULT_MODELS = (*DIGITS, "resnet18_like", "mobilenetv2_like")  # the models compression.md reports
 SMALL_LAYER = 1000  # the min-elements of the mixed configurations
 DEFAULT_CONFIG = "default: seed003 fitted l min=1000"
 
@@ -222,14 +223,14 @@ def imagenet_cosine(model, images: int, bits: int) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=None, help="comma-separated bench model names (default: all)")
+    parser.add_argument("--models", default=None, help="comma-separated bench model names (default: " + ",".join(DEFAULT_MODELS) + ")")
     parser.add_argument("--bits", default="8,6,5,4,3")
     parser.add_argument("--images", type=int, default=0, help="imagenet-like evaluation images for cosine at b=4")
     args = parser.parse_args(argv)
     names = args.models.split(",") if args.models else None
     bits_list = [int(b) for b in args.bits.split(",")]
     digits, binaries, sizes, cosines = [], [], [], []
-    for model in bench_models(names):
+    for model in bench_models(names or list(DEFAULT_MODELS)):
         print(model.name, flush=True)
         if model.name in DIGITS:
             digits += digits_rows(model, bits_list)

@@ -6,18 +6,24 @@
 
 For every model, on the same calibration data (digits: calib_x, 200 samples; imagenet_like:
 images 0-31) and evaluated on the same inputs (digits: test_x, 500; imagenet_like: images
-32-63):
+32-63), against onnxruntime's float32 run of the ONNX model (the reference):
 
     float       xnpu.run on the nn module (it matches onnxruntime's float run to ~1e-6)
-    xnpu        xnpu.quantize, minmax, weights per channel / per tensor, adds two_stage / direct
+    xnpu        xnpu.quantize with its defaults (nothing but the calibration data), then minmax
+                with weights per tensor (adds two_stage) and per channel with adds direct
     onnxruntime quantize_static, QDQ, MinMax, symmetric int8 activations and weights
                 (ActivationSymmetric, WeightSymmetric), per_channel False / True; each model
                 run twice: "QDQ in float" (graph optimizations off, the quantized model's exact
                 arithmetic) and "int8 kernels" (the default session, onnxruntime's fused int8
-                kernels, which on x86 without VNNI saturate 16-bit pair sums and lose accuracy)
+                kernels, which on x86 without VNNI saturate 16-bit pair sums and lose accuracy);
+                a model with a dynamic batch dimension (mobilenetv3_like) is quantized as a copy
+                with the batch fixed to 1 (common.static_batch)
 
 Columns: top-1 accuracy (digits only: the imagenet_like weights are random), top-1
-agreement and logits cosine (mean, min over samples) against the float logits, the time of
+agreement and cosine (mean, min over samples) of the one output (logits; mobilenetv3_like's
+Softmax `probs`) against the reference; for segnet_like's probability map `prob`, cosine and
+the IoU of `prob > 0.5` (iou_mean: per image, averaged; iou_pooled: intersections over
+unions summed over the images) instead of top-1 agreement; the time of
 the quantize call (xnpu: calibration + lowering; onnxruntime: quantize_static, which
 calibrates too), its ratio to onnxruntime's with the same weight granularity (per-tensor or
 per-channel) in the same run, and the peak RSS of the process that quantized: each quantize
@@ -28,6 +34,7 @@ written to bench/results/quantization.md.
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 import tempfile
 import time
@@ -46,6 +53,7 @@ from common import (  # noqa: E402
     ort_quantize,
     ort_run_each,
     ort_session,
+    run_conditions,
     table,
 )
 
@@ -54,14 +62,14 @@ import xnpu  # noqa: E402
 RESULTS = Path(__file__).resolve().parent / "results" / "quantization.md"
 QUICK_DIGITS = 100
 QUICK_IMAGES = 8
-XNPU_CONFIGS = (  # (label, per_channel, variant)
-    ("per-channel, two_stage", True, "two_stage"),
-    ("per-tensor, two_stage", False, "two_stage"),
-    ("per-channel, direct", True, "direct"),
+XNPU_CONFIGS = (  # (label, xnpu.quantize options): the defaults first, whatever they are
+    ("defaults", {}),
+    ("minmax, per-tensor, two_stage", {"method": "minmax", "per_channel": False, "variant": "two_stage"}),
+    ("minmax, per-channel, direct", {"method": "minmax", "per_channel": True, "variant": "direct"}),
 )
 ORT_CONFIGS = (("per-tensor", False), ("per-channel", True))
-COLUMNS = ["model", "engine", "config", "accuracy", "top1_agree", "cos_mean", "cos_min", "quantize_s",
-           "x ort", "quantize_MB"]
+COLUMNS = ["model", "engine", "config", "accuracy", "top1_agree", "cos_mean", "cos_min", "iou_mean", "iou_pooled",
+           "quantize_s", "x ort", "quantize_MB"]
 
 
 def only_output(outputs: dict[str, np.ndarray]) -> np.ndarray:
@@ -69,27 +77,32 @@ def only_output(outputs: dict[str, np.ndarray]) -> np.ndarray:
     return logits
 
 
-def xnpu_quantize_and_run(path: str, calibration: np.ndarray, evaluation: np.ndarray, per_channel: bool,
-                          variant: str) -> tuple[float, np.ndarray]:
+def per_channel_of(options: dict) -> bool:
+    """Whether these xnpu.quantize options quantize weights per channel (its default if not given)."""
+    from xnpu.pipeline import quantize
+
+    return options.get("per_channel", inspect.signature(quantize).parameters["per_channel"].default)
+
+
+def xnpu_quantize_and_run(path: str, calibration: np.ndarray, evaluation: np.ndarray,
+                          options: dict) -> tuple[float, np.ndarray]:
     """In a fresh process: the quantize call's time (imports done first), then the int8 logits."""
     import_packages("xnpu.frontend", "xnpu.transforms", "xnpu.lowering")  # the libraries, not the work
 
     module = xnpu.import_onnx(path)
     start = time.perf_counter()
-    fixed = xnpu.quantize(module, calibration, method="minmax", per_channel=per_channel, variant=variant,
-                          progress=False)
+    fixed = xnpu.quantize(module, calibration, progress=False, **options)
     elapsed = time.perf_counter() - start
     return elapsed, only_output(xnpu.run(fixed, evaluation))
 
 
 def xnpu_rows(model, reference: np.ndarray, evaluation: np.ndarray, ort_seconds: dict[bool, float]) -> list[dict]:
     rows = []
-    for label, per_channel, variant in XNPU_CONFIGS:
-        measured = measure_in_child(xnpu_quantize_and_run, str(model.path), model.calibration, evaluation,
-                                    per_channel, variant)
+    for label, options in XNPU_CONFIGS:
+        measured = measure_in_child(xnpu_quantize_and_run, str(model.path), model.calibration, evaluation, options)
         elapsed, logits = measured.result
-        rows.append(row(model, "xnpu", f"minmax, {label}", reference, logits, elapsed,
-                        elapsed / ort_seconds[per_channel], measured.peak_rss_mb))
+        rows.append(row(model, "xnpu", label, reference, logits, elapsed,
+                        elapsed / ort_seconds[per_channel_of(options)], measured.peak_rss_mb))
         print(f"  xnpu {label}: {rows[-1]['cos_mean']:.5f} ({elapsed:.2f} s)", file=sys.stderr)
     return rows
 
@@ -123,7 +136,7 @@ def row(model, engine: str, config: str, reference: np.ndarray, logits: np.ndarr
         "engine": engine,
         "config": config,
         "accuracy": accuracy(logits, labels),
-        **agreement(reference, logits),
+        **agreement(reference, logits, model.output),
         "quantize_s": seconds,
         "x ort": ratio,
         "quantize_MB": rss_mb,
@@ -137,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"evaluate on {QUICK_DIGITS} digits / {QUICK_IMAGES} images instead of 500 / 32")
     parser.add_argument("--output", type=Path, default=RESULTS, help="markdown file for the table")
     args = parser.parse_args(argv)
+    started = time.perf_counter()
     models = bench_models(args.models, digits_eval=QUICK_DIGITS if args.quick else None)
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="xnpu-bench-") as workdir:
@@ -146,11 +160,12 @@ def main(argv: list[str] | None = None) -> int:
                 evaluation = evaluation[:QUICK_IMAGES]
             print(f"{model.name}: {len(model.calibration)} calibration, {len(evaluation)} evaluation samples",
                   file=sys.stderr)
+            reference = ort_run_each(ort_session(model.path), evaluation)
+            rows.append(row(model, "onnxruntime", "float32", reference, reference, None))
             start = time.perf_counter()
-            reference = only_output(xnpu.run(xnpu.import_onnx(model.path), evaluation))
+            rows.append(row(model, "float", "xnpu.run", reference,
+                            only_output(xnpu.run(xnpu.import_onnx(model.path), evaluation)), None))
             print(f"  float: {time.perf_counter() - start:.1f} s", file=sys.stderr)
-            float_row = row(model, "float", "xnpu.run", reference, reference, None)
-            rows.append(float_row)
             ort, ort_seconds = ort_rows(model, reference, evaluation, Path(workdir))
             rows += ort
             rows += xnpu_rows(model, reference, evaluation, ort_seconds)
@@ -158,10 +173,13 @@ def main(argv: list[str] | None = None) -> int:
     evaluated = ", ".join(
         f"{m.name} {len(m.evaluation) if not (args.quick and m.labels is None) else QUICK_IMAGES}" for m in models
     )
+    command = " ".join(["bench/quantization.py", *(sys.argv[1:] if argv is None else argv)])
     document = (
         "# Int8 quantization: xnpu beside onnxruntime quantize_static\n\n"
-        "Produced by `bench/quantization.py" + (" --quick" if args.quick else "") + "`. Agreement and cosine are "
-        "against the float logits (xnpu.run on the nn module); accuracy only where the model has real labels.\n"
+        f"Regenerate with `.venv/bin/python {command}` (this file; {run_conditions(started)}).\n"
+        "Agreement, cosine and IoU are against onnxruntime's float32 run of the ONNX model (row 'onnxruntime "
+        "float32'); accuracy only where the model has real labels. segnet_like: IoU of the masks `prob > 0.5`, "
+        "iou_mean per image then averaged, iou_pooled over all images' pixels at once.\n"
         "onnxruntime 'QDQ in float': graph optimizations off (exact QDQ arithmetic); 'int8 kernels': the default "
         "session (fused int8 kernels; on x86 without VNNI they saturate 16-bit pair sums).\n"
         "quantize_s: the quantize call alone (libraries loaded first), in a fresh process per call; 'x ort': its "
