@@ -39,7 +39,7 @@ from xdsl.interpreter import Interpreter, impl, register_impls
 from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
-from xdsl.traits import Commutative
+from xdsl.traits import Commutative, ConstantLike
 from xdsl.utils.exceptions import InterpretationError, VerifyException
 
 from xnpu.context import make_context
@@ -49,6 +49,7 @@ from xnpu.lazy import defer_package_init
 defer_package_init("xdsl.interpreters")  # the PDL interpreter only, not every xDSL interpreter
 from xdsl.interpreters.pdl import PDLMatcher, PDLRewriteFunctions  # noqa: E402
 from xnpu.lowering.pdl_patterns import NATIVE_CONSTRAINTS, NATIVE_REWRITES, Pattern, PatternContext
+from xnpu.transforms.constants import fused_location
 
 
 # --------------------------------------------------------------------------------------
@@ -347,13 +348,33 @@ class PatternSet(RewritePattern):
         except InterpretationError as error:
             raise _fail(pattern, str(error).strip().splitlines()[-1]) from None
         interpreter.pop_scope()
+        location = fused_location(*_absorbed(matcher), self.ctx.root) if self.ctx.root is not None else None
         for new in functions.created:
             if new.parent is None:
                 continue  # created and erased again by the same rewrite
+            if location is not None:
+                new.location = location
             try:
                 new.verify()
             except VerifyException as error:
                 raise _fail(pattern, f"created an invalid {new.name}: {error}") from None
+
+
+def _absorbed(matcher: PatternMatcher) -> list[Operation]:
+    """The matched ops (other than the root and constants) the rewrite left without a use: they
+    go with the root, so the ops that replace them carry their ONNX names too (a hard-swish spelled
+    add-clip-mul-div names all four nodes). Producers first."""
+    matched = [v for v in matcher.matching_context.values()
+               if isinstance(v, Operation) and v.parent is not None and not v.has_trait(ConstantLike)]
+    absorbed: list[Operation] = []
+    changed = True
+    while changed:  # an op is absorbed once every user of its results is
+        changed = False
+        for op in matched:
+            if op not in absorbed and all(use.operation in absorbed for r in op.results for use in r.uses):
+                absorbed.append(op)
+                changed = True
+    return absorbed[::-1]
 
 
 def apply_patterns(module: ModuleOp, patterns: Sequence[Pattern], ctx: PatternContext) -> list[str]:

@@ -229,3 +229,21 @@ def test_the_compile_report_says_where_each_layer_runs(tmp_path):
     assert any(line.startswith("layer") and "runs on" in line for line in text)
     assert [line.split()[2] for line in text if line.startswith("conv ")] == ["host"]
     assert "host" in (report / "report.html").read_text()
+
+
+def test_every_node_a_fusion_absorbs_is_placed_with_the_op_that_replaces_it():
+    """A hard-swish spelled Add-Clip-Mul-Div becomes one table: the placement (and the cycles
+    per layer) names all four nodes, not the last one only."""
+    rng = np.random.default_rng(0)
+    weight = numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    constants = [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("three", 3), ("zero", 0), ("six", 6))]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c", "three"], ["a"], name="add3"),
+             helper.make_node("Clip", ["a", "zero", "six"], ["r"], name="relu6"),
+             helper.make_node("Mul", ["c", "r"], ["m"], name="mul_x"),
+             helper.make_node("Div", ["m", "six"], ["y"], name="div6")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], [weight, *constants])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    binary = xnpu.compile(model, rng.standard_normal((8, 3, 8, 8)).astype(np.float32), progress=False)
+    assert xnpu.placement_of(binary).accelerator == ["conv", "add3", "relu6", "mul_x", "div6"]
