@@ -30,7 +30,8 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     TensorType,
 )
-from xdsl.ir import Dialect, EnumAttribute, ParametrizedAttribute, TypeAttribute
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import Dialect, ParametrizedAttribute, TypeAttribute
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
