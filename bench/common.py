@@ -17,6 +17,11 @@ IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32).reshape(1, 3, 
 IMAGENET_STD = np.array([0.229, 0.224, 0.225], dtype=np.float32).reshape(1, 3, 1, 1)
 
 
+# only when named: their outputs are a probability map (segnet_like) or softmax probabilities
+# kept float for the host (mobilenetv3_like), which the benchmarks of logits do not expect
+ON_REQUEST = ("segnet_like", "mobilenetv3_like")
+
+
 @dataclass(frozen=True)
 class BenchModel:
     name: str
@@ -48,8 +53,8 @@ def bench_models(names: list[str] | None = None, digits_eval: int | None = None)
     for name in ("digits_plain", "digits_resnet", "digits_se"):
         models.append(BenchModel(name, digits / f"{name}.onnx", calib_x, test_x, test_y))
     images = None
-    for name in ("resnet18_like", "mobilenetv2_like"):
-        if names is not None and name not in names:
+    for name in ("resnet18_like", "mobilenetv2_like", *ON_REQUEST):
+        if (names is None and name in ON_REQUEST) or (names is not None and name not in names):
             continue
         images = imagenet_images() if images is None else images
         models.append(

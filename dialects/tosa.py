@@ -107,8 +107,8 @@ class ConstShapeOp(IRDLOperation):
             raise VerifyException(f"tosa.const_shape: values do not match {self.output.type}")
 
 
-class ConvolutionOp(IRDLOperation):
-    """conv2d / depthwise_conv2d: input, weight, bias, input_zp, weight_zp; NHWC."""
+class WeightedOp(IRDLOperation):
+    """The convolutions' operands: input, weight, bias, input_zp, weight_zp; NHWC."""
 
     input = operand_def(TensorType)
     weight = operand_def(TensorType)
@@ -116,12 +116,17 @@ class ConvolutionOp(IRDLOperation):
     input_zp = operand_def(TensorType)
     weight_zp = operand_def(TensorType)
     output = result_def(TensorType)
-    pad = prop_def(DenseArrayBase[I64])  # top, bottom, left, right
     stride = prop_def(DenseArrayBase[I64])
-    dilation = prop_def(DenseArrayBase[I64])
     acc_type = prop_def(TypeAttribute)
     local_bound = opt_prop_def(BoolAttr)
     traits = traits_def(Pure())
+
+
+class ConvolutionOp(WeightedOp):
+    """conv2d / depthwise_conv2d: a window per output pixel, with padding and dilation."""
+
+    pad = prop_def(DenseArrayBase[I64])  # top, bottom, left, right
+    dilation = prop_def(DenseArrayBase[I64])
 
     def verify_(self) -> None:
         for operand in (self.input, self.output):
@@ -146,22 +151,12 @@ class DepthwiseConv2DOp(ConvolutionOp):
 
 
 @irdl_op_definition
-class TransposeConv2DOp(IRDLOperation):
+class TransposeConv2DOp(WeightedOp):
     """`tosa.transpose_conv2d`: NHWC input, OHWI weight, bias of O; every input pixel (iy, ix)
     adds input * weight[o, ky, kx, i] to output (iy * stride + out_pad_top + ky, ...)."""
 
     name = "tosa.transpose_conv2d"
-    input = operand_def(TensorType)
-    weight = operand_def(TensorType)
-    bias = operand_def(TensorType)
-    input_zp = operand_def(TensorType)
-    weight_zp = operand_def(TensorType)
-    output = result_def(TensorType)
     out_pad = prop_def(DenseArrayBase[I64])  # top, bottom, left, right
-    stride = prop_def(DenseArrayBase[I64])
-    acc_type = prop_def(TypeAttribute)
-    local_bound = opt_prop_def(BoolAttr)
-    traits = traits_def(Pure())
 
     def verify_(self) -> None:
         x, w, y = shape_of(self.input), shape_of(self.weight), shape_of(self.output)
