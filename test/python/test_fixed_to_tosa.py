@@ -412,6 +412,41 @@ def test_mobilenetv3_like_int8_part_exact_and_host_softmax_within_tolerance():
         assert got_probs.argmax() == probs.argmax() and abs(got_probs.sum() - 1) < 1e-5
 
 
+def test_every_host_float_op_in_iree_within_tolerance():
+    """Each float nn op the export writes as TOSA float32 ops (relu, sigmoid, tanh, hard-sigmoid,
+    hard-swish, add, sub, mul, div, clip with a run-time bound, softmax) against the float
+    interpreter, on dequantized codes that cover the whole int8 range."""
+    t = "tensor<1x8x32xf32>"
+    ops = [
+        f"%relu = nn.relu %a : {t} -> {t}",
+        f"%sig = nn.sigmoid %a : {t} -> {t}",
+        f"%tanh = nn.tanh %a : {t} -> {t}",
+        f"%hsig = nn.hard_sigmoid %a {{alpha = 0.2 : f32, beta = 0.5 : f32}} : {t} -> {t}",
+        f"%hswish = nn.hard_swish %a : {t} -> {t}",
+        f"%sum = nn.add %a, %b : ({t}, {t}) -> {t}",
+        f"%diff = nn.sub %sum, %relu : ({t}, {t}) -> {t}",
+        f"%prod = nn.mul %diff, %sig : ({t}, {t}) -> {t}",
+        f"%ratio = nn.div %prod, %b : ({t}, {t}) -> {t}",
+        f"%clipped = nn.clip %ratio min(%lo : tensor<f32>) {{max = 3.0 : f32}} : {t} -> {t}",
+        f"%probs = nn.softmax %clipped {{axis = 1 : i64}} : {t} -> {t}",
+    ]
+    results = ["%tanh", "%hsig", "%hswish", "%clipped", "%probs"]
+    body = "\n    ".join(ops)
+    module = xnpu.parse_ir(
+        f"builtin.module {{\n  func.func @main(%x: tensor<1x8x32xi8>, %y: tensor<1x8x32xi8>) -> ({', '.join([t] * 5)}) {{\n"
+        f"    %a = fixed.dequantize %x {{scale = 0.05 : f64}} : tensor<1x8x32xi8> -> {t}\n"
+        f"    %b = fixed.dequantize %y {{scale = 0.02 : f64}} : tensor<1x8x32xi8> -> {t}\n"
+        f"    %lo = nn.constant dense<-2.5> : tensor<f32>\n    {body}\n"
+        f"    func.return {', '.join(results)} : {', '.join([t] * 5)}\n  }}\n}}\n")
+    x = np.arange(-128, 128, dtype=np.int8).reshape(1, 8, 32)
+    y = np.roll(x, 37).copy()
+    y[y == 0] = 1  # no division by zero
+    expected = list(xnpu.run(module, {"input0": x, "input1": y}).values())
+    got = IreeProgram(to_tosa(module))(x, y)
+    for name, want, have in zip(results, expected, got):
+        assert np.abs(want - have).max() <= 1e-5 * max(1.0, np.abs(want).max()), name
+
+
 def test_example_through_the_command_line_tools(tmp_path):
     """The recipe of docs/tosa.md: xnpu-compile --emit=tosa, iree-compile, iree-run-module with .npy files."""
     example = ROOT / "examples"
