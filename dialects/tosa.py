@@ -2,7 +2,7 @@
 
 xDSL ships part of the TOSA dialect (`xdsl.dialects.tosa`); its ops that match TOSA 1.0 for
 integer tensors are reused as they are (const, clamp, rescale, add, sub, mul, max_pool2d,
-concat, reduce_sum). The ops it lacks, or types too narrowly for int8 with int32
+concat, reduce_sum, reduce_max, reciprocal). The ops it lacks, or types too narrowly for int8 with int32
 accumulation (matmul), are defined here with the operand order and property names of
 upstream MLIR's TOSA 1.0 ops. None of them has a custom syntax: the export is printed in
 MLIR's generic form (`"tosa.conv2d"(...) <{...}> : (...) -> ...`), which upstream parsers
@@ -16,6 +16,7 @@ xdsl-opt universe, where xDSL's own `tosa` already has the name.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from enum import StrEnum
 
 from xdsl.dialects import tosa as xdsl_tosa
 from xdsl.dialects.builtin import (
@@ -29,6 +30,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     TensorType,
 )
+from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Dialect, ParametrizedAttribute, TypeAttribute
 from xdsl.irdl import (
     IRDLOperation,
@@ -57,6 +59,8 @@ MulOp = xdsl_tosa.MulOp
 MaxPool2DOp = xdsl_tosa.MaxPool2DOp
 ConcatOp = xdsl_tosa.ConcatOp
 ReduceSumOp = xdsl_tosa.ReduceSumOp
+ReduceMaxOp = xdsl_tosa.ReduceMaxOp
+ReciprocalOp = xdsl_tosa.ReciprocalOp
 NanModeAttr = xdsl_tosa.NanModeAttr
 NanMode = xdsl_tosa.NanMode
 RoundingModeAttr = xdsl_tosa.RoundingModeAttr
@@ -103,8 +107,8 @@ class ConstShapeOp(IRDLOperation):
             raise VerifyException(f"tosa.const_shape: values do not match {self.output.type}")
 
 
-class ConvolutionOp(IRDLOperation):
-    """conv2d / depthwise_conv2d: input, weight, bias, input_zp, weight_zp; NHWC."""
+class WeightedOp(IRDLOperation):
+    """The convolutions' operands: input, weight, bias, input_zp, weight_zp; NHWC."""
 
     input = operand_def(TensorType)
     weight = operand_def(TensorType)
@@ -112,12 +116,17 @@ class ConvolutionOp(IRDLOperation):
     input_zp = operand_def(TensorType)
     weight_zp = operand_def(TensorType)
     output = result_def(TensorType)
-    pad = prop_def(DenseArrayBase[I64])  # top, bottom, left, right
     stride = prop_def(DenseArrayBase[I64])
-    dilation = prop_def(DenseArrayBase[I64])
     acc_type = prop_def(TypeAttribute)
     local_bound = opt_prop_def(BoolAttr)
     traits = traits_def(Pure())
+
+
+class ConvolutionOp(WeightedOp):
+    """conv2d / depthwise_conv2d: a window per output pixel, with padding and dilation."""
+
+    pad = prop_def(DenseArrayBase[I64])  # top, bottom, left, right
+    dilation = prop_def(DenseArrayBase[I64])
 
     def verify_(self) -> None:
         for operand in (self.input, self.output):
@@ -139,6 +148,63 @@ class DepthwiseConv2DOp(ConvolutionOp):
     """`tosa.depthwise_conv2d`: NHWC input, weight KH x KW x C x M, bias of C * M."""
 
     name = "tosa.depthwise_conv2d"
+
+
+@irdl_op_definition
+class TransposeConv2DOp(WeightedOp):
+    """`tosa.transpose_conv2d`: NHWC input, OHWI weight, bias of O; every input pixel (iy, ix)
+    adds input * weight[o, ky, kx, i] to output (iy * stride + out_pad_top + ky, ...)."""
+
+    name = "tosa.transpose_conv2d"
+    out_pad = prop_def(DenseArrayBase[I64])  # top, bottom, left, right
+
+    def verify_(self) -> None:
+        x, w, y = shape_of(self.input), shape_of(self.weight), shape_of(self.output)
+        if len(x) != 4 or len(w) != 4 or len(y) != 4:
+            raise VerifyException("tosa.transpose_conv2d: input, weight and output must be rank 4 (NHWC, OHWI)")
+        pad, stride = self.out_pad.get_values(), self.stride.get_values()
+        expected = ((x[1] - 1) * stride[0] + pad[0] + pad[1] + w[1], (x[2] - 1) * stride[1] + pad[2] + pad[3] + w[2])
+        if y[1:3] != expected or y[3] != w[0]:
+            raise VerifyException(f"tosa.transpose_conv2d: output {list(y)} does not match input {list(x)}, "
+                                  f"weight {list(w)}, out_pad {list(pad)}, stride {list(stride)}")
+
+
+class ResizeMode(StrEnum):
+    NEAREST_NEIGHBOR = "NEAREST_NEIGHBOR"
+    BILINEAR = "BILINEAR"
+
+
+@irdl_attr_definition
+class ResizeModeAttr(EnumAttribute[ResizeMode]):
+    """`#tosa.resize_mode<BILINEAR>` (written like xDSL's `#tosa.nan_mode<...>`)."""
+
+    name = "tosa.resize_mode"
+
+    def print_parameter(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(self.data)
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> ResizeMode:
+        with parser.in_angle_brackets():
+            return parser.parse_str_enum(ResizeMode)
+
+
+@irdl_op_definition
+class ResizeOp(IRDLOperation):
+    """`tosa.resize`, NHWC: output row oy reads y = oy * scale_y_d + offset_y in units of
+    1 / scale_y_n (scale = [y_n, y_d, x_n, x_d]); integer BILINEAR sums the two rows and two
+    columns with weights (n - r, r) unscaled (int8 -> int32), NEAREST takes the row
+    floor(y / n) + (2r >= n)."""
+
+    name = "tosa.resize"
+    input = operand_def(TensorType)
+    scale = operand_def(ShapeType)
+    offset = operand_def(ShapeType)
+    border = operand_def(ShapeType)
+    output = result_def(TensorType)
+    mode = prop_def(ResizeModeAttr)
+    traits = traits_def(Pure())
 
 
 @irdl_op_definition
@@ -234,6 +300,21 @@ class FloorOp(UnaryOp):
     name = "tosa.floor"
 
 
+@irdl_op_definition
+class ExpOp(UnaryOp):
+    name = "tosa.exp"
+
+
+@irdl_op_definition
+class SigmoidOp(UnaryOp):
+    name = "tosa.sigmoid"
+
+
+@irdl_op_definition
+class TanhOp(UnaryOp):
+    name = "tosa.tanh"
+
+
 class BinaryOp(IRDLOperation):
     input1 = operand_def(TensorType)
     input2 = operand_def(TensorType)
@@ -312,10 +393,14 @@ TOSA = Dialect(
         MulOp,
         Conv2DOp,
         DepthwiseConv2DOp,
+        TransposeConv2DOp,
+        ResizeOp,
         MatMulOp,
         MaxPool2DOp,
         ConcatOp,
         ReduceSumOp,
+        ReduceMaxOp,
+        ReciprocalOp,
         TransposeOp,
         ReshapeOp,
         SliceOp,
@@ -325,6 +410,9 @@ TOSA = Dialect(
         CastOp,
         AbsOp,
         FloorOp,
+        ExpOp,
+        SigmoidOp,
+        TanhOp,
         GreaterOp,
         GreaterEqualOp,
         MaximumOp,
@@ -332,5 +420,5 @@ TOSA = Dialect(
         ArithmeticRightShiftOp,
         LogicalLeftShiftOp,
     ],
-    [ShapeType, NanModeAttr, RoundingModeAttr],
+    [ShapeType, NanModeAttr, RoundingModeAttr, ResizeModeAttr],
 )

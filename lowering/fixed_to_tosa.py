@@ -3,6 +3,8 @@
 The function becomes the same computation in TOSA ops, bit for bit: `@main` keeps its float
 inputs and outputs, quantize/dequantize/rescale follow lowering/tosa_build.py, conv and gemm
 are TOSA's int8 ops with int32 accumulation, and every other fixed op has its TOSA op.
+Float nn ops kept for the host (KeepOnHost) become TOSA float32 ops, the one part that is not
+bit for bit (docs/tosa.md).
 
 **Layout.** TOSA's convolutions and pools are NHWC with OHWI weights; the fixed level is
 NCHW. Every converted value carries its layout (TOSA dimension i holds fixed dimension
@@ -17,6 +19,7 @@ fixed op needs one function. An op without one is an error naming the op and its
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -27,7 +30,7 @@ from xdsl.dialects.builtin import DenseArrayBase, FunctionType, IntegerAttr, Mod
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from xnpu.dialects import fixed, tosa
+from xnpu.dialects import fixed, nn, tosa
 from xnpu.dialects.shapes import ints, shape_of
 from xnpu.errors import XnpuError
 from xnpu.ir_io import describe_op
@@ -52,6 +55,11 @@ def identity(rank: int) -> tuple[int, ...]:
     return tuple(range(rank))
 
 
+def _element(bits: int):
+    """The TOSA element type of a value of `bits` contract bits (0: float, kept for the host)."""
+    return f32 if bits == 0 else tb.storage_type(bits)
+
+
 class Converter:
     def __init__(self, builder: tb.TosaBuilder):
         self.b = builder
@@ -71,7 +79,7 @@ class Converter:
         key = (value, layout)
         if key not in self._laid_out:
             if entry.array is not None:
-                self._laid_out[key] = self.b.const(np.transpose(entry.array, layout), tb.storage_type(entry.bits))
+                self._laid_out[key] = self.b.const(np.transpose(entry.array, layout), _element(entry.bits))
             else:
                 assert entry.value is not None
                 self._laid_out[key] = self.b.transpose(entry.value, [entry.layout.index(d) for d in layout])
@@ -85,7 +93,7 @@ class Converter:
         shape = (1,) * (rank - len(own)) + tuple(own)
         entry = self.converted[value]
         if entry.array is not None:
-            return self.b.const(np.transpose(entry.array.reshape(shape), layout), tb.storage_type(entry.bits))
+            return self.b.const(np.transpose(entry.array.reshape(shape), layout), _element(entry.bits))
         return self.b.transpose(self.b.reshape(self.tosa(value, identity(len(own))), shape), layout)
 
     def pair(self, lhs: SSAValue, rhs: SSAValue) -> tuple[SSAValue, SSAValue, tuple[int, ...]]:
@@ -344,6 +352,134 @@ def _global_avg_pool(cv: Converter, op: fixed.GlobalAvgPoolOp, what: str) -> Non
 
 
 # --------------------------------------------------------------------------------------
+# Resize and transposed convolution (R16-R18)
+# --------------------------------------------------------------------------------------
+
+
+def _one_hot(sources: Sequence[int], size: int) -> np.ndarray:
+    return np.eye(size, dtype=np.int64)[list(sources)]
+
+
+def _tap_matrix(sources: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
+    """R17's taps of one axis (out x 2 sources and weights) as an out x in weight matrix."""
+    matrix = np.zeros((sources.shape[0], size), np.int64)
+    np.add.at(matrix, (np.repeat(np.arange(sources.shape[0]), 2), sources.reshape(-1)), weights.reshape(-1))
+    return matrix
+
+
+def _tosa_resize(cv: Converter, x: SSAValue, matrices, denominators, bilinear: bool, out_shape, element):
+    """One tosa.resize reading exactly the two axes' weight matrices, or None where no scale,
+    offset and border of TOSA's do (tb.resize_parameters)."""
+    if _bits(x) > (8 if bilinear else 16):  # TOSA resizes int8 (BILINEAR to int32) and int16
+        return None
+    axes = [tb.resize_parameters(m, bilinear, d) for m, d in zip(matrices, denominators)]
+    if None in axes:
+        return None
+    (yn, yd, yo, yb), (xn, xd, xo, xb) = axes
+    operands = [cv.tosa(x, NHWC), cv.b.shape([yn, yd, xn, xd]), cv.b.shape([yo, xo]), cv.b.shape([yb, xb])]
+    mode = tosa.ResizeMode.BILINEAR if bilinear else tosa.ResizeMode.NEAREST_NEIGHBOR
+    n, c, oh, ow = out_shape
+    return cv.b.op(tosa.ResizeOp, operands, [n, oh, ow, c], element, mode=tosa.ResizeModeAttr(mode))
+
+
+def _gather_axis(cv: Converter, value: SSAValue, layout: tuple[int, ...], axis: int, sources: np.ndarray,
+                 weights: np.ndarray | None) -> tuple[SSAValue, tuple[int, ...]]:
+    """Resize along fixed dimension `axis` by tosa.gather: the value with `axis` second
+    (N x size x rest), the source rows gathered (flattened `sources`), and with `weights`
+    (out x 2) every pair multiplied in int32 and summed (R17's exact sum for one axis)."""
+    order = (0, axis, *[d for d in layout if d not in (0, axis)])
+    moved = cv.b.transpose(value, [layout.index(d) for d in order])
+    n, size, *rest = shape_of(moved)
+    width = int(np.prod(rest))
+    flat = cv.b.reshape(moved, [n, size, width])
+    index = cv.b.const(np.tile(sources.reshape(1, -1), (n, 1)), i32)
+    picked = cv.b.op(tosa.GatherOp, [flat, index], [n, sources.size, width], tb.element_of(flat))
+    if weights is None:
+        return cv.b.reshape(picked, [n, sources.size, *rest]), order
+    out = weights.shape[0]
+    pairs = cv.b.reshape(cv.b.cast(picked, i32), [n, out, 2, width])
+    products = cv.b.mul(pairs, cv.b.const(weights.reshape(1, out, 2, 1), i32))
+    sums = cv.b.op(tosa.ReduceSumOp, [products], [n, out, 1, width], i32, axis=IntegerAttr(2, i32))
+    return cv.b.reshape(sums, [n, out, *rest]), order
+
+
+@converts(fixed.ResizeOp)
+def _resize(cv: Converter, op: fixed.ResizeOp, what: str) -> None:
+    """R16: tosa.resize NEAREST_NEIGHBOR where a TOSA scale and offset pick exactly the op's
+    source rows and columns (any ONNX coordinate and nearest mode by integer factors), else
+    one tosa.gather per axis."""
+    entry = cv[op.input]
+    h, w = shape_of(op.input)[2:]
+    rows, cols = ints(op.rows), ints(op.cols)
+    matrices = (_one_hot(rows, h), _one_hot(cols, w))
+    value = _tosa_resize(cv, op.input, matrices, (1, 1), False, shape_of(op.result), tb.storage_type(entry.bits))
+    layout = NHWC
+    if value is None:
+        value, layout = _gather_axis(cv, cv.tosa(op.input), entry.layout, 2, np.asarray(rows), None)
+        value, layout = _gather_axis(cv, value, layout, 3, np.asarray(cols), None)
+    cv.define(op.result, value, layout, entry.bits, entry.bound)
+
+
+@converts(fixed.ResizeLinearOp)
+def _resize_linear(cv: Converter, op: fixed.ResizeLinearOp, what: str) -> None:
+    """R17: tosa.resize BILINEAR (int8 -> int32), whose integer weights (n - r, r) are not
+    normalised: with scale_n = the axis's denominator D they are the op's weights and the sum is
+    the op's exact int32 sum. Taps no TOSA scale and offset reproduce: gathers, int32 products
+    and sums per axis (the same sum)."""
+    entry = cv[op.input]
+    h, w = shape_of(op.input)[2:]
+    rows, row_weights, cols, col_weights = op.taps()
+    denominators = op.denominators()
+    bound = entry.bound * denominators[0] * denominators[1]
+    tb.require_int32(bound, what, "the weighted sum")
+    matrices = (_tap_matrix(rows, row_weights, h), _tap_matrix(cols, col_weights, w))
+    value = _tosa_resize(cv, op.input, matrices, denominators, True, shape_of(op.result), i32)
+    layout = NHWC
+    if value is None:
+        value, layout = _gather_axis(cv, cv.tosa(op.input), entry.layout, 2, rows, row_weights)
+        value, layout = _gather_axis(cv, value, layout, 3, cols, col_weights)
+    cv.define(op.result, value, layout, 32, bound)
+
+
+@converts(fixed.ConvTranspose2dOp)
+def _conv_transpose2d(cv: Converter, op: fixed.ConvTranspose2dOp, what: str) -> None:
+    """R18 as one tosa.transpose_conv2d (scatter form: input pixel (iy, ix) feeds output
+    (iy * stride + out_pad_top + ky, ...), ONNX's own definition with out_pad_top = -pad_top).
+    TOSA has neither dilation nor groups: the kernel is dilated with zeros and the groups
+    become one block-diagonal OHWI weight; both add exact zero products, so the sums are R18's.
+    ONNX's pads crop, done as a slice after a non-negative out_pad."""
+    weight = cv.constant(op.weight, what)  # C x O/group x KH x KW
+    channels, per_group, kh, kw = weight.shape
+    group = op.group.value.data
+    outputs, group_channels = per_group * group, channels // group
+    bias = np.zeros(outputs, np.int64) if op.bias is None else cv.constant(op.bias, what).astype(np.int64)
+    bound = group_channels * kh * kw * cv[op.input].bound * cv[op.weight].bound + int(np.abs(bias).max(initial=0))
+    tb.require_int32(bound, what, "the accumulator")
+    (dy, dx), (sy, sx) = ints(op.dilations), ints(op.strides)
+    top, left, bottom, right = ints(op.pads)
+    extra_h, extra_w = ints(op.output_padding)
+    dilated = np.zeros((channels, per_group, dy * (kh - 1) + 1, dx * (kw - 1) + 1), np.int64)
+    dilated[:, :, ::dy, ::dx] = weight
+    laid_out = np.zeros((outputs, *dilated.shape[2:], channels), np.int64)
+    for g in range(group):
+        block = dilated[g * group_channels:(g + 1) * group_channels]  # C/group x O/group x KH x KW
+        laid_out[g * per_group:(g + 1) * per_group, :, :, g * group_channels:(g + 1) * group_channels] = \
+            block.transpose(1, 2, 3, 0)
+    begin, end = (-top, -left), (extra_h - bottom, extra_w - right)
+    out_pad = [max(begin[0], 0), max(end[0], 0), max(begin[1], 0), max(end[1], 0)]
+    n, _, h, w = shape_of(op.input)
+    full = [n, (h - 1) * sy + out_pad[0] + out_pad[1] + dilated.shape[2],
+            (w - 1) * sx + out_pad[2] + out_pad[3] + dilated.shape[3], outputs]
+    operands = [cv.tosa(op.input, NHWC), cv.b.const(laid_out, i8), cv.b.const(bias, i32), cv.b.zero_point(i8),
+                cv.b.zero_point(i8)]
+    value = cv.b.op(tosa.TransposeConv2DOp, operands, full, i32, out_pad=DenseArrayBase.from_list(i64, out_pad),
+                    stride=DenseArrayBase.from_list(i64, [sy, sx]), acc_type=i32)
+    oh, ow = shape_of(op.result)[2:]
+    value = cv.b.slice(value, [0, max(-begin[0], 0), max(-begin[1], 0), 0], [n, oh, ow, outputs])
+    cv.define(op.result, value, NHWC, 32, bound)
+
+
+# --------------------------------------------------------------------------------------
 # Data movement (R16)
 # --------------------------------------------------------------------------------------
 
@@ -371,6 +507,93 @@ def _concat(cv: Converter, op: fixed.ConcatOp, what: str) -> None:
     shape = [shape_of(op.result)[d] for d in layout]
     value = cv.b.op(tosa.ConcatOp, parts, shape, tb.storage_type(_bits(op.result)), axis=IntegerAttr(axis, i32))
     cv.define(op.result, value, layout, _bits(op.result), max(cv[v].bound for v in op.inputs))
+
+
+# --------------------------------------------------------------------------------------
+# Float ops kept for the host (KeepOnHost): TOSA float32 ops, not bit-exact (docs/tosa.md)
+# --------------------------------------------------------------------------------------
+
+
+def _define_float(cv: Converter, result: SSAValue, value: SSAValue, layout: Sequence[int]) -> None:
+    cv.define(result, value, layout, 0, 0)
+
+
+@converts(nn.ConstantOp)
+def _float_constant(cv: Converter, op: nn.ConstantOp, what: str) -> None:
+    array = op.to_numpy().astype(np.float32)
+    cv.converted[op.result] = Converted(None, identity(array.ndim), 0, 0, array)
+
+
+def _float_bounds(cv: Converter, x: SSAValue, low, high) -> SSAValue:
+    """min(max(x, low), high), each side skipped where it is None or infinite (a high below
+    low gives high, as ONNX's Clip); scalars or operands broadcast to x."""
+    rank = len(shape_of(x))
+    for cls, bound in ((tosa.MaximumOp, low), (tosa.MinimumOp, high)):
+        if bound is None or (isinstance(bound, float) and math.isinf(bound)):
+            continue
+        operand = bound if isinstance(bound, SSAValue) else cv.b.scalar(bound, f32, rank)
+        x = cv.b.binary(cls, x, operand)
+    return x
+
+
+def _unary(cv: Converter, cls: type[Operation], x: SSAValue) -> SSAValue:
+    return cv.b.op(cls, [x], shape_of(x), f32)
+
+
+def _hard_sigmoid(cv: Converter, x: SSAValue, alpha: float, beta: float) -> SSAValue:
+    rank = len(shape_of(x))
+    scaled = cv.b.mul(x, cv.b.scalar(np.float32(alpha), f32, rank))
+    return _float_bounds(cv, cv.b.binary(tosa.AddOp, scaled, cv.b.scalar(np.float32(beta), f32, rank)), 0.0, 1.0)
+
+
+@converts(nn.ReluOp, nn.SigmoidOp, nn.TanhOp, nn.HardSigmoidOp, nn.HardSwishOp, nn.ClipOp)
+def _float_unary(cv: Converter, op: Operation, what: str) -> None:
+    entry = cv[op.operands[0]]
+    x = cv.tosa(op.operands[0])
+    if isinstance(op, nn.ReluOp):
+        value = _float_bounds(cv, x, 0.0, None)
+    elif isinstance(op, nn.SigmoidOp | nn.TanhOp):
+        value = _unary(cv, tosa.SigmoidOp if isinstance(op, nn.SigmoidOp) else tosa.TanhOp, x)
+    elif isinstance(op, nn.HardSigmoidOp):
+        value = _hard_sigmoid(cv, x, op.alpha.value.data, op.beta.value.data)
+    elif isinstance(op, nn.HardSwishOp):
+        value = cv.b.mul(x, _hard_sigmoid(cv, x, 1.0 / 6.0, 0.5))
+    else:
+        rank = len(shape_of(x))
+        low, high = op.bounds()
+        if op.min_value is not None:
+            low = cv.tosa_ranked(op.min_value, rank, entry.layout)
+        if op.max_value is not None:
+            high = cv.tosa_ranked(op.max_value, rank, entry.layout)
+        value = _float_bounds(cv, x, low, high)
+    _define_float(cv, op.results[0], value, entry.layout)
+
+
+@converts(nn.AddOp, nn.SubOp, nn.MulOp, nn.DivOp)
+def _float_binary(cv: Converter, op: nn.BinaryOp, what: str) -> None:
+    """Float add, sub, mul; a division is a multiplication by tosa.reciprocal (TOSA 1.0 has no
+    float division), within an ulp or two of x / y."""
+    lhs, rhs, layout = cv.pair(op.lhs, op.rhs)
+    if isinstance(op, nn.MulOp | nn.DivOp):
+        value = cv.b.mul(lhs, _unary(cv, tosa.ReciprocalOp, rhs) if isinstance(op, nn.DivOp) else rhs)
+    else:
+        value = cv.b.binary(tosa.AddOp if isinstance(op, nn.AddOp) else tosa.SubOp, lhs, rhs)
+    _define_float(cv, op.result, value, layout)
+
+
+@converts(nn.SoftmaxOp)
+def _softmax(cv: Converter, op: nn.SoftmaxOp, what: str) -> None:
+    """exp(x - max) / sum, as MLIR's TOSA legalizations write it: reduce_max, sub, exp,
+    reduce_sum, reciprocal, mul (float32; the contract's reference sums in float64)."""
+    entry = cv[op.input]
+    x = cv.tosa(op.input)
+    shape = list(shape_of(x))
+    axis = entry.layout.index(op.axis.value.data % len(shape))
+    shape[axis] = 1
+    largest = cv.b.op(tosa.ReduceMaxOp, [x], shape, f32, axis=IntegerAttr(axis, i32))
+    exponentials = _unary(cv, tosa.ExpOp, cv.b.binary(tosa.SubOp, x, largest))
+    total = cv.b.op(tosa.ReduceSumOp, [exponentials], shape, f32, axis=IntegerAttr(axis, i32))
+    _define_float(cv, op.result, cv.b.mul(exponentials, _unary(cv, tosa.ReciprocalOp, total)), entry.layout)
 
 
 # --------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ silent wrap.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -295,3 +296,67 @@ def dequantize(b: TosaBuilder, q: SSAValue, bits: int, scales, channel_axis: int
         offsets = (np.arange(scales.size) * codes.size - low).reshape(shape)
     index = b.binary(tosa.AddOp, index, b.const(offsets, i32))
     return b.gather(table.reshape(-1), f32, index)
+
+
+# --------------------------------------------------------------------------------------
+# tosa.resize along one axis
+# --------------------------------------------------------------------------------------
+
+RESIZE_SCALE_MAX = 1 << 11  # TOSA: scale_n <= 2048; offset in [-n, 16n), border in [-16n, n)
+
+
+def resize_matrix(in_size: int, out_size: int, n: int, d: int, offset: int, bilinear: bool) -> np.ndarray | None:
+    """What tosa.resize reads along one axis with scale n / d and `offset`: an out x in matrix
+    of integer weights (BILINEAR: n - r and r on rows floor(y / n) and the next, both clamped
+    to the input; NEAREST: one 1, on the next row when 2r >= n), for y = o * d + offset. None
+    where a row index would leave [-1, in), which TOSA forbids."""
+    o = np.arange(out_size, dtype=np.int64)
+    y = o * d + offset
+    first = y // n
+    if first.min() < -1 or first.max() >= in_size:
+        return None
+    rest = y - first * n
+    lower, upper = np.maximum(first, 0), np.minimum(first + 1, in_size - 1)
+    matrix = np.zeros((out_size, in_size), np.int64)
+    if bilinear:
+        np.add.at(matrix, (o, lower), n - rest)
+        np.add.at(matrix, (o, upper), rest)
+    else:
+        matrix[o, np.where(2 * rest >= n, upper, lower)] = 1
+    return matrix
+
+
+def resize_parameters(matrix: np.ndarray, bilinear: bool, denominator: int = 1) -> tuple[int, int, int, int] | None:
+    """(scale_n, scale_d, offset, border) with which tosa.resize reads exactly `matrix` (out x in)
+    along one axis, or None. BILINEAR sums are unnormalised, so scale_n must be the axis's
+    denominator (R17's D) for the int32 sums to be the contract's; NEAREST tries n / d = out / in
+    and (out - 1) / (in - 1) (doubled, so a half step is an integer). Every offset TOSA allows
+    is tried: the first that reproduces `matrix` is taken."""
+    out_size, in_size = matrix.shape
+    if bilinear:
+        candidates = [(denominator, denominator * a // b) for a, b in ((in_size, out_size), (in_size - 1, out_size - 1))
+                      if b > 0 and (denominator * a) % b == 0]
+    else:
+        candidates = []
+        for a, b in ((in_size, out_size), (in_size - 1, out_size - 1)):
+            if a > 0 and b > 0:
+                g = math.gcd(a, b)
+                candidates.append((2 * b // g, 2 * a // g))
+    for n, d in dict.fromkeys(candidates):
+        if not (0 < n <= RESIZE_SCALE_MAX and d > 0):
+            continue
+        for offset in range(-n, 16 * n):
+            border = (out_size - 1) * d + offset - (in_size - 1) * n
+            if not -16 * n <= border < n:
+                continue
+            if all(_reads(matrix[:rows], in_size, n, d, offset, bilinear) for rows in (RESIZE_FIRST_ROWS, out_size)):
+                return n, d, offset, border  # (the first rows alone reject most offsets cheaply)
+    return None
+
+
+RESIZE_FIRST_ROWS = 4
+
+
+def _reads(matrix: np.ndarray, in_size: int, n: int, d: int, offset: int, bilinear: bool) -> bool:
+    tried = resize_matrix(in_size, matrix.shape[0], n, d, offset, bilinear)
+    return tried is not None and np.array_equal(tried, matrix)

@@ -7,14 +7,19 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from xdsl.dialects import func
+from xdsl.dialects.builtin import FunctionType
 
 import xnpu
+from xnpu.dialects import fixed, nn
+from xnpu.errors import XnpuNote
 from xnpu.semantics import fixed_point as fp
 
 pytest.importorskip("iree.compiler", reason="IREE is in the test extras: pip install -e '.[test]'")
@@ -161,6 +166,114 @@ def test_r7_shift_floor_rounding_and_left(amount, rounding, types):
 
 
 # --------------------------------------------------------------------------------------
+# R16-R18: resize (tosa.resize or gathers) and transposed convolution
+# --------------------------------------------------------------------------------------
+
+
+def int_array(values) -> str:
+    return f"array<i64: {', '.join(str(int(v)) for v in np.asarray(values).reshape(-1))}>"
+
+
+def linear_taps_attrs(rows, cols) -> str:
+    """fixed.resize_linear's properties for (sources, weights) of each axis."""
+    return (f"rows = {int_array(rows[0])}, row_weights = {int_array(rows[1])}, "
+            f"cols = {int_array(cols[0])}, col_weights = {int_array(cols[1])}")
+
+
+def edge_codes(shape, bits: int, seed: int) -> np.ndarray:
+    """Random codes of `bits` with the extremes of the symmetric range in the first places."""
+    low, high = -fp.qmax(bits), fp.qmax(bits)
+    x = np.random.default_rng(seed).integers(low, high + 1, shape)
+    x.reshape(-1)[:4] = [low, high, low, high]
+    return x.astype(fp.storage_dtype(bits))
+
+
+NEAREST = {  # (ONNX coordinate mode, nearest mode, in -> out) per axis: tosa.resize picks them exactly
+    "half_pixel_x3_and_asymmetric_3_to_5": (("half_pixel", "round_prefer_floor", 3, 9),
+                                            ("asymmetric", "floor", 3, 5)),
+    "align_corners_ceil_and_downscale": (("align_corners", "ceil", 4, 7), ("half_pixel", "round_prefer_ceil", 5, 3)),
+}
+
+
+@pytest.mark.parametrize("bits", [8, 16])
+@pytest.mark.parametrize("case", list(NEAREST))
+def test_r16_nearest_resize_as_tosa_resize(case, bits):
+    from xnpu.semantics.float_ops import nearest_source_indices
+
+    (ym, yn, h, oh), (xm, xn, w, ow) = NEAREST[case]
+    rows, cols = nearest_source_indices(h, oh, ym, yn), nearest_source_indices(w, ow, xm, xn)
+    t_in, t_out = f"tensor<1x3x{h}x{w}xi{bits}>", f"tensor<1x3x{oh}x{ow}xi{bits}>"
+    module = single_op_module(f"fixed.resize %x {{rows = {int_array(rows)}, cols = {int_array(cols)}}} : {t_in} -> {t_out}",
+                              t_in, t_out)
+    assert '"tosa.resize"' in to_tosa(module.clone())
+    iree_equals_fixed(module, edge_codes((1, 3, h, w), bits, oh))
+
+
+def test_r16_resize_by_any_source_rows_as_gathers():
+    t_in, t_out = "tensor<1x2x4x5xi8>", "tensor<1x2x3x6xi8>"
+    module = single_op_module(
+        f"fixed.resize %x {{rows = {int_array([3, 0, 3])}, cols = {int_array([4, 0, 1, 1, 2, 0])}}} : {t_in} -> {t_out}",
+        t_in, t_out)
+    text = to_tosa(module.clone())
+    assert '"tosa.gather"' in text and '"tosa.resize"' not in text
+    iree_equals_fixed(module, edge_codes((1, 2, 4, 5), 8, 1))
+
+
+@pytest.mark.parametrize("modes,sizes,via", [
+    (("half_pixel", "half_pixel"), (7, 14, 5, 10), "tosa.resize"),
+    (("align_corners", "half_pixel"), (3, 7, 4, 12), "tosa.resize"),
+    (("asymmetric", "align_corners"), (4, 8, 5, 9), "tosa.resize"),
+    (None, (3, 4, 4, 3), "tosa.gather"),
+], ids=["half_pixel_x2", "align_corners_and_x3", "asymmetric_and_align_corners", "any_taps"])
+def test_r17_linear_resize_sums_exactly_in_iree(modes, sizes, via):
+    """The int32 sums of R17 (then rescaled to int8 as the lowering does), with inputs at +-127."""
+    h, oh, w, ow = sizes
+    if modes is None:  # weights no TOSA scale gives: gathers, products and sums
+        rng = np.random.default_rng(17)
+        rows = (rng.integers(0, h, (oh, 2)), np.array([[5, 2], [0, 7], [3, 4], [7, 0]]))
+        cols = (rng.integers(0, w, (ow, 2)), np.array([[1, 2], [3, 0], [2, 1]]))
+    else:
+        rows = fp.linear_resize_taps(h, oh, modes[0])[:2]
+        cols = fp.linear_resize_taps(w, ow, modes[1])[:2]
+    t_in, t_sum, t_out = f"tensor<1x2x{h}x{w}xi8>", f"tensor<1x2x{oh}x{ow}xi32>", f"tensor<1x2x{oh}x{ow}xi8>"
+    module = xnpu.parse_ir(
+        f"builtin.module {{\n  func.func @main(%x: {t_in}) -> ({t_sum}, {t_out}) {{\n"
+        f"    %s = fixed.resize_linear %x {{{linear_taps_attrs(rows, cols)}}} : {t_in} -> {t_sum}\n"
+        f"    %r = fixed.rescale %s {{multiplier = array<i64: 21846>, shift = array<i64: 19>}} : {t_sum} -> {t_out}\n"
+        f"    func.return %s, %r : {t_sum}, {t_out}\n  }}\n}}\n")
+    text = to_tosa(module.clone())
+    assert f'"{via}"' in text
+    x = edge_codes((1, 2, h, w), 8, oh)
+    x[0, 0] = 127  # every sum at its largest
+    iree_equals_fixed(module, x)
+
+
+@pytest.mark.parametrize("attrs,shapes", [
+    ("strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, "
+     "output_padding = array<i64: 0, 0>, group = 1 : i64", ("1x6x5x4", "6x3x2x2", "1x3x10x8")),
+    ("strides = array<i64: 2, 3>, pads = array<i64: 1, 0, 2, 1>, dilations = array<i64: 1, 2>, "
+     "output_padding = array<i64: 1, 2>, group = 2 : i64", ("1x6x5x4", "6x2x3x3", "1x4x9x15")),
+], ids=["stride2_kernel2", "grouped_dilated_padded"])
+def test_r18_transposed_convolution_in_iree(attrs, shapes):
+    t_in, t_w, t_out = (f"tensor<{s}xi{b}>" for s, b in zip(shapes, (8, 8, 32)))
+    c, per_group, kh, kw = map(int, shapes[1].split("x"))
+    group = int(attrs.split("group = ")[1].split(" ")[0])
+    rng = np.random.default_rng(kh)
+    weight = rng.integers(-127, 128, (c, per_group, kh, kw))
+    weight.reshape(-1)[:2] = [127, -127]
+    bias = rng.integers(-5000, 5000, per_group * group)
+    module = xnpu.parse_ir(
+        f"builtin.module {{\n  func.func @main(%x: {t_in}) -> {t_out} {{\n"
+        f"    %w = fixed.constant dense<{weight.tolist()}> : {t_w}\n"
+        f"    %b = fixed.constant dense<{bias.tolist()}> : tensor<{bias.size}xi32>\n"
+        f"    %r = fixed.conv_transpose2d %x, %w, %b {{{attrs}}} : ({t_in}, {t_w}, tensor<{bias.size}xi32>) -> {t_out}\n"
+        f"    func.return %r : {t_out}\n  }}\n}}\n")
+    x = edge_codes(tuple(map(int, shapes[0].split("x"))), 8, 3)
+    x[0, :, 0, 0] = 127  # a pixel whose sums reach the extremes of the weights
+    iree_equals_fixed(module, x)
+
+
+# --------------------------------------------------------------------------------------
 # Every fixed op, through one small ONNX graph quantized by xnpu
 # --------------------------------------------------------------------------------------
 
@@ -231,7 +344,10 @@ BENCH = {
     "digits_se": "digits/digits_se.onnx",
     "resnet18_like": "imagenet_like/resnet18_like.onnx",
     "mobilenetv2_like": "imagenet_like/mobilenetv2_like.onnx",
+    "segnet_like": "imagenet_like/segnet_like.onnx",  # nearest and linear resize, transposed conv
 }
+MOBILENETV3 = "imagenet_like/mobilenetv3_like.onnx"  # its softmax stays float, for the host
+PROBS_TOLERANCE = 1e-6  # float32 exp and reciprocal in IREE against the float64 reference, absolute
 
 
 def bench_data(name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -257,6 +373,78 @@ def test_bench_model_in_iree_equals_the_fixed_level(name):
         (expected,) = xnpu.run(module, sample[None]).values()
         (got,) = program(sample[None])
         assert np.array_equal(expected, got), f"{name}: max |difference| {np.abs(expected - got).max()}"
+
+
+def also_return(module, value) -> None:
+    """Make @main return `value` before its own results (names dropped: output0, output1, ...)."""
+    (function,) = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    old = function.body.block.last_op
+    new = func.ReturnOp(value, *old.arguments)
+    function.body.block.insert_op_before(new, old)
+    old.detach()
+    old.erase()
+    function.function_type = FunctionType.from_lists(function.function_type.inputs.data,
+                                                     [v.type for v in new.arguments])
+    function.res_attrs = None
+
+
+def test_mobilenetv3_like_int8_part_exact_and_host_softmax_within_tolerance():
+    """The softmax that stays float for the host is exported as TOSA float ops: the int8 part
+    (its input, the dequantized logits) is bit-exact, the probabilities agree to 1e-6. One
+    IREE build returns both."""
+    path = SHARED_BENCH / MOBILENETV3
+    if not path.exists():
+        pytest.skip(f"benchmark model not found at {path} (expected ../shared/bench)")
+    calibration, samples = bench_data("mobilenetv3_like")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", XnpuNote)  # its dynamic batch is imported as 1
+        module = xnpu.import_onnx(path)
+    xnpu.quantize(module, calibration, progress=False)
+    (softmax,) = [op for op in module.walk() if isinstance(op, nn.SoftmaxOp)]
+    assert isinstance(softmax.input.owner, fixed.DequantizeOp)
+    also_return(module, softmax.input)
+    program = IreeProgram(to_tosa(module.clone()))
+    for sample in samples:
+        logits, probs = xnpu.run(module, sample[None]).values()
+        got_logits, got_probs = program(sample[None])
+        assert np.array_equal(logits, got_logits)
+        assert np.abs(probs - got_probs).max() <= PROBS_TOLERANCE
+        assert got_probs.argmax() == probs.argmax() and abs(got_probs.sum() - 1) < 1e-5
+
+
+def test_every_host_float_op_in_iree_within_tolerance():
+    """Each float nn op the export writes as TOSA float32 ops (relu, sigmoid, tanh, hard-sigmoid,
+    hard-swish, add, sub, mul, div, clip with a run-time bound, softmax) against the float
+    interpreter, on dequantized codes that cover the whole int8 range."""
+    t = "tensor<1x8x32xf32>"
+    ops = [
+        f"%relu = nn.relu %a : {t} -> {t}",
+        f"%sig = nn.sigmoid %a : {t} -> {t}",
+        f"%tanh = nn.tanh %a : {t} -> {t}",
+        f"%hsig = nn.hard_sigmoid %a {{alpha = 0.2 : f32, beta = 0.5 : f32}} : {t} -> {t}",
+        f"%hswish = nn.hard_swish %a : {t} -> {t}",
+        f"%sum = nn.add %a, %b : ({t}, {t}) -> {t}",
+        f"%diff = nn.sub %sum, %relu : ({t}, {t}) -> {t}",
+        f"%prod = nn.mul %diff, %sig : ({t}, {t}) -> {t}",
+        f"%ratio = nn.div %prod, %b : ({t}, {t}) -> {t}",
+        f"%clipped = nn.clip %ratio min(%lo : tensor<f32>) {{max = 3.0 : f32}} : {t} -> {t}",
+        f"%probs = nn.softmax %clipped {{axis = 1 : i64}} : {t} -> {t}",
+    ]
+    results = ["%tanh", "%hsig", "%hswish", "%clipped", "%probs"]
+    body = "\n    ".join(ops)
+    module = xnpu.parse_ir(
+        f"builtin.module {{\n  func.func @main(%x: tensor<1x8x32xi8>, %y: tensor<1x8x32xi8>) -> ({', '.join([t] * 5)}) {{\n"
+        f"    %a = fixed.dequantize %x {{scale = 0.05 : f64}} : tensor<1x8x32xi8> -> {t}\n"
+        f"    %b = fixed.dequantize %y {{scale = 0.02 : f64}} : tensor<1x8x32xi8> -> {t}\n"
+        f"    %lo = nn.constant dense<-2.5> : tensor<f32>\n    {body}\n"
+        f"    func.return {', '.join(results)} : {', '.join([t] * 5)}\n  }}\n}}\n")
+    x = np.arange(-128, 128, dtype=np.int8).reshape(1, 8, 32)
+    y = np.roll(x, 37).copy()
+    y[y == 0] = 1  # no division by zero
+    expected = list(xnpu.run(module, {"input0": x, "input1": y}).values())
+    got = IreeProgram(to_tosa(module))(x, y)
+    for name, want, have in zip(results, expected, got):
+        assert np.abs(want - have).max() <= 1e-5 * max(1.0, np.abs(want).max()), name
 
 
 def test_example_through_the_command_line_tools(tmp_path):
