@@ -12,7 +12,8 @@ entry function -- gets a scale `s > 0` with `x ~ q * s`, `q` in [-127, 127] (SEE
                 window) on a two-sided histogram of x
     mse         s = T / 127, T the threshold with the least expected squared error of
                 quantizing x at T / 127, clipping included, on a histogram of |x| (the
-                default: it trades a few clipped outliers for a finer step everywhere)
+                default: it trades a few clipped outliers for a finer step everywhere);
+                max|x| for a value the program returns or a softmax reads (is_answer)
 
 mse also measures each tensor as its consumers see it: a tensor read only by functions that
 are constant beyond some bound (relu below 0, hard_swish below -3, hard_sigmoid outside
@@ -345,6 +346,12 @@ def consumer_range(value: SSAValue) -> tuple[float, float] | None:
     return low, high
 
 
+def is_answer(value: SSAValue) -> bool:
+    """A value the program returns or a softmax reads: there the largest values are the answer
+    (the top class), so mse keeps its full range rather than trade them for the many small ones."""
+    return any(isinstance(use.operation, (func.ReturnOp, nn.SoftmaxOp)) for use in value.uses)
+
+
 def _smooth(p: np.ndarray, eps: float = 0.0001) -> np.ndarray | None:
     """onnxruntime's smooth_distribution: zeros become eps, taken off the non-zero bins."""
     zeros = p == 0
@@ -625,7 +632,7 @@ def calibrate(
         if method == "percentile":
             return percentile_threshold(statistic, percentile)
         if method == "mse":
-            return mse_threshold(statistic)
+            return statistic.max_abs if is_answer(value) else mse_threshold(statistic)
         return entropy_threshold(statistic)
 
     function = entry_function(module)

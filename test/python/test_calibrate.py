@@ -480,6 +480,25 @@ def test_consumer_ranges_clip_what_no_consumer_can_tell_apart(consumers, thresho
     assert recorded_scales(plain)["input"] == f32_scale(40.0)
 
 
+def sigmoid_module(return_input: bool) -> ModuleOp:
+    """x (1 x 256) -> sigmoid, returning the sigmoid (and x itself with `return_input`)."""
+    block = Block(arg_types=[TensorType(f32, (1, 256))])
+    x = block.args[0]
+    sigmoid = nn.SigmoidOp(x)
+    results = [sigmoid.result, x] if return_input else [sigmoid.result]
+    block.add_ops([sigmoid, func.ReturnOp(*results)])
+    function = func.FuncOp("main", FunctionType.from_lists([x.type], [r.type for r in results]), Region(block))
+    return ModuleOp([function])
+
+
+def test_mse_keeps_the_full_range_of_what_the_program_returns():
+    """A sparse tail is clipped inside the graph, but an output's largest values are its answer."""
+    data = np.random.default_rng(13).standard_normal((64, 256)).astype(np.float32)
+    peak = f32_scale(np.abs(data).max())
+    assert recorded_scales(calibrate(sigmoid_module(return_input=False), data))["input"] < 0.99 * peak
+    assert recorded_scales(calibrate(sigmoid_module(return_input=True), data))["input"] == peak
+
+
 def test_mse_is_the_default_and_observes_consumer_ranges():
     assert DEFAULT_METHOD == "mse"
     default = calibrate(saturating_consumers_module((nn.HardSwishOp,)), CONSUMER_DATA)
