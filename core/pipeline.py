@@ -44,7 +44,7 @@ def float_cleanup(module: ModuleOp, after_pass: AfterPass = _ignore) -> ModuleOp
 def quantize(
     module: ModuleOp,
     calibration: np.ndarray | Mapping[str, np.ndarray],
-    method: str = "minmax",
+    method: str = "mse",  # transforms/calibrate.py DEFAULT_METHOD
     per_channel: bool = True,
     variant: str = "two_stage",
     progress: bool | None = None,

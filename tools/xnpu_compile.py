@@ -43,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--emit", choices=LEVELS, default="bin", help="stop at this level (default: bin)")
     parser.add_argument("--print-ir-after-all", action="store_true", help="print the IR after each step to stderr")
     parser.add_argument("--list-targets", action="store_true", help="print the shipped targets, one per line, and exit")
-    parser.add_argument("--method", default="minmax", choices=("minmax", "percentile", "entropy"), help="calibration method")
+    parser.add_argument("--method", default="mse", choices=("mse", "minmax", "percentile", "entropy"),
+                        help="calibration method (default: mse)")
     parser.add_argument("--per-tensor", action="store_true", help="one weight scale per tensor instead of per channel")
     parser.add_argument("--variant", default="two_stage", choices=("two_stage", "direct"), help="int8 add requantization (R11)")
     parser.add_argument("--calibration-samples", type=int, default=None, metavar="N", help="use only the first N samples")

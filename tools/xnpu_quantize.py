@@ -25,7 +25,7 @@ from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors
 from xnpu.tools.shape_option import add_input_shape_option, input_shapes
 
 PROG = "xnpu-quantize"
-METHODS = ("minmax", "percentile", "entropy")
+METHODS = ("mse", "minmax", "percentile", "entropy")  # transforms/calibrate.py, default first
 VARIANTS = ("two_stage", "direct")
 
 
@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("model", help="the float model: .onnx or nn-level .mlir")
     parser.add_argument("--calibration", required=True, metavar="FILE",
                         help="calibration samples: .npy (one-input model) or .npz keyed by input name")
-    parser.add_argument("--method", choices=METHODS, default="minmax", help="calibration method (default: minmax)")
+    parser.add_argument("--method", choices=METHODS, default=METHODS[0], help="calibration method (default: mse)")
     parser.add_argument("--per-tensor", action="store_true", help="one weight scale per tensor (default: per channel)")
     parser.add_argument("--variant", choices=VARIANTS, default="two_stage",
                         help="requantization of adds: two_stage (int24 -> int16 -> int8) or direct")

@@ -10,6 +10,16 @@ entry function -- gets a scale `s > 0` with `x ~ q * s`, `q` in [-127, 127] (SEE
     entropy     s = max(|T_lo|, |T_hi|) / 127 from onnxruntime's EntropyCalibrater search
                 (TensorRT's KL-divergence threshold search, 128 quantized levels over the
                 window) on a two-sided histogram of x
+    mse         s = T / 127, T the threshold with the least expected squared error of
+                quantizing x at T / 127, clipping included, on a histogram of |x| (the
+                default: it trades a few clipped outliers for a finer step everywhere);
+                max|x| for a value the program returns or a softmax reads (is_answer)
+
+mse also measures each tensor as its consumers see it: a tensor read only by functions that
+are constant beyond some bound (relu below 0, hard_swish below -3, hard_sigmoid outside
+[-beta/alpha, (1-beta)/alpha], a clip outside its bounds) is observed clipped to the range
+where they are not (`consumer_range`), since no value beyond it changes any consumer's
+output. minmax, percentile and entropy observe the raw tensor, as onnxruntime does.
 
 The scales live in the IR, so a calibrated model can be printed and compiled later:
 `nn.scale = <f32>` on the op producing the tensor, `nn.scale` in the argument's attribute
@@ -71,7 +81,8 @@ SCALE_ATTR = "nn.scale"
 WEIGHT_SCALES_ATTR = "nn.weight_scales"
 CALIBRATION_ATTR = "nn.calibration"
 
-METHODS = ("minmax", "percentile", "entropy")
+METHODS = ("minmax", "percentile", "entropy", "mse")
+DEFAULT_METHOD = "mse"
 QMAX = 127
 ZERO_RANGE_SCALE = 1.0 / QMAX
 ENTROPY_LEVELS = 128  # quantized bins over the search window: onnxruntime's num_quantized_bins
@@ -279,6 +290,68 @@ def percentile_threshold(histogram: Histogram, percentile: float) -> float:
     return min(float(threshold), histogram.max_abs)
 
 
+def mse_threshold(histogram: Histogram) -> float:
+    """The threshold T (a bin edge of the |x| histogram) with the least expected squared error
+    of quantizing x at step T / 127, clipped to [-T, T]; values are taken as uniform inside
+    their bin. A bin beyond T costs E[(x - T)^2] = (c - T)^2 + w^2/12 per value (c its centre,
+    w the bin width); a bin inside costs the rounding error, step^2/12, or E[x^2] = c^2 + w^2/12
+    where that is less (values under half a step round to 0). Prefix sums make every candidate
+    one vector operation. Ties take the smaller T."""
+    counts, edges = histogram.used()
+    if counts.size == 0:
+        return 0.0
+    counts = counts.astype(np.float64)
+    width = float(edges[1] - edges[0])
+    centres = edges[:-1] + width / 2
+    thresholds = edges[1:]  # candidate k clips every bin from index k on
+    k = np.arange(1, counts.size + 1)
+
+    def from_index(values: np.ndarray) -> np.ndarray:  # [i] = sum(values[i:])
+        return np.concatenate([np.cumsum(values[::-1])[::-1], [0.0]])
+
+    def before_index(values: np.ndarray) -> np.ndarray:  # [i] = sum(values[:i])
+        return np.concatenate([[0.0], np.cumsum(values)])
+
+    n, n_c, n_cc = (from_index(counts * centres**p) for p in (0, 1, 2))
+    clipped = n_cc[k] - 2 * thresholds * n_c[k] + (thresholds**2 + width**2 / 12) * n[k]
+    rounding_cost = (thresholds / QMAX) ** 2 / 12
+    own_square = centres**2 + width**2 / 12  # increasing: the bins under half a step are a prefix
+    below = np.minimum(np.searchsorted(own_square, rounding_cost), k)
+    count_before, square_before = before_index(counts), before_index(counts * own_square)
+    rounding = square_before[below] + rounding_cost * (count_before[k] - count_before[below])
+    best = int(np.argmin(clipped + rounding))
+    return min(float(thresholds[best]), histogram.max_abs)
+
+
+def consumer_range(value: SSAValue) -> tuple[float, float] | None:
+    """The interval outside which no consumer of `value` can tell two values apart: every use
+    is a function constant below (and above) some bound. None when a use is anything else."""
+    low, high = math.inf, -math.inf
+    if not value.uses:
+        return None
+    for use in value.uses:
+        op = use.operation
+        if isinstance(op, nn.ReluOp):
+            bounds = (0.0, math.inf)
+        elif isinstance(op, nn.HardSwishOp):
+            bounds = (-3.0, math.inf)  # x * relu6(x + 3) / 6 is 0 for x <= -3
+        elif isinstance(op, nn.HardSigmoidOp) and op.alpha.value.data != 0:
+            alpha, beta = op.alpha.value.data, op.beta.value.data
+            bounds = tuple(sorted((-beta / alpha, (1.0 - beta) / alpha)))
+        elif isinstance(op, nn.ClipOp) and not op.has_operand_bounds:
+            bounds = op.bounds()
+        else:
+            return None
+        low, high = min(low, bounds[0]), max(high, bounds[1])
+    return low, high
+
+
+def is_answer(value: SSAValue) -> bool:
+    """A value the program returns or a softmax reads: there the largest values are the answer
+    (the top class), so mse keeps its full range rather than trade them for the many small ones."""
+    return any(isinstance(use.operation, (func.ReturnOp, nn.SoftmaxOp)) for use in value.uses)
+
+
 def _smooth(p: np.ndarray, eps: float = 0.0001) -> np.ndarray | None:
     """onnxruntime's smooth_distribution: zeros become eps, taken off the non-zero bins."""
     zeros = p == 0
@@ -355,16 +428,23 @@ class StatisticsListener:
     is one sample.
     """
 
-    def __init__(self, make_statistic: Callable[[SSAValue], RunningMax | Histogram], batched: bool = False):
+    def __init__(self, make_statistic: Callable[[SSAValue], RunningMax | Histogram], batched: bool = False,
+                 consumer_ranges: bool = False):
         self.make_statistic = make_statistic
         self.batched = batched
+        self.consumer_ranges = consumer_ranges
+        self.ranges: dict[SSAValue, tuple[float, float] | None] = {}
         self.statistics: dict[SSAValue, RunningMax | Histogram] = {}
 
     def observe(self, value: SSAValue, array: np.ndarray) -> None:
         statistic = self.statistics.get(value)
         if statistic is None:
             statistic = self.statistics[value] = self.make_statistic(value)
+            self.ranges[value] = consumer_range(value) if self.consumer_ranges else None
         array = np.asarray(array)
+        bounds = self.ranges[value]
+        if bounds is not None:
+            array = np.clip(array, *bounds)
         statistic.update(array if self.batched and array.ndim else array[None])
 
     def did_interpret_op(self, op: Operation, results: tuple[Any, ...]) -> None:
@@ -409,17 +489,19 @@ def collect_statistics(
     description: str = "calibrate",
     calibration_batch: int | None = None,
     average_batches: bool = False,
+    consumer_ranges: bool = False,
 ) -> dict[SSAValue, RunningMax | Histogram]:
     """Run the entry function on the samples; returns a statistic per argument and op result.
 
     Samples run `calibration_batch` at a time (default: xnpu.runner.default_batch, as many as
     fit its memory budget) where the function keeps samples apart (xnpu.batching), else one
     at a time; every statistic folds them in sample order. With `average_batches` a run
-    never spans two of batch_average's groups of `batch_size` samples.
+    never spans two of batch_average's groups of `batch_size` samples. With `consumer_ranges`
+    a value is observed clipped to its consumer_range.
     """
     input_specs, _ = signature(module)
     arrays, samples = bind_inputs(input_specs, data)
-    listener = StatisticsListener(make_statistic)
+    listener = StatisticsListener(make_statistic, consumer_ranges=consumer_ranges)
     try:
         compiled = CompiledFunction(module, listeners=(listener,))
     except CompiledFunction.CannotCompile as error:
@@ -495,7 +577,7 @@ def _annotate_arguments(function: func.FuncOp, scales: list[float]) -> None:
 def calibrate(
     module: ModuleOp,
     data: np.ndarray | Mapping[str, np.ndarray],
-    method: str = "minmax",
+    method: str = DEFAULT_METHOD,
     percentile: float = 99.99,
     bins: int = 2048,
     per_channel_weights: bool = True,
@@ -505,6 +587,7 @@ def calibrate(
     exact_range: bool | None = None,
     pow2: bool = False,
     calibration_batch: int | None = None,
+    consumer_ranges: bool | None = None,
 ) -> ModuleOp:
     """Record `nn.scale` on every float activation and `nn.weight_scales` on conv/gemm.
 
@@ -515,26 +598,30 @@ def calibrate(
     tensor's max|x|, then into histograms over exactly that range, which is onnxruntime's
     one-shot histogram and reproduces its thresholds; without it one run grows the
     histograms as data arrives. By default it is on for entropy, whose KL search reacts to
-    small changes of the histogram, and off for percentile. `pow2` rounds every activation
+    small changes of the histogram, and mse, and off for percentile. `consumer_ranges`
+    observes each tensor clipped to the range its consumers can tell apart (consumer_range;
+    default: on for mse only). `pow2` rounds every activation
     scale up to a power of two (weights keep their scales). `progress` shows a bar on stderr (default: when stderr is a
     terminal). `calibration_batch` samples run through the float graph at once (default: as
     many as fit xnpu.runner.BATCH_MEMORY_BYTES, at most MAX_BATCH); the scales do not depend
     on it beyond float rounding. Modifies `module` in place and returns it.
     """
     _check_options(method, percentile, bins, batch_average, batch_size, calibration_batch)
+    if consumer_ranges is None:
+        consumer_ranges = method == "mse"
     make_statistic: Callable[[SSAValue], RunningMax | Histogram]
     if method == "minmax":
         make_statistic = lambda value: RunningMax(batch_average)
-    elif exact_range or (exact_range is None and method == "entropy"):
+    elif exact_range or (exact_range is None and method in ("entropy", "mse")):
         ranges = collect_statistics(module, data, lambda value: RunningMax(), 1, progress, "calibrate (ranges)",
-                                    calibration_batch)
+                                    calibration_batch, consumer_ranges=consumer_ranges)
         make_statistic = lambda value: Histogram(bins, signed=method == "entropy", peak=ranges[value].max_abs)
     elif method == "entropy":
         make_statistic = lambda value: Histogram(bins, signed=True, oversample=OVERSAMPLE)
     else:
         make_statistic = lambda value: Histogram(bins)
     statistics = collect_statistics(module, data, make_statistic, batch_size, progress, "calibrate",
-                                    calibration_batch, average_batches=batch_average)
+                                    calibration_batch, average_batches=batch_average, consumer_ranges=consumer_ranges)
 
     def threshold_of(value: SSAValue) -> float:
         statistic = statistics.get(value)
@@ -544,6 +631,8 @@ def calibrate(
             return statistic.threshold()
         if method == "percentile":
             return percentile_threshold(statistic, percentile)
+        if method == "mse":
+            return statistic.max_abs if is_answer(value) else mse_threshold(statistic)
         return entropy_threshold(statistic)
 
     function = entry_function(module)
@@ -588,7 +677,7 @@ class CalibratePass(ModulePass):
     name = "calibrate"
 
     data: str
-    method: str = "minmax"
+    method: str = DEFAULT_METHOD
     percentile: float = 99.99
     bins: int = 2048
     per_channel: bool = True
@@ -597,6 +686,7 @@ class CalibratePass(ModulePass):
     exact_range: bool | None = None
     pow2: bool = False
     calibration_batch: int | None = None
+    consumer_ranges: bool | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         _check_options(self.method, self.percentile, self.bins, self.batch_average, self.batch_size,
@@ -616,4 +706,5 @@ class CalibratePass(ModulePass):
             exact_range=self.exact_range,
             pow2=self.pow2,
             calibration_batch=self.calibration_batch,
+            consumer_ranges=self.consumer_ranges,
         )

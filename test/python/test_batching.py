@@ -116,6 +116,7 @@ def scales(module: ModuleOp) -> np.ndarray:
     ("percentile", {}),  # histograms whose range grows as samples arrive
     ("entropy", {"bins": 512}),
     ("entropy", {"bins": 512, "exact_range": False}),
+    ("mse", {}),  # histograms over the exact range, observed through consumer ranges
 ])
 def test_calibration_scales_do_not_depend_on_the_batch(method, options):
     data = np.load(DIGITS / "calib_x.npy")[:60].astype(np.float32)

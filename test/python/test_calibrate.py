@@ -21,10 +21,12 @@ from xnpu.errors import XnpuError
 from xnpu.registry import all_passes
 from xnpu.semantics import float_ops
 from xnpu.transforms.calibrate import (
+    DEFAULT_METHOD,
     ZERO_RANGE_SCALE,
     Histogram,
     calibrate,
     entropy_threshold,
+    mse_threshold,
     percentile_threshold,
 )
 
@@ -99,7 +101,7 @@ TINY_DATA = (RNG.standard_normal((12, 2, 5, 5)) * np.linspace(0.5, 3.0, 12)[:, N
 
 
 def test_minmax_is_max_abs_over_127_of_every_tensor():
-    module = calibrate(tiny_module(), TINY_DATA)
+    module = calibrate(tiny_module(), TINY_DATA, method="minmax")
     per_sample = [tiny_tensors(TINY_DATA[i : i + 1]) for i in range(len(TINY_DATA))]
     expected = {name: f32_scale(max(np.abs(t[name]).max() for t in per_sample)) for name in per_sample[0]}
     assert recorded_scales(module) == expected
@@ -118,7 +120,7 @@ def test_every_float_activation_gets_a_scale_and_constants_none():
 
 
 def test_batch_average_averages_per_batch_scales():
-    module = calibrate(tiny_module(), TINY_DATA, batch_average=True, batch_size=4)
+    module = calibrate(tiny_module(), TINY_DATA, method="minmax", batch_average=True, batch_size=4)
     batches = [TINY_DATA[i : i + 4] for i in range(0, 12, 4)]
     per_batch = [
         max(np.abs(tiny_tensors(batch[j : j + 1])["nn.relu"]).max() for j in range(len(batch))) for batch in batches
@@ -347,7 +349,7 @@ def relative_differences(ours: dict[str, float], theirs: dict[str, float]) -> np
 def test_minmax_equals_onnxruntime_on_digits(digits_plain):
     path, data, _ = digits_plain
     theirs = ort_thresholds(path, data, "MinMax", symmetric=True)
-    assert relative_differences(xnpu_thresholds(digits_plain), theirs).max() < 1e-5
+    assert relative_differences(xnpu_thresholds(digits_plain, method="minmax"), theirs).max() < 1e-5
 
 
 @needs_digits
@@ -404,3 +406,134 @@ def test_memory_does_not_grow_with_the_number_of_samples():
         growth = peaks[method, "many"] - peaks[method, "few"]
         assert growth < 0.05 * (len(many) - len(few)) * activation_bytes, (peaks, activation_bytes)
         assert peaks[method, "many"] < 2 * peaks[method, "few"], peaks
+
+
+# --------------------------------------------------------------------------------------
+# mse: the threshold with the least squared error, each tensor as its consumers see it
+# --------------------------------------------------------------------------------------
+
+
+def quantization_mse(values: np.ndarray, threshold: float) -> float:
+    """The mean squared error of symmetric int8 at step threshold / 127, saturating."""
+    step = threshold / 127
+    return float(np.mean((values - np.clip(np.round(values / step), -127, 127) * step) ** 2))
+
+
+def histogram_of(values: np.ndarray) -> Histogram:
+    histogram = Histogram(2048)
+    histogram.update(values.reshape(8, -1))
+    return histogram
+
+
+def test_mse_threshold_minimizes_the_quantization_error_of_data_with_outliers():
+    rng = np.random.default_rng(11)
+    values = rng.standard_normal(80_000).astype(np.float32)
+    values[rng.choice(values.size, 40, replace=False)] *= 12.0  # rare large values, as conv outputs have
+    threshold = mse_threshold(histogram_of(values))
+    peak = float(np.abs(values).max())
+    grid = np.linspace(peak / 16, peak, 600)
+    best = min(quantization_mse(values, t) for t in grid)
+    assert quantization_mse(values, threshold) <= 1.02 * best
+    # the rare tail is clipped: a finer step than max|x| / 127, a quarter less error
+    assert threshold < 0.8 * peak
+    assert quantization_mse(values, threshold) < 0.75 * quantization_mse(values, peak)
+
+
+def test_mse_threshold_keeps_the_range_of_data_without_outliers():
+    values = np.random.default_rng(12).uniform(-2.0, 2.0, size=80_000).astype(np.float32)
+    threshold = mse_threshold(histogram_of(values))
+    assert 0.97 * 2.0 < threshold <= float(np.abs(values).max())
+
+
+def saturating_consumers_module(consumers: tuple[type, ...]) -> ModuleOp:
+    """x -> each of `consumers` (a hard_sigmoid with alpha 0.2, beta 0.5), results returned."""
+    block = Block(arg_types=[TensorType(f32, (1, 4))])
+    x = block.args[0]
+    ops = []
+    for kind in consumers:
+        if kind is nn.HardSigmoidOp:
+            ops.append(kind(x, alpha=FloatAttr(0.2, f32), beta=FloatAttr(0.5, f32)))
+        else:
+            ops.append(kind(x))
+    results = [op.results[0] for op in ops]
+    block.add_ops([*ops, func.ReturnOp(*results)])
+    function = func.FuncOp("main", FunctionType.from_lists([x.type], [r.type for r in results]), Region(block))
+    return ModuleOp([function])
+
+
+CONSUMER_DATA = np.array([[-40.0, 2.0, 1.0, -1.0], [-3.5, 0.5, 2.0, 0.0]], np.float32)
+
+
+@pytest.mark.parametrize(
+    "consumers, threshold",
+    [
+        ((nn.HardSwishOp,), 3.0),  # hard_swish is 0 below -3: -40 looks like -3
+        ((nn.HardSwishOp, nn.ReluOp), 3.0),  # the union of the ranges: [-3, inf)
+        ((nn.HardSigmoidOp,), 2.5),  # clip(0.2 x + 0.5, 0, 1) is constant outside [-2.5, 2.5]
+        ((nn.HardSwishOp, nn.SigmoidOp), 40.0),  # sigmoid tells -40 from -3: the full range
+    ],
+)
+def test_consumer_ranges_clip_what_no_consumer_can_tell_apart(consumers, threshold):
+    module = calibrate(saturating_consumers_module(consumers), CONSUMER_DATA, method="minmax", consumer_ranges=True)
+    assert recorded_scales(module)["input"] == f32_scale(threshold)
+    plain = calibrate(saturating_consumers_module(consumers), CONSUMER_DATA, method="minmax")
+    assert recorded_scales(plain)["input"] == f32_scale(40.0)
+
+
+def sigmoid_module(return_input: bool) -> ModuleOp:
+    """x (1 x 256) -> sigmoid, returning the sigmoid (and x itself with `return_input`)."""
+    block = Block(arg_types=[TensorType(f32, (1, 256))])
+    x = block.args[0]
+    sigmoid = nn.SigmoidOp(x)
+    results = [sigmoid.result, x] if return_input else [sigmoid.result]
+    block.add_ops([sigmoid, func.ReturnOp(*results)])
+    function = func.FuncOp("main", FunctionType.from_lists([x.type], [r.type for r in results]), Region(block))
+    return ModuleOp([function])
+
+
+def test_mse_keeps_the_full_range_of_what_the_program_returns():
+    """A sparse tail is clipped inside the graph, but an output's largest values are its answer."""
+    data = np.random.default_rng(13).standard_normal((64, 256)).astype(np.float32)
+    peak = f32_scale(np.abs(data).max())
+    assert recorded_scales(calibrate(sigmoid_module(return_input=False), data))["input"] < 0.99 * peak
+    assert recorded_scales(calibrate(sigmoid_module(return_input=True), data))["input"] == peak
+
+
+def test_mse_is_the_default_and_observes_consumer_ranges():
+    assert DEFAULT_METHOD == "mse"
+    default = calibrate(saturating_consumers_module((nn.HardSwishOp,)), CONSUMER_DATA)
+    assert default.attributes["nn.calibration"].data == "mse"
+    assert recorded_scales(default)["input"] <= f32_scale(3.0)
+
+
+IMAGENET = SHARED / "imagenet_like"
+
+
+def bench_images(first: int, count: int) -> np.ndarray:
+    """Bench photos first..first+count-1, normalized as the imagenet_like models expect."""
+    raw = np.load(IMAGENET / "images_u8.npy", mmap_mode="r")[first : first + count].astype(np.float32)
+    mean = np.array([0.485, 0.456, 0.406], np.float32).reshape(1, 3, 1, 1)
+    std = np.array([0.229, 0.224, 0.225], np.float32).reshape(1, 3, 1, 1)
+    return ((raw / 255.0 - mean) / std).astype(np.float32)
+
+
+@pytest.mark.skipif(not (IMAGENET / "mobilenetv3_like.onnx").is_file(), reason=f"bench models not found at {IMAGENET}")
+def test_default_calibration_keeps_mobilenetv3_probabilities_close_to_float():
+    """The bench's hard case (docs/quantization.md): with the default calibration on images 0-31,
+    the softmax output on images 32-63 stays within the accuracy goal (cosine 0.90, top-1
+    agreement 0.70; minmax gives 0.88 and 0.56)."""
+    import warnings
+
+    from xnpu.errors import XnpuNote
+
+    model = IMAGENET / "mobilenetv3_like.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", XnpuNote)
+        evaluation = bench_images(32, 32)
+        reference = xnpu.run(xnpu.import_onnx(model), evaluation)["probs"]
+        quantized = xnpu.run(xnpu.quantize(model, bench_images(0, 32), progress=False), evaluation)["probs"]
+    cosine = np.sum(reference * quantized, axis=1) / np.linalg.norm(reference, axis=1) / np.linalg.norm(quantized, axis=1)
+    agreement = np.mean(reference.argmax(axis=1) == quantized.argmax(axis=1))
+    print(f"probs cosine {cosine.mean():.4f}, top-1 agreement {agreement:.4f}")
+    assert cosine.mean() >= 0.90
+    assert agreement >= 0.70

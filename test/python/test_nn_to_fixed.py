@@ -246,7 +246,8 @@ def fixed_and_float(model, shape, samples=12, seed=0):
     data = np.random.default_rng(seed).normal(size=(samples, *shape[1:])).astype(np.float32)
     module = xnpu.import_onnx(model)
     reference = xnpu.run(module, data)["y"]
-    xnpu.quantize(module, data, progress=False)
+    # minmax: the bounds of the rules hold for values in range, and max|x| saturates none
+    xnpu.quantize(module, data, method="minmax", progress=False)
     out = xnpu.run(module, data)["y"]
     quantize = next(op for op in module.walk() if isinstance(op, fixed.QuantizeOp))
     dequantize = next(op for op in module.walk() if isinstance(op, fixed.DequantizeOp))

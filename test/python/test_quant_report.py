@@ -91,7 +91,8 @@ def test_output_layer_matches_the_model_outputs(stats, float_module, fixed_modul
     sqnr = 10 * math.log10(np.sum(reference**2) / np.sum((reference - quantized) ** 2))
     fc = by_name(stats)["fc"]
     assert fc.cosine == pytest.approx(cosine, abs=1e-9)
-    assert fc.sqnr_db == pytest.approx(sqnr, abs=1e-6)
+    # xnpu.run dequantizes to float32, the report in float64: ~1e-7 relative on each value
+    assert fc.sqnr_db == pytest.approx(sqnr, abs=1e-4)
     assert fc.elements == 10
 
 

@@ -1,5 +1,5 @@
-// RUN: xnpu-opt %s -p 'calibrate{data="%S/Inputs/calibrate_tiny.npy"}' | filecheck %s
-// RUN: xnpu-opt %s -p 'calibrate{data="%S/Inputs/calibrate_tiny.npy" per_channel=false}' | filecheck %s --check-prefix=TENSOR
+// RUN: xnpu-opt %s -p 'calibrate{data="%S/Inputs/calibrate_tiny.npy" method=minmax}' | filecheck %s
+// RUN: xnpu-opt %s -p 'calibrate{data="%S/Inputs/calibrate_tiny.npy" method=minmax per_channel=false}' | filecheck %s --check-prefix=TENSOR
 // RUN: not xnpu-opt %s -p 'calibrate{data="%S/Inputs/missing.npy"}' 2>&1 | filecheck %s --check-prefix=MISSING
 
 // Inputs/calibrate_tiny.npy holds 3 samples of x:
