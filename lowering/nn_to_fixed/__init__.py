@@ -392,24 +392,27 @@ class KeepOnHost(RewritePattern):
         for index, value in enumerate(op.operands):
             if isinstance(value.owner, nn.ConstantOp):
                 continue
-            scale = scale_of(value)
-            quantize = fixed.QuantizeOp(value, scale, DATA_BITS)
-            dequantize = fixed.DequantizeOp(quantize.result, scale)
-            for new in (quantize, dequantize):
-                new.location = op.location
-                rewriter.insert(new, InsertPoint.before(op))
+            quantize, dequantize = _int8_round_trip(value, op)
+            rewriter.insert(quantize, InsertPoint.before(op))
+            rewriter.insert(dequantize, InsertPoint.before(op))
             op.operands[index] = dequantize.result
         result = op.results[0]
         if all(isinstance(use.operation, func.ReturnOp) for use in result.uses):
             return
-        scale = scale_of(result)
-        quantize = fixed.QuantizeOp(result, scale, DATA_BITS)
-        dequantize = fixed.DequantizeOp(quantize.result, scale)
-        for new in (dequantize, quantize):
-            new.location = op.location
-            rewriter.insert(new, InsertPoint.after(op))
+        quantize, dequantize = _int8_round_trip(result, op)
+        rewriter.insert(dequantize, InsertPoint.after(op))
+        rewriter.insert(quantize, InsertPoint.after(op))
         rewriter.replace_uses_with_if(result, dequantize.result,
                                       lambda use: use.operation is not quantize and not isinstance(use.operation, func.ReturnOp))
+
+
+def _int8_round_trip(value: SSAValue, op: Operation) -> tuple[fixed.QuantizeOp, fixed.DequantizeOp]:
+    """quantize -> dequantize of `value` at its calibrated scale, located at `op`."""
+    scale = scale_of(value)
+    quantize = fixed.QuantizeOp(value, scale, DATA_BITS)
+    dequantize = fixed.DequantizeOp(quantize.result, scale)
+    quantize.location = dequantize.location = op.location
+    return quantize, dequantize
 
 
 def python_patterns() -> list[RewritePattern]:
