@@ -242,12 +242,20 @@ def batches(samples: int, batch: int):
         yield start, min(samples, start + batch)
 
 
-def run(module: ModuleOp, inputs: np.ndarray | Mapping[str, np.ndarray], batch: int | None = None) -> dict[str, np.ndarray]:
-    """Run `module` on numpy inputs; returns outputs by name (stacked over samples).
+def run(module, inputs: np.ndarray | Mapping[str, np.ndarray], batch: int | None = None) -> dict[str, np.ndarray]:
+    """Run `module` (IR of any level, or a compiled Binary) on numpy inputs; returns outputs
+    by name (stacked over samples).
 
     Samples run `batch` at a time (default: as many as fit BATCH_MEMORY_BYTES) where the
-    function keeps samples apart along axis 0 (xnpu.batching), else one at a time.
+    function keeps samples apart along axis 0 (xnpu.batching), else one at a time. A Binary
+    runs on the simulator of the target it was compiled for.
     """
+    from xnpu.target.binary import Binary
+
+    if isinstance(module, Binary):
+        from xnpu.target.simulator import run_binary
+
+        return run_binary(module, inputs)
     input_specs, output_specs = signature(module)
     arrays, samples = bind_inputs(input_specs, inputs)
     try:

@@ -74,6 +74,7 @@ def test_a_softmax_head_runs_on_the_host_bit_identical_to_the_fixed_level(target
     expected = xnpu.run(fixed, x)["probs"]
     got = run_binary(binary, x)["probs"]
     assert got.dtype == np.float32 and np.array_equal(got, expected)
+    assert np.array_equal(xnpu.run(binary, x)["probs"], expected)  # the API runs binaries too
     np.testing.assert_allclose(got.sum(axis=1), 1.0, rtol=1e-6)  # float probabilities, not int8 codes
     assert [t.dtype for t in binary.outputs()] == ["float32"]
     placement = xnpu.placement_of(binary)
