@@ -129,6 +129,8 @@ class IRParser(Parser):
             raise ParseError(start, first_line(error)) from None
         except OverflowError as error:  # a float literal beyond its type (1e40 in an f32 tensor)
             raise ParseError(start, f"a literal is out of range for its type ({first_line(error)})") from None
+        except NotImplementedError as error:  # a type xDSL cannot store (array<i864: ...>)
+            raise ParseError(start, f"unsupported: {first_line(error)}") from None
         self.op_spans[op] = start
         return op
 
@@ -327,7 +329,16 @@ def failing_op(module: Operation, error: Exception) -> tuple[Operation | None, s
             if joined_lines(op_error) == message:
                 return op, message
             failing = failing or op
+    unterminated = _UNTERMINATED_BLOCK.match(message)  # a block's check, not an op's verifier
+    if failing is None and unterminated is not None:
+        for op in module.walk():
+            block = op.parent_block()
+            if op.name == unterminated.group(1) and block is not None and block.last_op is op:
+                return op, message
     return failing, message
+
+
+_UNTERMINATED_BLOCK = re.compile(r"Operation (\S+) terminates block in single-block region but is not a terminator")
 
 
 def verify_error_text(failing: Operation | None, message: str) -> str:
