@@ -15,8 +15,6 @@ import sys
 import warnings
 from collections.abc import Callable, Iterable
 
-import numpy as np
-
 from xnpu.errors import XnpuError, XnpuNote
 from xnpu.ir_io import refuse_overwriting_inputs, write_atomically
 
@@ -34,6 +32,9 @@ def error_line(prog: str, error: XnpuError) -> str:
     return f"{prog}: error: {str(error).replace(': error: ', ': ', 1)}"
 
 
+_NUMPY_FLOAT_WARNING = r"(overflow|invalid value|divide by zero|underflow) encountered"
+
+
 def run_reporting_errors(prog: str, action: Callable[[], int | None]) -> int:
     """Run `action`; a user error becomes one line on stderr and exit status 1, never a traceback."""
 
@@ -43,7 +44,10 @@ def run_reporting_errors(prog: str, action: Callable[[], int | None]) -> int:
         print(f"{prog}: {kind}: {text}", file=sys.stderr)
 
     try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
+        with warnings.catch_warnings():
+            # numpy's float warnings (overflow, invalid value, ...) say nothing a user can act
+            # on: results show inf/nan. Filtered by message, so numpy is not imported for it.
+            warnings.filterwarnings("ignore", message=_NUMPY_FLOAT_WARNING, category=RuntimeWarning)
             warnings.showwarning = one_line_warning
             return action() or 0
     except XnpuError as error:
