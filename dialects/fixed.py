@@ -65,6 +65,7 @@ from xnpu.dialects.shapes import (
     verify_conv_transpose_geometry,
     verify_window,
     conv_output_shape,
+    conv_properties,
     conv_transpose_output_shape,
     flatten_output_shape,
     gemm_output_shape,
@@ -72,6 +73,7 @@ from xnpu.dialects.shapes import (
     i64_attr,
     ints,
     pool_output_hw,
+    pool_properties,
     shape_of,
 )
 from xnpu.semantics import fixed_point
@@ -598,13 +600,7 @@ class Conv2dOp(FixedOp):
         super().__init__(
             operands=[input, weight, bias],
             result_types=[int_tensor(32, shape)],
-            properties={
-                "strides": i64_array(strides),
-                "pads": i64_array(pads),
-                "dilations": i64_array(dilations),
-                "group": i64_attr(group),
-                **_scale_props(scale),
-            },
+            properties={**conv_properties(strides, pads, dilations, group), **_scale_props(scale)},
         )
 
     def verify_fixed(self) -> None:
@@ -661,14 +657,7 @@ class ConvTranspose2dOp(FixedOp):
         super().__init__(
             operands=[input, weight, bias],
             result_types=[int_tensor(32, shape)],
-            properties={
-                "strides": i64_array(strides),
-                "pads": i64_array(pads),
-                "dilations": i64_array(dilations),
-                "output_padding": i64_array(output_padding),
-                "group": i64_attr(group),
-                **_scale_props(scale),
-            },
+            properties={**conv_properties(strides, pads, dilations, group, output_padding), **_scale_props(scale)},
         )
 
     def verify_fixed(self) -> None:
@@ -760,16 +749,6 @@ class WindowPoolOp(FixedOp):
                              self.pool_dilations(), bool(self.ceil_mode.value.data))
 
 
-def _pool_props(kernel, strides, pads, ceil_mode, scale) -> dict[str, Attribute]:
-    return {
-        "kernel_shape": i64_array(kernel),
-        "strides": i64_array(strides),
-        "pads": i64_array(pads),
-        "ceil_mode": i64_attr(int(ceil_mode)),
-        **_scale_props(scale),
-    }
-
-
 @irdl_op_definition
 class MaxPoolOp(WindowPoolOp):
     """R14: maximum over each window (padding never wins); same type in and out."""
@@ -778,7 +757,7 @@ class MaxPoolOp(WindowPoolOp):
     dilations = prop_def(DenseArrayBase[I64])
 
     def __init__(self, input: SSAValue, kernel, strides, pads, dilations=(1, 1), ceil_mode=False, scale=None):
-        props = _pool_props(kernel, strides, pads, ceil_mode, scale)
+        props = {**pool_properties(kernel, strides, pads, ceil_mode), **_scale_props(scale)}
         props["dilations"] = i64_array(dilations)
         x = shape_of(input)
         hw = pool_output_hw(x[2:], kernel, strides, pads, dilations, ceil_mode)
@@ -811,7 +790,7 @@ class AvgPoolOp(WindowPoolOp):
     shift = prop_def(DenseArrayBase[I64])
 
     def __init__(self, input: SSAValue, kernel, strides, pads, multiplier, shift, ceil_mode=False, bits: int = 8, scale=None):
-        props = _pool_props(kernel, strides, pads, ceil_mode, scale)
+        props = {**pool_properties(kernel, strides, pads, ceil_mode), **_scale_props(scale)}
         props["multiplier"] = i64_array(np.asarray(multiplier).reshape(-1))
         props["shift"] = i64_array(np.asarray(shift).reshape(-1))
         x = shape_of(input)

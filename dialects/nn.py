@@ -53,6 +53,7 @@ from xnpu.dialects.shapes import (  # noqa: F401  (re-exported: nn.shape_of, nn.
     broadcast_shapes,
     broadcasts_to,
     conv_output_shape,
+    conv_properties,
     conv_transpose_output_shape,
     expect_at_least,
     expect_len,
@@ -67,6 +68,7 @@ from xnpu.dialects.shapes import (  # noqa: F401  (re-exported: nn.shape_of, nn.
     matmul_output_shape,
     normalize_axis,
     pool_output_hw,
+    pool_properties,
     resize_factors,
     shape_of,
     verify_conv_geometry,
@@ -412,12 +414,7 @@ class Conv2dOp(ConvolutionOp):
         super().__init__(
             operands=[input, weight, bias],
             result_types=[result_type],
-            properties={
-                "strides": i64_array(strides),
-                "pads": i64_array(pads),
-                "dilations": i64_array(dilations),
-                "group": i64_attr(group),
-            },
+            properties=conv_properties(strides, pads, dilations, group),
         )
 
     def verify_(self) -> None:
@@ -463,13 +460,7 @@ class ConvTranspose2dOp(ConvolutionOp):
         super().__init__(
             operands=[input, weight, bias],
             result_types=[TensorType(f32, shape)],
-            properties={
-                "strides": i64_array(strides),
-                "pads": i64_array(pads),
-                "dilations": i64_array(dilations),
-                "output_padding": i64_array(output_padding),
-                "group": i64_attr(group),
-            },
+            properties=conv_properties(strides, pads, dilations, group, output_padding),
         )
 
     def verify_(self) -> None:
@@ -619,15 +610,6 @@ class WindowPoolOp(IRDLOperation):
                       self.pool_dilations(), bool(self.ceil_mode.value.data))
 
 
-def _pool_props(kernel, strides, pads, ceil_mode) -> dict[str, Attribute]:
-    return {
-        "kernel_shape": i64_array(kernel),
-        "strides": i64_array(strides),
-        "pads": i64_array(pads),
-        "ceil_mode": i64_attr(int(ceil_mode)),
-    }
-
-
 @irdl_op_definition
 class MaxPoolOp(WindowPoolOp):
     """Max over each window; padding never wins."""
@@ -636,7 +618,7 @@ class MaxPoolOp(WindowPoolOp):
     dilations = prop_def(DenseArrayBase[I64])
 
     def __init__(self, input: SSAValue, kernel, strides, pads, dilations=(1, 1), ceil_mode=False, result_type=None):
-        props = _pool_props(kernel, strides, pads, ceil_mode)
+        props = pool_properties(kernel, strides, pads, ceil_mode)
         props["dilations"] = i64_array(dilations)
         if result_type is None:
             x = shape_of(input)
@@ -662,7 +644,7 @@ class AveragePoolOp(WindowPoolOp):
     count_include_pad = prop_def(IntegerAttr[I64])
 
     def __init__(self, input: SSAValue, kernel, strides, pads, count_include_pad=False, ceil_mode=False, result_type=None):
-        props = _pool_props(kernel, strides, pads, ceil_mode)
+        props = pool_properties(kernel, strides, pads, ceil_mode)
         props["count_include_pad"] = i64_attr(int(count_include_pad))
         if result_type is None:
             x = shape_of(input)

@@ -67,6 +67,7 @@ from xdsl.utils.exceptions import VerifyException
 from xnpu.dialects.shapes import (
     broadcast_shapes,
     conv_output_shape,
+    conv_properties,
     expect_len,
     expect_shape,
     i64_array,
@@ -243,8 +244,7 @@ class ConvOp(UnitOp):
             operands=[input, weight, bias],
             result_types=[TensorType(IntegerType(8), shape)],
             properties={
-                "strides": i64_array(strides), "pads": i64_array(pads), "dilations": i64_array(dilations),
-                "group": i64_attr(group), "multiplier": i64_array(np.asarray(multiplier).reshape(-1)),
+                **conv_properties(strides, pads, dilations, group), "multiplier": i64_array(np.asarray(multiplier).reshape(-1)),
                 "shift": i64_array(np.asarray(shift).reshape(-1)), **epilogue_properties(**epilogue),
             },
         )

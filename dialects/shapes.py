@@ -153,6 +153,24 @@ def i64_attr(value: int) -> IntegerAttr:
     return IntegerAttr(int(value), i64)
 
 
+def conv_properties(strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int], group: int,
+                    output_padding: Sequence[int] | None = None) -> dict[str, Attribute]:
+    """The window properties every level's convolution carries (a transposed one adds its
+    output_padding)."""
+    properties = {"strides": i64_array(strides), "pads": i64_array(pads), "dilations": i64_array(dilations)}
+    if output_padding is not None:
+        properties["output_padding"] = i64_array(output_padding)
+    properties["group"] = i64_attr(group)
+    return properties
+
+
+def pool_properties(kernel: Sequence[int], strides: Sequence[int], pads: Sequence[int],
+                    ceil_mode: bool) -> dict[str, Attribute]:
+    """The window properties every level's kernel pooling carries."""
+    return {"kernel_shape": i64_array(kernel), "strides": i64_array(strides), "pads": i64_array(pads),
+            "ceil_mode": i64_attr(int(ceil_mode))}
+
+
 def expect_shape(op: Operation, expected: Sequence[int], what: str = "result") -> None:
     actual = shape_of(op.results[0])
     if tuple(actual) != tuple(expected):
