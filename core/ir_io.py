@@ -329,16 +329,14 @@ def failing_op(module: Operation, error: Exception) -> tuple[Operation | None, s
             if joined_lines(op_error) == message:
                 return op, message
             failing = failing or op
-    unterminated = _UNTERMINATED_BLOCK.match(message)  # a block's check, not an op's verifier
-    if failing is None and unterminated is not None:
+    if failing is None:  # xDSL's own checks of an op's place (a terminator, successors), not verify_
         for op in module.walk():
-            block = op.parent_block()
-            if op.name == unterminated.group(1) and block is not None and block.last_op is op:
-                return op, message
+            try:
+                op.verify(verify_nested_ops=False)
+            except VerifyException as op_error:
+                if joined_lines(op_error) == message:
+                    return op, message
     return failing, message
-
-
-_UNTERMINATED_BLOCK = re.compile(r"Operation (\S+) terminates block in single-block region but is not a terminator")
 
 
 def verify_error_text(failing: Operation | None, message: str) -> str:

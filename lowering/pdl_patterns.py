@@ -143,6 +143,12 @@ UNSUPPORTED = (pdl.ResultsOp, pdl.RangeOp)
 _COMMENT_BEFORE = re.compile(r"((?:^[ \t]*//[^\n]*\n)+)[ \t]*pdl\.pattern\s+@([\w$.]+)", re.MULTILINE)
 
 
+def _summaries(text: str) -> dict[str, str]:
+    """Each pattern's summary: the comment lines right above it, joined."""
+    return {m.group(2): " ".join(line.strip().lstrip("/").strip() for line in m.group(1).splitlines())
+            for m in _COMMENT_BEFORE.finditer(text)}
+
+
 def _check_ranges(op: pdl.OperationOp, path: Path, name: str) -> None:
     for values, kind in ((op.operand_values, pdl.OperandsOp), (op.type_values, pdl.TypesOp)):
         if sum(isinstance(v.owner, kind) for v in values) > 1:
@@ -158,8 +164,7 @@ def parse_pattern_file(path: Path) -> list[Pattern]:
         module.verify()
     except (ParseError, VerifyException) as error:
         raise XnpuError(f"{path}: not a valid PDL pattern file: {str(error).strip().splitlines()[-1]}") from None
-    summaries = {m.group(2): " ".join(line.strip().lstrip("/").strip() for line in m.group(1).splitlines())
-                 for m in _COMMENT_BEFORE.finditer(text)}
+    summaries = _summaries(text)
     patterns = []
     for op in module.ops:
         if not isinstance(op, pdl.PatternOp):
@@ -229,8 +234,7 @@ def scan_pattern_file(path: Path) -> list[Pattern] | None:
     heads = list(_HEAD.finditer(text))
     if len(heads) != text.count("pdl.pattern"):
         return None
-    summaries = {m.group(2): " ".join(line.strip().lstrip("/").strip() for line in m.group(1).splitlines())
-                 for m in _COMMENT_BEFORE.finditer(text)}
+    summaries = _summaries(text)
     patterns = []
     for index, head in enumerate(heads):
         body = text[head.end(): heads[index + 1].start() if index + 1 < len(heads) else len(text)]
