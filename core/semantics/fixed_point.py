@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -335,6 +335,14 @@ def _max_abs(x: np.ndarray) -> float:
     return max(float(x.max()), -float(x.min()))
 
 
+def _type_max_abs(x: np.ndarray) -> float:
+    """The largest |value| x's dtype can hold: a bound that reads no data (inf for floats)."""
+    if x.dtype.kind not in "iu":
+        return math.inf
+    info = np.iinfo(x.dtype)
+    return float(max(info.max, -int(info.min)))
+
+
 def channel_max_abs(x: np.ndarray) -> np.ndarray:
     """R13: max|x| per channel of an N... x C integer array (the last axis), as float64: the input of the exactness bound."""
     flat = x.reshape(-1, x.shape[-1])
@@ -405,7 +413,9 @@ def conv_sums_nhwc(x, weights: ExactWeights, strides, pads, dilations) -> np.nda
     x = np.asarray(x)
     o, kh, kw, c = weights.shape
     chunks = [(0, c)]
-    if x.size and _max_abs(x) * weights.largest_l1 >= FLOAT32_EXACT_LIMIT:
+    bound = weights.largest_l1
+    # the dtype's range settles most calls on int8 maps without reading them
+    if x.size and _type_max_abs(x) * bound >= FLOAT32_EXACT_LIMIT and _max_abs(x) * bound >= FLOAT32_EXACT_LIMIT:
         # the whole-tensor bound does not settle it: bound per input channel, chunk if needed
         chunks = weights.channel_chunks(channel_max_abs(x))
     dtype = np.float32 if chunks is not None else np.float64
@@ -429,33 +439,37 @@ def _conv_gemms(padded, weights: ExactWeights, channels, strides, dilations, dty
 
 
 def depthwise_sums_nhwc(x, weight_hwc, strides, pads, dilations) -> np.ndarray:
-    """R13 for a depthwise convolution (no bias): N x OH x OW x C exact sums.
+    """R13 for a depthwise convolution (no bias): N x OH x OW x C exact integer sums.
 
-    One multiply-add per kernel tap on strided views of the padded input, in float32 when
-    max|x| * sum_taps |w| < 2^24 for every channel (always, for kernels up to 32x32), else float64.
+    One loop over the output (fixed_point_loops.depthwise_sums), accumulating in int32 when
+    max|x| * sum_taps |w| < 2^31 for every channel (always, for int8 operands and kernels up
+    to 362x362), else in int64.
     """
-    x = np.asarray(x)
-    weight = np.asarray(weight_hwc)
+    x = _integer_array(x)
+    weight = np.ascontiguousarray(_integer_array(weight_hwc))  # channels adjacent: the loop runs along them
     kh, kw, c = weight.shape
-    bound = channel_max_abs(x) * np.abs(weight.astype(np.int64)).sum(axis=(0, 1))
-    dtype = np.float32 if bound.max(initial=0.0) < FLOAT32_EXACT_LIMIT else np.float64
-    padded = float_ops.pad_nhwc(x, pads, dtype)
+    taps_l1 = np.abs(weight.astype(np.int64)).sum(axis=(0, 1))
+    largest_l1 = float(taps_l1.max(initial=0))
+    fits = _type_max_abs(x) * largest_l1 <= qmax(32) or (channel_max_abs(x) * taps_l1).max(initial=0.0) <= qmax(32)
+    dtype = np.int32 if fits else np.int64
     (sh, sw), (dh, dw) = strides, dilations
-    oh = (padded.shape[1] - (dh * (kh - 1) + 1)) // sh + 1
-    ow = (padded.shape[2] - (dw * (kw - 1) + 1)) // sw + 1
-    taps = weight.astype(dtype)
-    out = np.empty((x.shape[0], oh, ow, c), dtype=dtype)
-    product = np.empty_like(out)
-    for i in range(kh):
-        for j in range(kw):
-            top, left = i * dh, j * dw
-            tap = padded[:, top : top + sh * (oh - 1) + 1 : sh, left : left + sw * (ow - 1) + 1 : sw]
-            if i == 0 and j == 0:
-                np.multiply(tap, taps[i, j], out=out)
-            else:
-                np.multiply(tap, taps[i, j], out=product)
-                out += product
-    return out
+    top, left, bottom, right = pads
+    oh = (x.shape[1] + top + bottom - (dh * (kh - 1) + 1)) // sh + 1
+    ow = (x.shape[2] + left + right - (dw * (kw - 1) + 1)) // sw + 1
+    sums = np.empty((x.shape[0], oh, ow, c), dtype=dtype)
+    return _loops().depthwise_sums(x, weight, sh, sw, dh, dw, top, left, sums)
+
+
+def _integer_array(x) -> np.ndarray:
+    x = np.asarray(x)
+    return x if x.dtype.kind in "iu" else x.astype(np.int64)
+
+
+def _loops():
+    """fixed_point_loops, imported when first needed (numba's import is the cost)."""
+    from xnpu.semantics import fixed_point_loops
+
+    return fixed_point_loops
 
 
 _PREPARED: dict[tuple[int, str], tuple[np.ndarray, ExactWeights]] = {}
@@ -485,9 +499,9 @@ def prepared_weights(weight: np.ndarray, layout: str = "OIHW") -> ExactWeights:
 def conv2d_accumulate_exact(x, weight, strides, pads, dilations, group: int, dtype=np.float32) -> np.ndarray:
     """R13: the exact int64 sums of an NCHW convolution with an OIHW weight (no bias).
 
-    Dense and grouped convolutions are GEMMs (`conv_sums_nhwc`, per group), depthwise ones
-    multiply-adds per tap (`depthwise_sums_nhwc`); both prove their float32 sums exact per
-    call. dtype=float64 forces float64 GEMMs (exact for any contract-sized reduction).
+    Dense and grouped convolutions are GEMMs (`conv_sums_nhwc`, per group), which prove their
+    float32 sums exact per call (dtype=float64 forces float64 GEMMs, exact for any
+    contract-sized reduction); depthwise ones are an integer loop (`depthwise_sums_nhwc`).
     """
     x, weight = np.asarray(x), np.asarray(weight)
     strides, pads, dilations = tuple(strides), tuple(pads), tuple(dilations)
@@ -495,11 +509,7 @@ def conv2d_accumulate_exact(x, weight, strides, pads, dilations, group: int, dty
     out_channels, c_per_group = weight.shape[:2]
     if group > 1 and c_per_group == 1 and out_channels == group:
         weight_hwc = weight[:, 0].transpose(1, 2, 0)
-        if dtype == np.float64:
-            sums = depthwise_sums_nhwc(nhwc.astype(np.float64), weight_hwc, strides, pads, dilations)
-        else:
-            sums = depthwise_sums_nhwc(nhwc, weight_hwc, strides, pads, dilations)
-        return sums.astype(np.int64).transpose(0, 3, 1, 2)
+        return depthwise_sums_nhwc(nhwc, weight_hwc, strides, pads, dilations).astype(np.int64).transpose(0, 3, 1, 2)
     per_group = out_channels // group
     parts = []
     for g in range(group):
@@ -527,27 +537,31 @@ class Requantization:
     bias: np.ndarray | None  # kept apart when the int32 saturation could act
     low: int
     high: int
+    _per_channel: dict = field(default_factory=dict, compare=False, repr=False)  # channels -> the loop's arrays
 
     def __call__(self, acc, out: np.ndarray | None = None) -> np.ndarray:
-        """The result, exact by the argument of `rescale_float` term by term: float64 integers,
-        or written into the integer array `out` (its dtype must hold [low, high]) and returned."""
+        """The result of integer-valued sums (any numeric dtype, at most 4 axes, channels
+        last), exact by the argument of `rescale_float` term by term
+        (fixed_point_loops.requantize), written into the integer array `out` (its dtype must
+        hold [low, high]; int8 when not given) and returned."""
         acc = np.asarray(acc)
-        if self.bias is not None:
-            limit = qmax(32)
-            acc = np.clip(acc.astype(np.float64) + self.bias, -limit, limit)
-        result = np.multiply(acc, self.factor, dtype=np.float64)
-        result += self.constant
-        if out is not None and self.low >= 0:
-            # clip, then the integer cast truncates: floor, for values that are not negative
-            np.clip(result, self.low, self.high, out=result)
-            out[...] = result
-            return out
-        np.floor(result, out=result)
-        np.clip(result, self.low, self.high, out=result)
+        channels = acc.shape[-1]
         if out is None:
-            return result
-        out[...] = result
+            out = np.empty(acc.shape, dtype=storage_dtype(DATA_BITS))
+        leading = (None,) * (4 - acc.ndim)  # the loop's N x H x W x C, as views
+        arrays = self._per_channel.get(channels)
+        if arrays is None:
+            def per_channel(values) -> np.ndarray:
+                return np.ascontiguousarray(np.broadcast_to(values, (channels,)), dtype=np.float64)
+
+            bias = _NO_BIAS if self.bias is None else per_channel(self.bias)
+            arrays = self._per_channel[channels] = (per_channel(self.factor), per_channel(self.constant), bias)
+        factor, constant, bias = arrays
+        _loops().requantize(acc[leading], factor, constant, bias, float(self.low), float(self.high), out[leading])
         return out
+
+
+_NO_BIAS = np.zeros(0, dtype=np.float64)
 
 
 def requantization(bias, reduction: int, multiplier, shift, low: int, high: int) -> Requantization:
@@ -681,6 +695,14 @@ def table_lookup(q, table) -> np.ndarray:
     table = _ints(table)
     if table.shape != (TABLE_SIZE,):
         raise XnpuError(f"a lookup table needs {TABLE_SIZE} entries, got {table.size}")
+    q = np.asarray(q)
+    if q.dtype == np.int8:
+        # every int8 is in range, and its byte q mod 256 indexes the table rotated by 128
+        rotated = np.roll(table, TABLE_OFFSET)
+        low, high = storage_range(DATA_BITS)
+        if rotated.min() >= low and rotated.max() <= high:
+            rotated = rotated.astype(np.int8)  # int8 in, int8 out: an eighth of the memory traffic
+        return np.take(rotated, q.view(np.uint8))
     q = _ints(q)
     if q.size and (q.min() < -TABLE_OFFSET or q.max() >= TABLE_SIZE - TABLE_OFFSET):
         raise XnpuError("table lookup input is outside int8")
@@ -920,8 +942,6 @@ def conv_unit_nhwc(x, weights, requant: Requantization, strides, pads, dilations
         sums = conv_sums_nhwc(x, weights, strides, pads, dilations)
     else:
         sums = depthwise_sums_nhwc(x, weights, strides, pads, dilations)
-    if out is None:
-        return requant(sums).astype(storage_dtype(DATA_BITS))
     return requant(sums, out=out)
 
 
@@ -973,14 +993,20 @@ def eltwise_unit(
     """ELTWISE: mul is R12 then R9; add/sub is R10 into int24, the optional int16 stage
     (a truncating R7 shift by `pre_shift`, seed 000's two-stage variant), then R9 to int8;
     then the relu flag (R8)."""
+    low, high = _output_low(relu_flag), qmax(DATA_BITS)
     if op == "mul":
-        y = rescale(mul_widening(a, b, 16), multiplier, shift, DATA_BITS)
-    else:
-        wide = add_widening(a, b, a_multiplier, a_shift, b_multiplier, b_shift, 24, subtract=op == "sub")
-        if pre_shift is not None:
-            wide = saturate(shift_arithmetic(wide, pre_shift, rounding=False), 16)
-        y = rescale(wide, multiplier, shift, DATA_BITS)
-    return relu(y) if relu_flag else y
+        return clamp(rescale(mul_widening(a, b, 16), multiplier, shift, DATA_BITS), low, high).astype(np.int8)
+    # R10 on int8 inputs in float64 integers (every step exact: |a * M| < 2^22, sums < 2^24),
+    # one buffer through R6, R3, R7 and R9: a third of the passes of int64 arithmetic
+    left = rescale_float(a, a_multiplier, a_shift, -math.inf, math.inf)
+    right = rescale_float(b, b_multiplier, b_shift, -math.inf, math.inf)
+    wide = np.subtract(left, right) if op == "sub" else np.add(left, right)
+    np.clip(wide, -qmax(24), qmax(24), out=wide)
+    if pre_shift is not None:
+        # R7 without rounding: floor(x / 2^n), exact in float64
+        np.floor(np.ldexp(wide, -pre_shift, out=wide), out=wide)
+        np.clip(wide, -qmax(16), qmax(16), out=wide)
+    return rescale_float(wide, multiplier, shift, low, high, out=wide).astype(np.int8)
 
 
 def pool_unit(kind: str, x, kernel, strides, pads, out_hw, multiplier, shift) -> np.ndarray:
