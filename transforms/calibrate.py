@@ -146,6 +146,21 @@ def _merge_bins(counts: np.ndarray, factor: int) -> np.ndarray:
     return padded.reshape(counts.size, factor).sum(axis=1)
 
 
+def uniform_counts(values: np.ndarray, bins: int, low: float, high: float, magnitudes: bool = False) -> np.ndarray:
+    """np.histogram(values, bins, range=(low, high))'s counts (of |values| with `magnitudes`),
+    in one compiled pass (calibrate_loops.uniform_histogram: NumPy's rule step for step)."""
+    from xnpu.transforms.calibrate_loops import uniform_histogram
+
+    values = np.ascontiguousarray(values).reshape(-1)
+    if values.dtype.kind != "f":
+        values = values.astype(np.float64)
+    edges = np.linspace(low, high, bins + 1, dtype=values.dtype)
+    bins_per_unit = bins / float(np.subtract(high, low, dtype=np.float64))
+    as_values = values.dtype.type
+    counts = np.zeros(bins, dtype=np.int64)
+    return uniform_histogram(values, as_values(low), as_values(high), bins_per_unit, edges, magnitudes, counts)
+
+
 class Histogram:
     """Histogram with a fixed number of uniform bins whose range grows by merging bins.
 
@@ -219,12 +234,10 @@ class Histogram:
             self.pending_zeros = 0
         elif peak > self.upper:
             self._merge_to_cover(peak)
-        values = values.ravel()
         if self.signed:
-            counts, _ = np.histogram(values, bins=self.counts.size, range=(-self.upper, self.upper))
+            self.counts += uniform_counts(values, self.counts.size, -self.upper, self.upper)
         else:
-            counts, _ = np.histogram(np.abs(values), bins=self.counts.size, range=(0.0, self.upper))
-        self.counts += counts
+            self.counts += uniform_counts(values, self.counts.size, 0.0, self.upper, magnitudes=True)
 
     def _merge_to_cover(self, peak: float) -> None:
         factor = math.ceil(peak / self.upper)

@@ -28,6 +28,7 @@ from xnpu.transforms.calibrate import (
     entropy_threshold,
     mse_threshold,
     percentile_threshold,
+    uniform_counts,
 )
 
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "bench"
@@ -265,6 +266,22 @@ def test_growing_histogram_merges_bins_exactly():
     assert histogram.counts.sum() == everything.size
     assert np.abs(histogram.counts - reference).sum() <= 2  # an edge value may round to either side
     assert histogram.upper >= everything.max() and histogram.counts.size == 256
+
+
+@pytest.mark.parametrize("signed", [True, False])
+def test_histogram_counts_equal_numpys_at_every_edge(signed):
+    """The compiled histogram loop counts what np.histogram counts, also for values on,
+    just above and just below each float32 edge and at both ends of the range."""
+    rng = np.random.default_rng(5)
+    for bins in (7, 256, 2048):
+        for upper in (1e-3, 0.37, 6.1, 1234.5):
+            lower = -upper if signed else 0.0
+            edges = np.linspace(lower, upper, bins + 1).astype(np.float32)
+            near = [edges, np.nextafter(edges, np.float32(np.inf)), np.nextafter(edges, np.float32(-np.inf))]
+            values = np.concatenate([rng.normal(0, upper / 3, 5000).astype(np.float32), *near,
+                                     np.float32([lower, upper, 2 * upper + 1, -2 * upper - 1])])
+            expected, _ = np.histogram(np.abs(values) if not signed else values, bins=bins, range=(lower, upper))
+            assert np.array_equal(uniform_counts(values, bins, lower, upper, magnitudes=not signed), expected)
 
 
 @pytest.mark.parametrize("percentile", [99.0, 99.99])

@@ -1,0 +1,36 @@
+"""The histogram loop of calibrate.py, compiled by numba (imported when a histogram is first
+filled: numba costs ~0.3 s to import).
+
+`uniform_histogram` counts exactly what np.histogram(values, bins, range=(first, last))
+counts, in one pass over the data instead of about ten. It follows NumPy's uniform-bin path
+in the same float types: an index estimated from (v - first) * bins / (last - first), then
+corrected by one against the float edges, so that bin i holds edges[i] <= v < edges[i + 1].
+Any estimate within one bin gives the same corrected index, so multiplying by bins / (last -
+first) instead of NumPy's division changes nothing; test_calibrate checks the counts against
+np.histogram on values at, just above and just below every edge.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True)
+def uniform_histogram(values, first, last, bins_per_unit, edges, magnitudes, counts):
+    """Add to `counts` (B bins) the samples of the flat float array `values` (|values| with
+    `magnitudes`) that lie in [first, last]: bin i holds edges[i] <= v < edges[i + 1], the
+    last bin also v == last. `first`, `last` and `edges` (np.linspace(first, last, B + 1))
+    are in the values' float type; `bins_per_unit` is B / (last - first) in float64."""
+    bins = counts.size
+    for k in range(values.size):
+        v = abs(values[k]) if magnitudes else values[k]
+        if not (v >= first and v <= last):
+            continue
+        index = min(int(np.float64(v - first) * bins_per_unit), bins - 1)
+        if v < edges[index]:
+            index -= 1
+        elif index != bins - 1 and v >= edges[index + 1]:
+            index += 1
+        counts[index] += 1
+    return counts
