@@ -996,17 +996,21 @@ def eltwise_unit(
     low, high = _output_low(relu_flag), qmax(DATA_BITS)
     if op == "mul":
         return clamp(rescale(mul_widening(a, b, 16), multiplier, shift, DATA_BITS), low, high).astype(np.int8)
-    # R10 on int8 inputs in float64 integers (every step exact: |a * M| < 2^22, sums < 2^24),
-    # one buffer through R6, R3, R7 and R9: a third of the passes of int64 arithmetic
-    left = rescale_float(a, a_multiplier, a_shift, -math.inf, math.inf)
-    right = rescale_float(b, b_multiplier, b_shift, -math.inf, math.inf)
-    wide = np.subtract(left, right) if op == "sub" else np.add(left, right)
-    np.clip(wide, -qmax(24), qmax(24), out=wide)
-    if pre_shift is not None:
-        # R7 without rounding: floor(x / 2^n), exact in float64
-        np.floor(np.ldexp(wide, -pre_shift, out=wide), out=wide)
-        np.clip(wide, -qmax(16), qmax(16), out=wide)
-    return rescale_float(wide, multiplier, shift, low, high, out=wide).astype(np.int8)
+    # one loop: R6 of each input, R10 into int24, the optional int16 stage (R7), R9 and the relu flag
+    shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+    a, b = (np.ascontiguousarray(np.broadcast_to(x, shape)).reshape(-1) for x in (a, b))
+    pre_scale = 0.0 if pre_shift is None else math.ldexp(1.0, -pre_shift)
+    out = np.empty(a.shape, dtype=storage_dtype(DATA_BITS))
+    _loops().eltwise_add(a, b, *_scalar_factors(a_multiplier, a_shift), *_scalar_factors(b_multiplier, b_shift),
+                         -1.0 if op == "sub" else 1.0, float(qmax(24)), pre_scale, float(qmax(16)),
+                         *_scalar_factors(multiplier, shift), float(low), float(high), out)
+    return out.reshape(shape)
+
+
+def _scalar_factors(multiplier: int, shift: int) -> tuple[float, float]:
+    """R6's factor and rounding term (`rescale_factors`) of one (M, shift) pair, as floats."""
+    factor, rounding = rescale_factors(multiplier, shift, None, 0)
+    return float(factor), float(rounding)
 
 
 def pool_unit(kind: str, x, kernel, strides, pads, out_hw, multiplier, shift) -> np.ndarray:
