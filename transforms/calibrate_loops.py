@@ -12,11 +12,12 @@ np.histogram on values at, just above and just below every edge.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from xnpu.compiled import jit
 
-@numba.njit(cache=True, nogil=True)
+
+@jit
 def uniform_histogram(values, first, last, bins_per_unit, edges, magnitudes, counts):
     """Add to `counts` (B bins) the samples of the flat float array `values` (|values| with
     `magnitudes`) that lie in [first, last]: bin i holds edges[i] <= v < edges[i + 1], the

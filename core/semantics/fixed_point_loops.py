@@ -1,25 +1,23 @@
 """The loops of fixed_point.py that numpy cannot run at memory speed, compiled by numba.
 
 Only `fixed_point` imports this module (lazily: numba costs ~0.3 s to import, paid by the
-processes that run a convolution at an integer level). Each kernel is the rule its
+processes that run a convolution or an ELTWISE add at an integer level). Each kernel is the rule its
 fixed_point caller cites, written as the loop the rule describes; they are the one
 implementation of that arithmetic, not a faster copy of a numpy one.
 
-numba compiles a kernel once per argument types and caches the machine code in
-__pycache__ (or numba's user cache where that is read-only), so later processes load it.
-No fastmath: every float operation is IEEE, in the order written, as numpy would do it.
+numba compiles a kernel once per argument types and caches the machine code on disk
+(xnpu.compiled.jit), so later processes load it. No fastmath: every float operation is
+IEEE, in the order written, as numpy would do it.
 """
 
 from __future__ import annotations
 
-
-import numba
 import numpy as np
 
-_jit = numba.njit(cache=True, nogil=True)
+from xnpu.compiled import jit
 
 
-@_jit
+@jit
 def depthwise_sums(x, weight, sh, sw, dh, dw, pad_top, pad_left, sums):
     """R13 for a depthwise convolution: sums[n, i, j, c] = sum over the taps (u, v) inside the
     input of x[n, i*sh + u*dh - pad_top, j*sw + v*dw - pad_left, c] * weight[u, v, c].
@@ -49,7 +47,7 @@ def depthwise_sums(x, weight, sh, sw, dh, dw, pad_top, pad_left, sums):
     return sums
 
 
-@_jit
+@jit
 def requantize(acc, factor, constant, bias, low, high, out):
     """R13's bias, R9's rescale and R8's clamp of integer-valued sums, channels last:
     out[..., k] = clip(floor(a * factor[k] + constant[k]), low, high), where a = acc[..., k],
@@ -72,7 +70,7 @@ def requantize(acc, factor, constant, bias, low, high, out):
     return out
 
 
-@_jit
+@jit
 def eltwise_add(a, b, a_factor, a_rounding, b_factor, b_rounding, sign, wide_limit, pre_scale, narrow_limit,
                 factor, rounding, low, high, out):
     """ELTWISE add/sub of two flat integer arrays of one size: R6 of each input
