@@ -38,7 +38,7 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from xnpu.dialects import nn
 from xnpu.errors import XnpuError
-from xnpu.frontend.onnx_shapes import FOLDABLE_OPS, fold_shape_computations, static_input_shapes
+from xnpu.frontend.onnx_shapes import FOLDABLE_OPS, fold_shape_computations, infer_shapes, static_input_shapes
 from xnpu.ir_io import check_input_file
 from xnpu.runner import NAME_ATTR
 
@@ -95,7 +95,7 @@ def _default_opset(model: onnx.ModelProto) -> int:
 
 def _infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     try:
-        return onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
+        return infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
     except Exception as error:
         raise XnpuError(f"ONNX shape inference failed: {_first_line(error)}") from None
 

@@ -325,3 +325,22 @@ def test_dynamic_batch_note_is_one_line_on_stderr(tmp_path):
         "batch 1 (--input-shape input=... chooses another shape)"
     ]
     assert "tensor<1x3x6x6xf32>" in (tmp_path / "batch.mlir").read_text()
+
+
+def test_shape_inference_without_weight_data_infers_what_onnx_infers_and_keeps_the_weights():
+    from xnpu.frontend.onnx_shapes import infer_shapes
+
+    weight = np.random.default_rng(3).normal(size=(32, 16, 3, 3)).astype(np.float32)
+    model = model_of(
+        [helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1]),
+         helper.make_node("Reshape", ["y", "target"], ["z"])],
+        {"x": [1, 16, 8, 8]}, {"z": None}, {"w": weight, "target": np.array([1, -1], dtype=np.int64)},
+    )
+    before = model.SerializeToString()
+    expected = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    got = infer_shapes(model, data_prop=True)
+    assert list(got.graph.value_info) == list(expected.graph.value_info)
+    assert [o.type for o in got.graph.output] == [o.type for o in expected.graph.output]
+    assert [d.dim_value for d in got.graph.output[0].type.tensor_type.shape.dim] == [1, 32 * 8 * 8]
+    assert np.array_equal(numpy_helper.to_array(got.graph.initializer[0]), weight)
+    assert model.SerializeToString() == before
