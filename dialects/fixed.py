@@ -183,16 +183,20 @@ def dense_from_ints(array: np.ndarray, bits: int) -> DenseIntOrFPElementsAttr:
     return DenseIntOrFPElementsAttr(TensorType(IntegerType(bits), data.shape), BytesAttr(data.tobytes()))
 
 
+def _stored_values(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
+    """The values of a dense integer attribute as xDSL stores them (i24 in 4 bytes), flat: a
+    read-only view of its bytes, one value for a splat."""
+    return np.frombuffer(attr.data.data, dtype=np.dtype(attr.get_element_type().format))  # type: ignore[attr-defined]
+
+
 def dense_to_ints(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     """The values of a dense integer attribute, in the numpy storage dtype of its width."""
     shape = tuple(attr.get_shape())
     bits = attr.get_element_type().width.data  # type: ignore[attr-defined]
-    dtype = np.dtype(attr.get_element_type().format)  # xDSL's byte layout (i24 in 4 bytes)
-    values = np.frombuffer(attr.data.data, dtype=dtype).astype(fixed_point.storage_dtype(bits))
-    count = math.prod(shape)
-    if values.size == 1 and count != 1:  # a splat
+    values = _stored_values(attr).astype(fixed_point.storage_dtype(bits))  # a copy: the caller's to change
+    if values.size == 1 and math.prod(shape) != 1:  # a splat
         return np.full(shape, values[0], dtype=values.dtype)
-    return values.reshape(shape).copy()
+    return values.reshape(shape)
 
 
 @irdl_op_definition
@@ -220,7 +224,10 @@ class ConstantOp(FixedOp):
                 f"fixed.constant: value type {self.value.type} differs from result type {self.result.type}"
             )
         bits = _check_width(self, self.result, "result")
-        values = self.to_numpy()
+        values = _stored_values(self.value)  # checked where they are stored: weights are not copied to verify
+        count = math.prod(self.value.get_shape())
+        if values.size not in (1, count):
+            raise VerifyException(f"fixed.constant: {values.size} values for a tensor of {count} elements")
         low, high = fixed_point.storage_range(bits)
         if values.size and (values.min() < low or values.max() > high):
             raise VerifyException(f"fixed.constant: values [{values.min()}, {values.max()}] do not fit i{bits}")

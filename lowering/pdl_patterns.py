@@ -3,8 +3,9 @@ pattern files (`pdl.pattern`s next to the pass that applies them).
 
 Python functions are registered by name where a pattern must compute a parameter
 (`@native_constraint`, `@native_rewrite`); names are global, one registry for every pass.
-A pattern file is parsed once per version of the file. lowering/pdl_driver.py matches and
-applies the patterns; docs/extending.md walks through adding one.
+A pattern file is parsed once per version of the file, and the parse is kept on disk for the
+next run (lowering/pdl_cache.py). lowering/pdl_driver.py matches and applies the patterns;
+docs/extending.md walks through adding one.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from xnpu.errors import XnpuError
+from xnpu.lowering import pdl_cache
 from xnpu.target.description import TargetDescription
 
 
@@ -155,10 +157,12 @@ def _check_ranges(op: pdl.OperationOp, path: Path, name: str) -> None:
             raise XnpuError(f"{path}: pattern @{name}: one {kind.name} range per operation at most")
 
 
-def parse_pattern_file(path: Path) -> list[Pattern]:
+def parse_pattern_file(path: Path, text: str | None = None) -> list[Pattern]:
+    """The patterns of the file at `path` (its `text`, when already read), checked for what
+    xnpu's driver supports."""
     from xdsl.parser import Parser
 
-    text = path.read_text()
+    text = path.read_text() if text is None else text
     try:
         module = Parser(pdl_context(), text, str(path)).parse_module()
         module.verify()
@@ -212,11 +216,26 @@ def _version(path: Path) -> tuple[Path, int, int]:
 
 
 def _parsed(path: Path) -> list[Pattern]:
-    """`parse_pattern_file`, once per version of the file: a pass loads its patterns each run."""
+    """`parse_pattern_file`, once per version of the file: a pass loads its patterns each run.
+    Across runs the parse comes from the file's cache entry, when one holds for its text."""
     key = _version(path)
     if key not in _PARSED:
-        _PARSED[key] = parse_pattern_file(path)
+        text = path.read_text()
+        patterns = _cached(path, text)
+        if patterns is None:
+            patterns = parse_pattern_file(path, text)
+            pdl_cache.store(path, text, patterns)
+        _PARSED[key] = patterns
     return _PARSED[key]
+
+
+def _cached(path: Path, text: str) -> list[Pattern] | None:
+    """The patterns of the cache entry of `path` for `text`, named by `path` where they are now."""
+    stored = pdl_cache.load(path, text)
+    if not (isinstance(stored, list) and all(isinstance(p, Pattern) and isinstance(p.parsed, pdl.PatternOp)
+                                             for p in stored)):
+        return None
+    return [replace(p, source=path) for p in stored]
 
 
 def _parsed_op(path: Path, name: str) -> pdl.PatternOp:

@@ -283,6 +283,20 @@ def test_r2_constant_values_must_fit_their_width():
     raw = DenseIntOrFPElementsAttr(TensorType(IntegerType(24), [1]), BytesAttr(np.array([1 << 24], "<i4").tobytes()))
     with pytest.raises(VerifyException, match="do not fit i24"):
         fixed.ConstantOp(raw).verify()
+    # nor does xDSL check that the bytes hold one value per element (or one, a splat)
+    short = DenseIntOrFPElementsAttr(TensorType(IntegerType(8), [4]), BytesAttr(b"\x01\x02"))
+    with pytest.raises(VerifyException, match="2 values for a tensor of 4 elements"):
+        fixed.ConstantOp(short).verify()
+    splat = fixed.ConstantOp(DenseIntOrFPElementsAttr(TensorType(IntegerType(8), [4]), BytesAttr(b"\x03")))
+    splat.verify()
+    assert splat.to_numpy().tolist() == [3, 3, 3, 3]
+
+
+def test_constant_values_are_a_copy_the_caller_may_change():
+    constant = fixed.ConstantOp(np.array([[1, -2], [3, 4]]), 16)
+    values = constant.to_numpy()
+    values[0, 0] = 9
+    assert values.dtype == np.int16 and constant.to_numpy().tolist() == [[1, -2], [3, 4]]
 
 
 def test_r4_quantize_dequantize_ops_and_locations():
