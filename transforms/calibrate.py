@@ -146,12 +146,20 @@ def _merge_bins(counts: np.ndarray, factor: int) -> np.ndarray:
     return padded.reshape(counts.size, factor).sum(axis=1)
 
 
+# From this many values on, a histogram is one compiled pass; below, np.histogram's ten passes
+# cost less than loading the compiled loop into a process (numba's import and first call, ~0.45 s).
+COMPILED_HISTOGRAM_MIN = 1 << 22
+
+
 def uniform_counts(values: np.ndarray, bins: int, low: float, high: float, magnitudes: bool = False) -> np.ndarray:
-    """np.histogram(values, bins, range=(low, high))'s counts (of |values| with `magnitudes`),
-    in one compiled pass (calibrate_loops.uniform_histogram: NumPy's rule step for step)."""
+    """np.histogram(values, bins, range=(low, high))'s counts (of |values| with `magnitudes`);
+    for large arrays in one compiled pass (calibrate_loops.uniform_histogram: NumPy's rule
+    step for step, equal counts)."""
+    values = values.ravel(order="K")  # memory order: a view, also of a transposed array
+    if values.size < COMPILED_HISTOGRAM_MIN:
+        return np.histogram(np.abs(values) if magnitudes else values, bins=bins, range=(low, high))[0]
     from xnpu.transforms.calibrate_loops import uniform_histogram
 
-    values = np.ascontiguousarray(values).reshape(-1)
     if values.dtype.kind != "f":
         values = values.astype(np.float64)
     edges = np.linspace(low, high, bins + 1, dtype=values.dtype)
@@ -206,8 +214,10 @@ class Histogram:
         values = np.asarray(x, dtype=np.float32)
         if values.size == 0:
             return
-        samples = values.reshape(values.shape[0], -1)
-        highs, lows = samples.max(axis=1), samples.min(axis=1)
+        # per sample, without a copy: activations are NCHW views of NHWC memory
+        samples = values if values.ndim > 1 else values[:, None]
+        sample_axes = tuple(range(1, samples.ndim))
+        highs, lows = samples.max(axis=sample_axes), samples.min(axis=sample_axes)
         if not (np.isfinite(highs).all() and np.isfinite(lows).all()):
             raise XnpuError("calibration produced a non-finite value (inf or nan) in the float graph")
         peaks = np.maximum(np.abs(highs), np.abs(lows))
