@@ -147,8 +147,10 @@ def _merge_bins(counts: np.ndarray, factor: int) -> np.ndarray:
 
 
 # From this many values on, a histogram is one compiled pass; below, np.histogram's ten passes
-# cost less than loading the compiled loop into a process (numba's import and first call, ~0.45 s).
+# cost less than loading the compiled loop into a process (numba's import and first call,
+# ~0.45 s), unless the process has loaded it already.
 COMPILED_HISTOGRAM_MIN = 1 << 22
+_LOADED_LOOPS: dict[str, object] = {}
 
 
 def uniform_counts(values: np.ndarray, bins: int, low: float, high: float, magnitudes: bool = False) -> np.ndarray:
@@ -156,10 +158,13 @@ def uniform_counts(values: np.ndarray, bins: int, low: float, high: float, magni
     for large arrays in one compiled pass (calibrate_loops.uniform_histogram: NumPy's rule
     step for step, equal counts)."""
     values = values.ravel(order="K")  # memory order: a view, also of a transposed array
-    if values.size < COMPILED_HISTOGRAM_MIN:
-        return np.histogram(np.abs(values) if magnitudes else values, bins=bins, range=(low, high))[0]
-    from xnpu.transforms.calibrate_loops import uniform_histogram
+    uniform_histogram = _LOADED_LOOPS.get("uniform_histogram")
+    if uniform_histogram is None:
+        if values.size < COMPILED_HISTOGRAM_MIN:
+            return np.histogram(np.abs(values) if magnitudes else values, bins=bins, range=(low, high))[0]
+        from xnpu.transforms.calibrate_loops import uniform_histogram
 
+        _LOADED_LOOPS["uniform_histogram"] = uniform_histogram
     if values.dtype.kind != "f":
         values = values.astype(np.float64)
     edges = np.linspace(low, high, bins + 1, dtype=values.dtype)
