@@ -994,16 +994,15 @@ def eltwise_unit(
     (a truncating R7 shift by `pre_shift`, seed 000's two-stage variant), then R9 to int8;
     then the relu flag (R8)."""
     low, high = _output_low(relu_flag), qmax(DATA_BITS)
-    if op == "mul":
-        return clamp(rescale(mul_widening(a, b, 16), multiplier, shift, DATA_BITS), low, high).astype(np.int8)
-    # one loop: R6 of each input, R10 into int24, the optional int16 stage (R7), R9 and the relu flag
+    # one loop: R12, or R6 of each input, R10 into int24 and the optional int16 stage (R7);
+    # then R9 and the relu flag
     shape = np.broadcast_shapes(np.shape(a), np.shape(b))
     a, b = (np.ascontiguousarray(np.broadcast_to(x, shape)).reshape(-1) for x in (a, b))
     pre_scale = 0.0 if pre_shift is None else math.ldexp(1.0, -pre_shift)
     out = np.empty(a.shape, dtype=storage_dtype(DATA_BITS))
-    _loops().eltwise_add(a, b, *_scalar_factors(a_multiplier, a_shift), *_scalar_factors(b_multiplier, b_shift),
-                         -1.0 if op == "sub" else 1.0, float(qmax(24)), pre_scale, float(qmax(16)),
-                         *_scalar_factors(multiplier, shift), float(low), float(high), out)
+    _loops().eltwise(a, b, op == "mul", *_scalar_factors(a_multiplier, a_shift), *_scalar_factors(b_multiplier, b_shift),
+                     -1.0 if op == "sub" else 1.0, float(qmax(24)), pre_scale, float(qmax(16)),
+                     *_scalar_factors(multiplier, shift), float(low), float(high), out)
     return out.reshape(shape)
 
 

@@ -1,7 +1,7 @@
 """The loops of fixed_point.py that numpy cannot run at memory speed, compiled by numba.
 
 Only `fixed_point` imports this module (lazily: numba costs ~0.3 s to import, paid by the
-processes that run a convolution or an ELTWISE add at an integer level). Each kernel is the rule its
+processes that run a convolution or an ELTWISE at an integer level). Each kernel is the rule its
 fixed_point caller cites, written as the loop the rule describes; they are the one
 implementation of that arithmetic, not a faster copy of a numpy one.
 
@@ -71,20 +71,24 @@ def requantize(acc, factor, constant, bias, low, high, out):
 
 
 @jit
-def eltwise_add(a, b, a_factor, a_rounding, b_factor, b_rounding, sign, wide_limit, pre_scale, narrow_limit,
-                factor, rounding, low, high, out):
-    """ELTWISE add/sub of two flat integer arrays of one size: R6 of each input
-    (floor(x * M * 2^-shift + rounding), exact for |x| <= 2^31), their sum or difference (`sign` -1)
-    saturated to +-wide_limit (R10, int24), with `pre_scale` > 0 the truncating R7 shift
-    floor(w * pre_scale) saturated to +-narrow_limit (seed 000's int16 stage), then R9 to
+def eltwise(a, b, multiply, a_factor, a_rounding, b_factor, b_rounding, sign, wide_limit, pre_scale, narrow_limit,
+            factor, rounding, low, high, out):
+    """ELTWISE on two flat integer arrays of one size. With `multiply`: R12, a * b saturated to
+    +-narrow_limit (int16). Otherwise add/sub: R6 of each input (floor(x * M * 2^-shift +
+    rounding), exact for |x| <= 2^31), their sum or difference (`sign` -1) saturated to
+    +-wide_limit (R10, int24), with `pre_scale` > 0 the truncating R7 shift
+    floor(w * pre_scale) saturated to +-narrow_limit (seed 000's int16 stage). Then R9 to
     [low, high]. Every value is an integer below 2^46 held exactly in float64, as in
     fixed_point.rescale_float."""
     for k in range(a.size):
-        left = np.floor(np.float64(a[k]) * a_factor + a_rounding)
-        right = np.floor(np.float64(b[k]) * b_factor + b_rounding)
-        wide = min(max(left + sign * right, -wide_limit), wide_limit)
-        if pre_scale > 0.0:
-            wide = min(max(np.floor(wide * pre_scale), -narrow_limit), narrow_limit)
+        if multiply:
+            wide = min(max(np.float64(a[k]) * np.float64(b[k]), -narrow_limit), narrow_limit)
+        else:
+            left = np.floor(np.float64(a[k]) * a_factor + a_rounding)
+            right = np.floor(np.float64(b[k]) * b_factor + b_rounding)
+            wide = min(max(left + sign * right, -wide_limit), wide_limit)
+            if pre_scale > 0.0:
+                wide = min(max(np.floor(wide * pre_scale), -narrow_limit), narrow_limit)
         y = np.floor(wide * factor + rounding)
         out[k] = min(max(y, low), high)
     return out

@@ -564,20 +564,25 @@ MULTIPLIERS = st.one_of(st.just(0), st.integers(fp.MULTIPLIER_MIN, fp.MULTIPLIER
 
 
 @PROPERTY
-@given(st.sampled_from(["add", "sub"]), MULTIPLIERS, st.integers(-8, 20), MULTIPLIERS, st.integers(-8, 20),
+@given(st.sampled_from(["add", "sub", "mul"]), MULTIPLIERS, st.integers(-8, 20), MULTIPLIERS, st.integers(-8, 20),
        st.integers(fp.MULTIPLIER_MIN, fp.MULTIPLIER_MAX), st.integers(0, 40),
        st.one_of(st.none(), st.integers(0, 12)), st.booleans(), st.sampled_from([(4, 3, 5), (1, 1, 5), (1, 1, 1)]),
        st.integers(0, 2**32 - 1))
 def test_eltwise_unit_is_r10_r7_r9_and_the_relu_flag_composed(op, am, ash, bm, bsh, m, sh, pre, relu, b_shape, seed):
     """The ELTWISE unit's one loop equals the rules it fuses, applied one after another
-    (b broadcast per channel or as a scalar as the unit allows)."""
+    (b broadcast per channel or as a scalar as the unit allows; mul takes no input rescales)."""
     rng = np.random.default_rng(seed)
     a = rng.integers(-128, 128, (4, 3, 5)).astype(np.int8)
     b = rng.integers(-128, 128, b_shape).astype(np.int8)
-    wide = fp.add_widening(a, b, am, ash, bm, bsh, 24, subtract=op == "sub")
-    if pre is not None:
-        wide = fp.saturate(fp.shift_arithmetic(wide, pre, rounding=False), 16)
+    if op == "mul":
+        wide = fp.mul_widening(a, b, 16)
+        rescales = {}
+    else:
+        wide = fp.add_widening(a, b, am, ash, bm, bsh, 24, subtract=op == "sub")
+        if pre is not None:
+            wide = fp.saturate(fp.shift_arithmetic(wide, pre, rounding=False), 16)
+        rescales = dict(a_multiplier=am, a_shift=ash, b_multiplier=bm, b_shift=bsh, pre_shift=pre)
     expected = fp.rescale(wide, m, sh, 8)
     expected = fp.relu(expected) if relu else expected
-    got = fp.eltwise_unit(op, a, b, m, sh, am, ash, bm, bsh, pre_shift=pre, relu_flag=relu)
+    got = fp.eltwise_unit(op, a, b, m, sh, relu_flag=relu, **rescales)
     assert got.shape == expected.shape and np.array_equal(got, expected)
