@@ -453,11 +453,9 @@ def depthwise_sums_nhwc(x, weight_hwc, strides, pads, dilations) -> np.ndarray:
     fits = _type_max_abs(x) * largest_l1 <= qmax(32) or (channel_max_abs(x) * taps_l1).max(initial=0.0) <= qmax(32)
     dtype = np.int32 if fits else np.int64
     (sh, sw), (dh, dw) = strides, dilations
-    top, left, bottom, right = pads
-    oh = (x.shape[1] + top + bottom - (dh * (kh - 1) + 1)) // sh + 1
-    ow = (x.shape[2] + left + right - (dw * (kw - 1) + 1)) // sw + 1
+    oh, ow = float_ops.conv_output_hw(x.shape[1:3], (kh, kw), strides, pads, dilations)
     sums = np.empty((x.shape[0], oh, ow, c), dtype=dtype)
-    return _loops().depthwise_sums(x, weight, sh, sw, dh, dw, top, left, sums)
+    return _loops().depthwise_sums(x, weight, sh, sw, dh, dw, pads[0], pads[1], sums)
 
 
 def _integer_array(x) -> np.ndarray:

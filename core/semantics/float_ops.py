@@ -127,8 +127,7 @@ def _depthwise_taps_nhwc(padded: np.ndarray, taps: np.ndarray, strides, dilation
     """sum over the KH x KW taps of padded-window * taps[i, j] (per channel): N x OH x OW x C."""
     kh, kw, _ = taps.shape
     (sh, sw), (dh, dw) = strides, dilations
-    oh = (padded.shape[1] - (dh * (kh - 1) + 1)) // sh + 1
-    ow = (padded.shape[2] - (dw * (kw - 1) + 1)) // sw + 1
+    oh, ow = conv_output_hw(padded.shape[1:3], (kh, kw), strides, (0, 0, 0, 0), dilations)
     out, product = None, None
     for i in range(kh):
         for j in range(kw):
