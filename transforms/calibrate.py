@@ -592,7 +592,7 @@ def _scale_attr(scale: float) -> FloatAttr:
     return FloatAttr(scale, f32)
 
 
-def _annotate_arguments(function: func.FuncOp, scales: list[float]) -> None:
+def annotate_arguments(function: func.FuncOp, scales: list[float]) -> None:
     existing = function.arg_attrs.data if function.arg_attrs is not None else ()
     dictionaries = []
     for index, scale in enumerate(scales):
@@ -664,7 +664,7 @@ def calibrate(
         return entropy_threshold(statistic)
 
     function = entry_function(module)
-    _annotate_arguments(function, [scale_from_threshold(threshold_of(a), pow2) for a in function.body.blocks.first.args])
+    annotate_arguments(function, [scale_from_threshold(threshold_of(a), pow2) for a in function.body.blocks.first.args])
     for op in function.walk():
         if op.dialect_name() != "nn" or isinstance(op, nn.ConstantOp):
             continue
