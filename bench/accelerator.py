@@ -71,8 +71,8 @@ def _ort_inference(model_path: str, x: np.ndarray):
 
 
 def _xnpu_inference(binary_path: str, x: np.ndarray):
-    from xnpu.target.binary import Binary
-    from xnpu.target.simulator import run_binary
+    from xnpu.backend.binary import Binary
+    from xnpu.backend.simulator import run_binary
 
     binary = Binary.from_bytes(Path(binary_path).read_bytes())
     run_binary(binary, {"input": x})  # the first run loads the constants and prepares the weights
@@ -89,7 +89,7 @@ def xnpu_latency(binary_path: str, x: np.ndarray, repeat: int) -> tuple[float, N
 
 def simulator_profile(binary, x: np.ndarray, runs: int) -> dict[str, tuple[int, float]]:
     """Wall time of one sample per instruction class: {mnemonic: (count, best seconds)}."""
-    from xnpu.target.simulator import machine_for, run_binary
+    from xnpu.backend.simulator import machine_for, run_binary
 
     machine = machine_for(binary)
     run_binary(binary, {"input": x})
@@ -119,9 +119,9 @@ def simulator_profile(binary, x: np.ndarray, runs: int) -> dict[str, tuple[int, 
 
 def bench_model(model, target: str, rounds: int, runs: int, eval_count: int, workdir: Path) -> tuple[dict, str]:
     import xnpu
-    from xnpu.pipeline import lower_to_isa
-    from xnpu.target.emit import emit_binary
-    from xnpu.target.simulator import run_binary
+    from xnpu.driver.pipeline import lower_to_isa
+    from xnpu.backend.emit import emit_binary
+    from xnpu.backend.simulator import run_binary
 
     ort_int8 = str(workdir / f"{model.name}.int8.onnx")
     compiled = interleaved_best({

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import accuracy, agreement, bench_models, ort_run_each, ort_session, table  # noqa: E402
 
 import xnpu  # noqa: E402
-from xnpu.context import make_context  # noqa: E402
+from xnpu.ir.context import make_context  # noqa: E402
 from xnpu.dialects import fixed  # noqa: E402
 from xnpu.transforms.compress_weights import (  # noqa: E402
     FIXED_CODEBOOK_BITS_ATTR,
@@ -52,7 +52,7 @@ def codebook_bytes(count: int, bits: int) -> int:
 
 
 def calibrated(model):
-    from xnpu.pipeline import float_cleanup
+    from xnpu.driver.pipeline import float_cleanup
     from xnpu.transforms.calibrate import calibrate
 
     module = xnpu.import_onnx(model.path)
@@ -150,7 +150,7 @@ def digits_rows(model, bits_list: list[int]) -> list[dict]:
 
 def binary_rows(model) -> list[dict]:
     """Whole .xnb files, plain int8 and `--compress-bits 4` with the defaults, against the float32 weights."""
-    from xnpu.target.binary import packed_size
+    from xnpu.backend.binary import packed_size
 
     count = sum(w.size for w in layer_weights(model.path))
     rows = []
@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         text.append(table(cosines, ["model", "config", "b", "images", "agree", "cos mean", "cos min"]))
         text.append("")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    from xnpu.ir_io import write_atomically
+    from xnpu.ir.io import write_atomically
 
     write_atomically(RESULTS, "\n".join(text) + "\n")
     print(f"wrote {RESULTS}")

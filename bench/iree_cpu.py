@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import agreement, bench_models, best_time, ort_quantize, ort_session, table  # noqa: E402
 
 import xnpu  # noqa: E402
-from xnpu.tosa_export import IreeProgram, to_tosa  # noqa: E402
+from xnpu.driver.tosa_export import IreeProgram, to_tosa  # noqa: E402
 
 THREADS = 2
 # iree-compile options that speed int8 convolutions up on x86 (data tiling into microkernels);

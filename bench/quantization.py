@@ -79,7 +79,7 @@ def only_output(outputs: dict[str, np.ndarray]) -> np.ndarray:
 
 def per_channel_of(options: dict) -> bool:
     """Whether these xnpu.quantize options quantize weights per channel (its default if not given)."""
-    from xnpu.pipeline import quantize
+    from xnpu.driver.pipeline import quantize
 
     return options.get("per_channel", inspect.signature(quantize).parameters["per_channel"].default)
 

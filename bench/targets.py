@@ -28,14 +28,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import bench_models, run_conditions  # noqa: E402
 
 import xnpu  # noqa: E402
-from xnpu.errors import XnpuError  # noqa: E402
+from xnpu.core.errors import XnpuError  # noqa: E402
 from xnpu.lowering.legalize import legalize_patterns  # noqa: E402
-from xnpu.lowering.pdl_driver import apply_patterns  # noqa: E402
-from xnpu.lowering.pdl_patterns import PatternContext
-from xnpu.pipeline import lower_to_isa  # noqa: E402
+from xnpu.pdl.driver import apply_patterns  # noqa: E402
+from xnpu.pdl.patterns import PatternContext
+from xnpu.driver.pipeline import lower_to_isa  # noqa: E402
 from xnpu.target.description import list_targets, load_target  # noqa: E402
-from xnpu.target.emit import emit_binary  # noqa: E402
-from xnpu.target.simulator import simulate  # noqa: E402
+from xnpu.backend.emit import emit_binary  # noqa: E402
+from xnpu.backend.simulator import simulate  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "targets.md"
 TARGETS = tuple(list_targets())  # every shipped target; the first (xnpu_default) is the ratios' base
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         results.append(result)
         print(f"{model.name}: identical={result['identical']} exact={result['exact']} "
               f"cycles {result['cycles']} errors {result['errors']} ({time.perf_counter() - start:.1f}s)", flush=True)
-    from xnpu.ir_io import write_atomically
+    from xnpu.ir.io import write_atomically
 
     command = " ".join(["bench/targets.py", *(sys.argv[1:] if argv is None else argv)])
     write_atomically(RESULTS, markdown(results, f"Regenerate with `.venv/bin/python {command}` (this file; "

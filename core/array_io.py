@@ -15,8 +15,8 @@ import zipfile
 
 import numpy as np
 
-from xnpu.errors import XnpuError
-from xnpu.ir_io import MAX_INPUT_BYTES, check_input_file, first_line
+from xnpu.core.errors import XnpuError
+from xnpu.ir.io import MAX_INPUT_BYTES, check_input_file, first_line
 
 NPY_MAGIC = b"\x93NUMPY"
 ZIP_MAGIC = b"PK"

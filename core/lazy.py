@@ -1,7 +1,7 @@
 """Modules imported on first use: a tool that never touches them does not pay for them.
 
 `xnpu-opt` parses and prints IR many times per lit run; numpy alone is a third of its
-start-up, and a file of float ops never needs it. `from xnpu.lazy import numpy as np`
+start-up, and a file of float ops never needs it. `from xnpu.core.lazy import numpy as np`
 gives a module object that imports numpy at the first attribute read.
 """
 

@@ -53,7 +53,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from xnpu.dialects.targeting import enclosing_target
 from xnpu.semantics.dtypes import numpy_dtype
-from xnpu.errors import XnpuError
+from xnpu.core.errors import XnpuError
 from xnpu.target.encoding import ENUMS, FORMATS, OPCODES, Instruction, make_instruction
 
 TARGET_ATTRIBUTE = "isa.target"

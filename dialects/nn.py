@@ -48,7 +48,7 @@ from xdsl.printer import Printer
 from xdsl.traits import Commutative, ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
 
-from xnpu.lazy import numpy as np
+from xnpu.core.lazy import numpy as np
 from xnpu.dialects.shapes import (  # noqa: F401  (re-exported: nn.shape_of, nn.ints, ... are public)
     broadcast_shapes,
     broadcasts_to,

@@ -12,7 +12,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import VerifyException
 
-from xnpu.errors import XnpuError
+from xnpu.core.errors import XnpuError
 
 
 @functools.lru_cache(maxsize=16)

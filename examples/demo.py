@@ -63,12 +63,12 @@ def main() -> None:
     agree = (int8.argmax(1) == ours.argmax(1)).mean()
     print(f"\ntop-1 agreement {agree:.3f}, mean logits cosine {cosine.mean():.5f}")
 
-    from xnpu.target.simulator import simulate
+    from xnpu.backend.simulator import simulate
 
     binary = xnpu.compile(MODEL, calibration, target="xnpu_default")
     print(f"\n== compiled for xnpu_default: {len(binary.instructions)} instructions, "
           f"{len(binary.to_bytes())} bytes; first instructions (xnpu-objdump):\n")
-    from xnpu.target.emit import disassemble
+    from xnpu.backend.emit import disassemble
 
     print("\n".join(line for line in disassemble(binary, constants=False).splitlines()[:12]))
     run = simulate(binary, {"input": x})

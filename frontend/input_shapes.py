@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xnpu.errors import XnpuError
+from xnpu.core.errors import XnpuError
 
 INPUT_SHAPE_FLAG = "--input-shape"
 

@@ -37,10 +37,10 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from xnpu.dialects import nn
-from xnpu.errors import XnpuError
+from xnpu.core.errors import XnpuError
 from xnpu.frontend.onnx_shapes import FOLDABLE_OPS, fold_shape_computations, infer_shapes, static_input_shapes
-from xnpu.ir_io import check_input_file
-from xnpu.runner import NAME_ATTR
+from xnpu.ir.io import check_input_file
+from xnpu.driver.runner import NAME_ATTR
 
 MIN_OPSET = 11
 MAX_OPSET = onnx.defs.onnx_opset_version()

@@ -23,7 +23,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from xnpu.errors import XnpuError, XnpuNote
+from xnpu.core.errors import XnpuError, XnpuNote
 from xnpu.frontend.input_shapes import INPUT_SHAPE_FLAG
 
 # Evaluated when every input is known: the ops that build shapes, indices and parameters.

@@ -13,7 +13,7 @@ from xdsl.ir import Operation, SSAValue
 
 from xnpu.dialects import fixed
 from xnpu.dialects.shapes import i64_array, i64_attr, shape_of
-from xnpu.lowering.pdl_patterns import PatternContext, native_constraint, native_rewrite
+from xnpu.pdl.patterns import PatternContext, native_constraint, native_rewrite
 
 
 @native_constraint()

@@ -32,8 +32,8 @@ from xdsl.passes import ModulePass
 
 from xnpu.dialects import fixed, nn, tosa
 from xnpu.dialects.shapes import ints, shape_of
-from xnpu.errors import XnpuError
-from xnpu.ir_io import describe_op
+from xnpu.core.errors import XnpuError
+from xnpu.ir.io import describe_op
 from xnpu.lowering import tosa_build as tb
 from xnpu.semantics import fixed_point as fp
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from xnpu.errors import XnpuError
+from xnpu.core.errors import XnpuError
 from xnpu.target.description import TargetDescription
 from xnpu.target.encoding import DMA_LAYOUTS, ELTWISE_OPS, POOL_KINDS, Instruction
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xnpu.errors import XnpuError
+from xnpu.core.errors import XnpuError
 
 WORD_BITS = 256
 WORD_BYTES = WORD_BITS // 8

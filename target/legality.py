@@ -10,7 +10,7 @@ Every question "can this target run that?" is answered here, from the target's d
   verifier would reject;
 - `TargetDescription.check_instruction` (the `isa` verifier and the simulator) checks each
   instruction's fields with them;
-- `target/capabilities.py` words them for `xnpu-opt --supported-ops` and
+- `driver/capabilities.py` words them for `xnpu-opt --supported-ops` and
   docs/supported-ops.md.
 
 Each function returns None when the operation is legal, else the reason in a few words

@@ -15,8 +15,8 @@ import sys
 import warnings
 from collections.abc import Callable, Iterable
 
-from xnpu.errors import XnpuError, XnpuNote
-from xnpu.ir_io import refuse_overwriting_inputs, write_atomically
+from xnpu.core.errors import XnpuError, XnpuNote
+from xnpu.ir.io import refuse_overwriting_inputs, write_atomically
 
 
 class ArgumentParser(argparse.ArgumentParser):

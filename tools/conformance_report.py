@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from xnpu.errors import XnpuError
+from xnpu.core.errors import XnpuError
 
 DOC_PATH = Path(__file__).resolve().parents[1] / "docs" / "conformance.md"
 RTOL = 1e-4
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{args.output} is out of date; rerun without --check", file=sys.stderr)
             return 1
         return 0
-    from xnpu.ir_io import write_atomically
+    from xnpu.ir.io import write_atomically
 
     write_atomically(args.output, text)
     return 0

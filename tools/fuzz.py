@@ -99,7 +99,7 @@ class Base:
     @staticmethod
     def build() -> Base:
         import xnpu
-        from xnpu.pipeline import compile as compile_model
+        from xnpu.driver.pipeline import compile as compile_model
 
         model = EXAMPLES / "tiny_cnn.onnx"
         calibration = np.load(EXAMPLES / "tiny_calib.npy")[:8]
@@ -523,10 +523,10 @@ def tool_mains() -> dict[str, Callable]:
     """Every tool's `main`, with the modules its work needs imported before the forks."""
     import xnpu.frontend.onnx_import  # noqa: F401
     import xnpu.lowering.fixed_to_npu  # noqa: F401
-    import xnpu.lowering.npu_to_isa  # noqa: F401
-    import xnpu.pipeline  # noqa: F401
-    import xnpu.runner  # noqa: F401
-    import xnpu.target.simulator  # noqa: F401
+    import xnpu.backend.npu_to_isa  # noqa: F401
+    import xnpu.driver.pipeline  # noqa: F401
+    import xnpu.driver.runner  # noqa: F401
+    import xnpu.backend.simulator  # noqa: F401
     from xnpu.tools import xnpu_compile, xnpu_objdump, xnpu_opt, xnpu_quantize, xnpu_run, xnpu_translate
 
     return {"xnpu-compile": xnpu_compile.main, "xnpu-objdump": xnpu_objdump.main, "xnpu-opt": xnpu_opt.main,

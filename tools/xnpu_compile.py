@@ -10,7 +10,7 @@
 
 Runs import -> quantize (calibrate, lower-nn-to-fixed) -> legalize -> lower-fixed-to-npu ->
 npu-assign-layout -> npu-tile -> npu-allocate -> lower-npu-to-isa -> emit on the module in
-memory (`xnpu.pipeline.compile`); `--emit` stops at a level and writes its IR text (nn, fixed,
+memory (`xnpu.driver.pipeline.compile`); `--emit` stops at a level and writes its IR text (nn, fixed,
 npu, isa), the binary (bin, the default) or the fixed level as TOSA 1.0 (tosa).
 `--print-ir-after-all` prints the
 module after every step to stderr. An op the target cannot run is placed on the host (a host
@@ -26,8 +26,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from xnpu.errors import XnpuError
-from xnpu.pipeline import LEVELS
+from xnpu.core.errors import XnpuError
+from xnpu.driver.pipeline import LEVELS
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors, write_output
 from xnpu.tools.shape_option import add_input_shape_option, input_shapes
 
@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _load_calibration(path: str, limit: int | None):
-    from xnpu.array_io import load_arrays
+    from xnpu.core.array_io import load_arrays
 
     data = load_arrays(path)
     if limit is not None:
@@ -83,8 +83,8 @@ def _load_calibration(path: str, limit: int | None):
 
 
 def compile_main(args: argparse.Namespace) -> None:
-    from xnpu.ir_io import print_ir
-    from xnpu.pipeline import compile as compile_model
+    from xnpu.ir.io import print_ir
+    from xnpu.driver.pipeline import compile as compile_model
 
     if args.model is None:
         raise XnpuError("no model given (xnpu-compile model.onnx --calibration calib.npy -o model.xnb)")
@@ -119,7 +119,7 @@ def compile_main(args: argparse.Namespace) -> None:
     )
     placement = None
     if args.emit in ("npu", "isa", "bin"):
-        from xnpu.placement import placement_of
+        from xnpu.driver.placement import placement_of
 
         placement = placement_of(result)
         if placement.host and not args.quiet:  # all on the accelerator is the quiet normal case

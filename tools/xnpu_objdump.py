@@ -27,11 +27,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def action():
-        from xnpu.target.emit import disassemble
+        from xnpu.backend.emit import disassemble
 
         inputs = (args.binary, args.target)
         check_output(args.output, inputs)
-        from xnpu.target.binary import Binary
+        from xnpu.backend.binary import Binary
 
         text = disassemble(Binary.from_file(args.binary), args.target, constants=not args.no_constants)
         write_output(args.output, text, inputs)

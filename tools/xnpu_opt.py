@@ -4,8 +4,8 @@
     xnpu-opt cases.mlir --split-input-file --verify-diagnostics
     xnpu-opt --list-passes
 
-Only builtin, func and xnpu's dialects are known, and only xnpu's passes (xnpu.registry, the
-same table stock `xdsl-opt` gets through xnpu.universe). Locations (ONNX node names) are
+Only builtin, func and xnpu's dialects are known, and only xnpu's passes (xnpu.driver.registry, the
+same table stock `xdsl-opt` gets through xnpu.driver.universe). Locations (ONNX node names) are
 printed; a failure is one line on stderr and exit status 1, and `-o` is never left half
 written.
 """
@@ -26,9 +26,9 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseE
 if TYPE_CHECKING:  # xdsl.passes is imported when a pipeline is given
     from xdsl.passes import ModulePass
 
-from xnpu.context import make_context
-from xnpu.errors import XnpuError
-from xnpu.ir_io import (
+from xnpu.ir.context import make_context
+from xnpu.core.errors import XnpuError
+from xnpu.ir.io import (
     IRParser,
     check_input_file,
     first_line,
@@ -39,7 +39,7 @@ from xnpu.ir_io import (
     verify_error_text,
     write_atomically,
 )
-from xnpu.registry import all_passes
+from xnpu.driver.registry import all_passes
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors
 
 PROG = "xnpu-opt"
@@ -273,7 +273,7 @@ class XnpuOptMain(CommandLineTool):
     def run(self) -> int:
         try:
             if self.args.supported_ops:
-                from xnpu.target.capabilities import supported_ops_markdown
+                from xnpu.driver.capabilities import supported_ops_markdown
                 from xnpu.target.description import load_target
 
                 print(supported_ops_markdown(load_target(self.args.target or "xnpu_default")), end="")

@@ -9,7 +9,7 @@ The model is an ONNX file or nn-level IR (.mlir); the calibration data an .npy h
 samples along the batch axis (one-input model) or an .npz of arrays by input name.
 `--report DIR` compares every layer of the int8 model with the float one on the calibration
 data (or its first `--report-samples N`) and writes report.{txt,csv,json,html,dot,svg} there
-(transforms/quant_report.py). Errors are one line `xnpu-quantize: error: ...` with exit
+(driver/quant_report.py). Errors are one line `xnpu-quantize: error: ...` with exit
 status 1; the output is written atomically, so a failed run leaves no output file.
 """
 
@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from xnpu.errors import XnpuError
+from xnpu.core.errors import XnpuError
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors
 from xnpu.tools.shape_option import add_input_shape_option, input_shapes
 
@@ -35,7 +35,7 @@ def load_model(path: Path, shapes: dict[str, tuple[int, ...]] | None = None):
 
         return import_onnx(path, input_shapes=shapes)
     if path.suffix == ".mlir":
-        from xnpu.ir_io import load_ir
+        from xnpu.ir.io import load_ir
 
         if shapes:
             raise XnpuError("--input-shape applies to ONNX models only (IR has static shapes)")
@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def quantize_file(args: argparse.Namespace) -> list[Path]:
     import xnpu
-    from xnpu.ir_io import print_ir, write_atomically
+    from xnpu.ir.io import print_ir, write_atomically
 
     if args.report_samples is not None and args.report is None:
         raise XnpuError("--report-samples needs --report DIR")
@@ -96,8 +96,8 @@ def quantize_file(args: argparse.Namespace) -> list[Path]:
 
 def write_layer_report(args: argparse.Namespace, float_module, fixed_module, calibration, placement=None) -> list[Path]:
     """The per-layer report; with a `placement` (xnpu-compile for a target) each layer says where it runs."""
-    from xnpu.pipeline import float_cleanup
-    from xnpu.transforms.quant_report import layer_report, match_layers, write_report
+    from xnpu.driver.pipeline import float_cleanup
+    from xnpu.driver.quant_report import layer_report, match_layers, write_report
 
     stats = layer_report(float_module, fixed_module, calibration, samples=args.report_samples)
     if placement is not None:

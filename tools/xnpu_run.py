@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from xnpu.array_io import load_arrays
-from xnpu.errors import XnpuError
-from xnpu.ir_io import load_ir, write_atomically
-from xnpu.runner import run
+from xnpu.core.array_io import load_arrays
+from xnpu.core.errors import XnpuError
+from xnpu.ir.io import load_ir, write_atomically
+from xnpu.driver.runner import run
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors
 
 PROG = "xnpu-run"
@@ -40,8 +40,8 @@ def load_ir_model(path: Path) -> ModelRunner:
     from xnpu.dialects import isa
 
     if isa.TARGET_ATTRIBUTE in module.attributes:
-        from xnpu.target.emit import emit_binary, module_target_of
-        from xnpu.target.simulator import BinaryModel
+        from xnpu.backend.emit import emit_binary, module_target_of
+        from xnpu.backend.simulator import BinaryModel
 
         try:
             return BinaryModel(emit_binary(module), module_target_of(module))
@@ -52,7 +52,7 @@ def load_ir_model(path: Path) -> ModelRunner:
 
 def load_binary_model(path: Path) -> ModelRunner:
     # imported here so that running IR does not pay for the target package
-    from xnpu.target.simulator import BinaryModel
+    from xnpu.backend.simulator import BinaryModel
 
     return BinaryModel.from_file(path)
 

@@ -16,8 +16,8 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from xnpu.errors import XnpuError
-from xnpu.ir_io import print_ir
+from xnpu.core.errors import XnpuError
+from xnpu.ir.io import print_ir
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors, write_output
 from xnpu.tools.shape_option import add_input_shape_option, input_shapes
 
@@ -31,15 +31,15 @@ def import_onnx(args: argparse.Namespace) -> str:
 
 
 def emit_binary(args: argparse.Namespace) -> bytes:
-    from xnpu.ir_io import load_ir
-    from xnpu.target.emit import emit_binary as _emit
+    from xnpu.ir.io import load_ir
+    from xnpu.backend.emit import emit_binary as _emit
 
     return _emit(load_ir(args.input)).to_bytes()
 
 
 def disassemble(args: argparse.Namespace) -> str:
-    from xnpu.target.binary import Binary
-    from xnpu.target.emit import disassemble as _disassemble
+    from xnpu.backend.binary import Binary
+    from xnpu.backend.emit import disassemble as _disassemble
 
     return _disassemble(Binary.from_file(args.input))
 

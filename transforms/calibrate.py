@@ -28,7 +28,7 @@ per output channel, or one for the whole tensor) on `nn.conv2d` / `nn.conv_trans
 weight, and `nn.calibration = "<method>"` on the module.
 
 Statistics are streamed: samples run through the float graph in batches (N samples in one
-pass where the graph keeps samples apart, xnpu.batching; `calibration_batch`, by default as
+pass where the graph keeps samples apart, xnpu.interpreters.batching; `calibration_batch`, by default as
 many as fit a memory budget) and a listener folds each op result into a running max or a
 histogram, in sample order, so memory does not grow with the number of samples. A histogram starts with a fixed number of bins over the range of the first
 sample that is not all zero; when a later sample exceeds the range, runs of k adjacent bins
@@ -73,8 +73,8 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from xnpu.dialects import nn
-from xnpu.errors import XnpuError
-from xnpu.runner import CompiledFunction, bind_inputs, default_batch, entry_function, signature
+from xnpu.core.errors import XnpuError
+from xnpu.driver.runner import CompiledFunction, bind_inputs, default_batch, entry_function, signature
 from xnpu.semantics import float_ops
 
 SCALE_ATTR = "nn.scale"
@@ -452,7 +452,7 @@ def entropy_threshold(histogram: Histogram, levels: int = ENTROPY_LEVELS) -> flo
 class StatisticsListener:
     """Folds every float op result into the statistic of the value it defines.
 
-    With `batched`, arrays hold samples along axis 0 (xnpu.batching); otherwise each array
+    With `batched`, arrays hold samples along axis 0 (xnpu.interpreters.batching); otherwise each array
     is one sample.
     """
 
@@ -521,8 +521,8 @@ def collect_statistics(
 ) -> dict[SSAValue, RunningMax | Histogram]:
     """Run the entry function on the samples; returns a statistic per argument and op result.
 
-    Samples run `calibration_batch` at a time (default: xnpu.runner.default_batch, as many as
-    fit its memory budget) where the function keeps samples apart (xnpu.batching), else one
+    Samples run `calibration_batch` at a time (default: xnpu.driver.runner.default_batch, as many as
+    fit its memory budget) where the function keeps samples apart (xnpu.interpreters.batching), else one
     at a time; every statistic folds them in sample order. With `average_batches` a run
     never spans two of batch_average's groups of `batch_size` samples. With `consumer_ranges`
     a value is observed clipped to its consumer_range.
@@ -631,7 +631,7 @@ def calibrate(
     default: on for mse only). `pow2` rounds every activation
     scale up to a power of two (weights keep their scales). `progress` shows a bar on stderr (default: when stderr is a
     terminal). `calibration_batch` samples run through the float graph at once (default: as
-    many as fit xnpu.runner.BATCH_MEMORY_BYTES, at most MAX_BATCH); the scales do not depend
+    many as fit xnpu.driver.runner.BATCH_MEMORY_BYTES, at most MAX_BATCH); the scales do not depend
     on it beyond float rounding. Modifies `module` in place and returns it.
     """
     _check_options(method, percentile, bins, batch_average, batch_size, calibration_batch)
@@ -682,8 +682,8 @@ def calibrate(
 
 def load_calibration_data(path: str | Path) -> np.ndarray | dict[str, np.ndarray]:
     """An .npy array (memory-mapped, so samples are read as they run) or an .npz of named
-    arrays, read by the loader every tool shares (xnpu.array_io)."""
-    from xnpu.array_io import load_arrays
+    arrays, read by the loader every tool shares (xnpu.core.array_io)."""
+    from xnpu.core.array_io import load_arrays
 
     if not Path(path).exists():
         raise XnpuError(f"{path}: calibration data file not found")

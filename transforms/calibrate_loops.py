@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from xnpu.compiled import jit
+from xnpu.core.jit import jit
 
 
 @jit

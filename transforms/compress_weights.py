@@ -43,7 +43,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from xnpu.dialects import nn
-from xnpu.errors import XnpuError
+from xnpu.core.errors import XnpuError
 
 METHODS = ("seed003", "frequency", "kmeans")
 MAX_BITS = 8
@@ -213,7 +213,7 @@ def int8_dictionary(dictionary: np.ndarray, scale: float) -> np.ndarray:
 
 
 def layer_names(op: Operation) -> tuple[str, ...]:
-    from xnpu.target.emit import location_names
+    from xnpu.backend.emit import location_names
 
     return location_names(op.location)
 
@@ -325,7 +325,7 @@ def carry_codebook(layer: Operation, weight: Operation) -> None:
     entries = np.asarray(dictionary.get_values(), dtype=np.int64)
     codes = weight.to_numpy()
     if entries.size != 1 << bits.value.data or not np.isin(codes, entries).all():
-        from xnpu.ir_io import describe_op
+        from xnpu.ir.io import describe_op
 
         raise XnpuError(f"{describe_op(layer)}: its int8 weights are not its codebook; run compress-weights after calibrate")
     weight.attributes[FIXED_CODEBOOK_BITS_ATTR] = bits

@@ -24,8 +24,8 @@ from xdsl.pattern_rewriter import (
 )
 
 from xnpu.dialects import nn
-from xnpu.errors import XnpuError
-from xnpu.ir_io import describe_op
+from xnpu.core.errors import XnpuError
+from xnpu.ir.io import describe_op
 from xnpu.transforms.constants import constant_array, fused_location
 
 

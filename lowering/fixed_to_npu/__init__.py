@@ -33,12 +33,12 @@ from xdsl.passes import ModulePass
 from xdsl.transforms.dead_code_elimination import dce
 
 from xnpu.dialects import fixed, nn, npu
-from xnpu.errors import XnpuError
-from xnpu.ir_io import describe_op
+from xnpu.core.errors import XnpuError
+from xnpu.ir.io import describe_op
 from xnpu.lowering.fixed_to_npu.host import place_on_host, split_output_dequantizes
 from xnpu.lowering.fixed_to_npu.natives import PENDING
-from xnpu.lowering.pdl_driver import apply_patterns
-from xnpu.lowering.pdl_patterns import PatternContext, load_natives, load_patterns, split_paths
+from xnpu.pdl.driver import apply_patterns
+from xnpu.pdl.patterns import PatternContext, load_natives, load_patterns, split_paths
 from xnpu.target import legality
 from xnpu.target.description import TargetDescription, load_target
 

@@ -16,7 +16,7 @@ from xdsl.rewriter import InsertPoint
 from xnpu.dialects import fixed, npu
 from xnpu.dialects.shapes import i64_array, i64_attr, ints, shape_of
 import xnpu.lowering.common_natives  # noqa: F401  (single_use, is_i8)
-from xnpu.lowering.pdl_patterns import PatternContext, native_constraint, native_rewrite
+from xnpu.pdl.patterns import PatternContext, native_constraint, native_rewrite
 from xnpu.semantics import fixed_point
 from xnpu.target import cost, legality
 from xnpu.transforms.constants import fused_location

@@ -18,9 +18,9 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from xnpu.errors import XnpuError
-from xnpu.lowering.pdl_driver import apply_patterns
-from xnpu.lowering.pdl_patterns import PatternContext, load_natives, load_patterns, split_paths
+from xnpu.core.errors import XnpuError
+from xnpu.pdl.driver import apply_patterns
+from xnpu.pdl.patterns import PatternContext, load_natives, load_patterns, split_paths
 from xnpu.target.description import load_target
 
 PATTERN_DIR = Path(__file__).resolve().parent

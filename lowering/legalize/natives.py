@@ -17,8 +17,8 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xnpu.dialects import fixed
 from xnpu.dialects.nn import i64_array, i64_attr, ints, shape_of
 import xnpu.lowering.common_natives  # noqa: F401  (single_use, is_i8)
-from xnpu.lowering.pdl_patterns import PatternContext, native_constraint, native_rewrite
-from xnpu.target.capabilities import is_native, op_capabilities
+from xnpu.pdl.patterns import PatternContext, native_constraint, native_rewrite
+from xnpu.driver.capabilities import is_native, op_capabilities
 
 
 def _text(attr: Attribute) -> str:
@@ -38,7 +38,7 @@ def _int(attr: Attribute) -> int:
 
 @native_constraint()
 def not_native(ctx: PatternContext, op: Operation) -> bool:
-    """The target has no instruction for this op instance (target/capabilities.py)."""
+    """The target has no instruction for this op instance (driver/capabilities.py)."""
     return not is_native(ctx.target, op)
 
 

@@ -48,10 +48,10 @@ from xdsl.pattern_rewriter import (
 )
 
 from xnpu.dialects import fixed, nn
-from xnpu.errors import XnpuError
-from xnpu.ir_io import describe_op
-from xnpu.lowering.pdl_driver import PatternSet
-from xnpu.lowering.pdl_patterns import Pattern, PatternContext, load_natives, load_patterns, split_paths
+from xnpu.core.errors import XnpuError
+from xnpu.ir.io import describe_op
+from xnpu.pdl.driver import PatternSet
+from xnpu.pdl.patterns import Pattern, PatternContext, load_natives, load_patterns, split_paths
 from xnpu.semantics import fixed_point, float_ops
 
 SCALE_ATTR = "nn.scale"

@@ -1,7 +1,7 @@
 """N samples in one pass: which functions allow it, and that it changes no result.
 
 The runner, calibration and the layer report run N samples of a batch-1 model at once
-where xnpu.batching says the samples stay apart; the integer levels must agree bit for bit
+where xnpu.interpreters.batching says the samples stay apart; the integer levels must agree bit for bit
 with a sample-by-sample run, the float level to float rounding, and calibration must give
 the same scales whatever the batch.
 """
@@ -17,10 +17,10 @@ from xdsl.dialects.builtin import FunctionType, IntegerAttr, ModuleOp, TensorTyp
 from xdsl.ir import Block, Region
 
 import xnpu
-from xnpu.batching import runs_batched
+from xnpu.interpreters.batching import runs_batched
 from xnpu.dialects import nn
-from xnpu.errors import XnpuError
-from xnpu.runner import CompiledFunction, default_batch, entry_function
+from xnpu.core.errors import XnpuError
+from xnpu.driver.runner import CompiledFunction, default_batch, entry_function
 from xnpu.transforms.calibrate import SCALE_ATTR, calibrate
 
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "bench"

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import xnpu
-from xnpu.errors import XnpuNote
-from xnpu.pipeline import float_cleanup
+from xnpu.core.errors import XnpuNote
+from xnpu.driver.pipeline import float_cleanup
 
 ort = pytest.importorskip("onnxruntime")
 

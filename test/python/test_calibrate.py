@@ -15,10 +15,10 @@ from xdsl.ir import Block, Region
 from xdsl.utils.arg_spec import parse_pipeline
 
 import xnpu
-from xnpu.context import make_context
+from xnpu.ir.context import make_context
 from xnpu.dialects import nn
-from xnpu.errors import XnpuError
-from xnpu.registry import all_passes
+from xnpu.core.errors import XnpuError
+from xnpu.driver.registry import all_passes
 from xnpu.semantics import float_ops
 from xnpu.transforms import calibrate as calibrate_module
 from xnpu.transforms.calibrate import (
@@ -543,7 +543,7 @@ def test_default_calibration_keeps_mobilenetv3_probabilities_close_to_float():
     agreement 0.70; minmax gives 0.88 and 0.56)."""
     import warnings
 
-    from xnpu.errors import XnpuNote
+    from xnpu.core.errors import XnpuNote
 
     model = IMAGENET / "mobilenetv3_like.onnx"
     with warnings.catch_warnings():

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import xnpu
-from xnpu.context import make_context
-from xnpu.errors import XnpuError
-from xnpu.pipeline import compile as compile_model
-from xnpu.target.binary import (
+from xnpu.ir.context import make_context
+from xnpu.core.errors import XnpuError
+from xnpu.driver.pipeline import compile as compile_model
+from xnpu.backend.binary import (
     CHECKSUMMED_FROM,
     HEADER_SIZE,
     SECTION_COMPRESSED_WEIGHTS,
@@ -25,7 +25,7 @@ from xnpu.target.binary import (
     packed_size,
     unpack_ids,
 )
-from xnpu.target.simulator import simulate
+from xnpu.backend.simulator import simulate
 from xnpu.transforms.compress_weights import (
     FIXED_CODEBOOK_ATTR,
     FIXED_CODEBOOK_BITS_ATTR,
@@ -176,7 +176,7 @@ def test_bad_options_are_one_line_errors():
 
 
 def calibrated_tiny():
-    from xnpu.pipeline import float_cleanup
+    from xnpu.driver.pipeline import float_cleanup
     from xnpu.transforms.calibrate import calibrate
 
     module = xnpu.import_onnx(EXAMPLES / "tiny_cnn.onnx")
@@ -393,8 +393,8 @@ def test_xnpu_compile_compress_options(tmp_path, capsys):
 
 
 def test_isa_text_keeps_the_regions_and_disassembly_reassembles_plain():
-    from xnpu.ir_io import parse_ir, print_ir
-    from xnpu.target.emit import emit_binary, module_from_binary
+    from xnpu.ir.io import parse_ir, print_ir
+    from xnpu.backend.emit import emit_binary, module_from_binary
 
     isa_module = compile_model(EXAMPLES / "tiny_cnn.onnx", np.load(EXAMPLES / "tiny_calib.npy"), stop_at="isa",
                                compress_bits=3, compress_method="kmeans", compress_min_elements=0)

@@ -13,7 +13,7 @@ from xdsl.ir import Block, Region, SSAValue
 
 import xnpu
 from xnpu.dialects import fixed
-from xnpu.errors import XnpuError
+from xnpu.core.errors import XnpuError
 from xnpu.semantics import fixed_point as fp
 
 SEED_LHS = np.array([0.5348, 0.1911, 0.0784], dtype=np.float32)

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xnpu.errors import XnpuError
+from xnpu.core.errors import XnpuError
 from xnpu.semantics import fixed_point as fp
 
 REPO = Path(__file__).resolve().parents[2]

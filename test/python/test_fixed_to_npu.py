@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 import xnpu
-from xnpu.context import make_context
+from xnpu.ir.context import make_context
 from xnpu.dialects import fixed, npu
-from xnpu.errors import XnpuError
-from xnpu.ir_io import parse_ir, print_ir
+from xnpu.core.errors import XnpuError
+from xnpu.ir.io import parse_ir, print_ir
 from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass, lower_fixed_to_npu
 from xnpu.lowering.legalize import LegalizePass
-from xnpu.registry import all_passes
+from xnpu.driver.registry import all_passes
 from models import ROOT, fixed_text, model_and_data
 
 TARGETS = ("xnpu_default", "xnpu_lite", str(Path(__file__).resolve().parent / "data" / "xnpu_test_16k.toml"))

@@ -19,13 +19,13 @@ from xdsl.dialects.builtin import FunctionType
 
 import xnpu
 from xnpu.dialects import fixed, nn
-from xnpu.errors import XnpuNote
+from xnpu.core.errors import XnpuNote
 from xnpu.semantics import fixed_point as fp
 
 pytest.importorskip("iree.compiler", reason="IREE is in the test extras: pip install -e '.[test]'")
 pytest.importorskip("iree.runtime", reason="IREE is in the test extras: pip install -e '.[test]'")
 
-from xnpu.tosa_export import IreeProgram, to_tosa  # noqa: E402
+from xnpu.driver.tosa_export import IreeProgram, to_tosa  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_BENCH = ROOT.parent / "shared" / "bench"

@@ -12,9 +12,9 @@ from xdsl.dialects.builtin import FusedLoc, ModuleOp
 from xdsl.passes import ModulePass
 
 import xnpu
-from xnpu.context import make_context
+from xnpu.ir.context import make_context
 from xnpu.dialects import nn
-from xnpu.runner import entry_function
+from xnpu.driver.runner import entry_function
 from xnpu.transforms.constant_fold import ConstantFoldPass
 from xnpu.transforms.fold_batch_norm import FoldBatchNormPass
 from xnpu.transforms.remove_noop import RemoveNoOpPass

@@ -11,8 +11,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import xnpu
-from xnpu.context import make_context
-from xnpu.pipeline import float_cleanup
+from xnpu.ir.context import make_context
+from xnpu.driver.pipeline import float_cleanup
 import xnpu.transforms.fuse_activations
 from xnpu.transforms.fuse_activations import FuseActivationsPass, activation_patterns
 
@@ -163,7 +163,7 @@ def test_patterns_are_plain_pdl_files_next_to_the_pass():
 
 
 def test_pass_is_registered_and_leaves_other_graphs_alone():
-    from xnpu.registry import all_passes
+    from xnpu.driver.registry import all_passes
 
     assert all_passes()["fuse-activations"]() is FuseActivationsPass
     model = model_of([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["r", "x"], ["y"])], {})

@@ -12,16 +12,16 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import xnpu
-from xnpu.context import make_context
+from xnpu.ir.context import make_context
 from xnpu.dialects import npu
-from xnpu.errors import XnpuError
-from xnpu.ir_io import parse_ir, print_ir
+from xnpu.core.errors import XnpuError
+from xnpu.ir.io import parse_ir, print_ir
 from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
 from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass, LowerNNToFixedPass
-from xnpu.pipeline import below_npu
-from xnpu.target.binary import HOST_FORMAT_VERSION, Binary
-from xnpu.target.emit import disassemble, emit_binary
-from xnpu.target.simulator import run_binary
+from xnpu.driver.pipeline import below_npu
+from xnpu.backend.binary import HOST_FORMAT_VERSION, Binary
+from xnpu.backend.emit import disassemble, emit_binary
+from xnpu.backend.simulator import run_binary
 from xnpu.tools import xnpu_compile
 
 from models import ROOT
@@ -205,11 +205,11 @@ def test_mobilenetv3_like_compiles_for_both_targets_with_its_softmax_on_the_host
     std = np.array([0.229, 0.224, 0.225]).reshape(1, 3, 1, 1)
     x = ((images / 255.0 - mean) / std).astype(np.float32)
     model = IMAGENET / "mobilenetv3_like.onnx"
-    with pytest.warns(xnpu.errors.XnpuNote):  # the dynamic batch becomes 1
+    with pytest.warns(xnpu.core.errors.XnpuNote):  # the dynamic batch becomes 1
         fixed = xnpu.compile(model, x[:32], stop_at="fixed", progress=False)
     expected = xnpu.run(fixed, x[32:34])["probs"]
     for target in TARGETS:
-        with pytest.warns(xnpu.errors.XnpuNote):
+        with pytest.warns(xnpu.core.errors.XnpuNote):
             binary = xnpu.compile(model, x[:32], target=target, progress=False)
         assert [(op.op, op.nodes) for op in xnpu.placement_of(binary).host] == [("nn.softmax", ("softmax",))]
         assert np.array_equal(run_binary(binary, x[32:34])["probs"], expected)

@@ -4,7 +4,7 @@ The properties: method 2 (three saturating bias-adds) is clip(q, lo, hi) for eve
 method 1 (power-of-two saturation) is within 1/128 of hard_tanh; seed 002's mul as a
 depthwise conv is bit-identical to fixed.mul, also compiled for xnpu_lite and run on the
 simulator; nothing fires on a target that runs the op natively; the supported-operators
-document is what target/capabilities.py generates today.
+document is what driver/capabilities.py generates today.
 """
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ import numpy as np
 import pytest
 
 import xnpu
-from xnpu.context import make_context
-from xnpu.ir_io import parse_ir, print_ir
+from xnpu.ir.context import make_context
+from xnpu.ir.io import parse_ir, print_ir
 from xnpu.lowering.legalize import LegalizePass, legalize_patterns
-from xnpu.lowering.pdl_driver import apply_patterns
-from xnpu.lowering.pdl_patterns import PatternContext
-from xnpu.pipeline import lower_to_isa
-from xnpu.target.capabilities import is_native, op_capabilities, supported_ops_document
+from xnpu.pdl.driver import apply_patterns
+from xnpu.pdl.patterns import PatternContext
+from xnpu.driver.pipeline import lower_to_isa
+from xnpu.driver.capabilities import is_native, op_capabilities, supported_ops_document
 from xnpu.target.description import load_target, parse_target
-from xnpu.target.emit import emit_binary
-from xnpu.target.simulator import run_binary
+from xnpu.backend.emit import emit_binary
+from xnpu.backend.simulator import run_binary
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -322,7 +322,7 @@ builtin.module {
 def test_supported_ops_document_is_current():
     doc = ROOT / "docs" / "supported-ops.md"
     assert doc.read_text() == supported_ops_document(), (
-        "docs/supported-ops.md is stale: run `python -m xnpu.target.capabilities`"
+        "docs/supported-ops.md is stale: run `python -m xnpu.driver.capabilities`"
     )
 
 
@@ -348,7 +348,7 @@ def test_xnpu_opt_supported_ops_and_target(tmp_path):
 
 
 def test_pass_option_clamp_method_and_registry():
-    from xnpu.registry import all_passes
+    from xnpu.driver.registry import all_passes
 
     assert all_passes()["legalize"]() is LegalizePass
     module = parse_ir(clamp_module(-16, 16, scale=2.0 ** -4))

@@ -1,8 +1,8 @@
-"""fixed -> npu -> isa -> binary (`xnpu.pipeline.lower_to_isa`: lower-fixed-to-npu, then
+"""fixed -> npu -> isa -> binary (`xnpu.driver.pipeline.lower_to_isa`: lower-fixed-to-npu, then
 npu-assign-layout, npu-tile, npu-allocate, lower-npu-to-isa), the tools, and bit-exactness.
 
 The central property: a compiled program run on the reference simulator
-(`xnpu.target.simulator.run_binary`) gives EXACTLY the outputs of the fixed module it was
+(`xnpu.backend.simulator.run_binary`) gives EXACTLY the outputs of the fixed module it was
 compiled from (`xnpu.run`), for every model and every target, tiled or not; and the
 programs of the npu lit cases compute what their npu modules compute.
 """
@@ -21,15 +21,15 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import xnpu
-from xnpu.context import make_context
+from xnpu.ir.context import make_context
 from xnpu.dialects import isa
-from xnpu.errors import XnpuError
-from xnpu.ir_io import parse_ir, print_ir
-from xnpu.pipeline import compile as compile_model
-from xnpu.pipeline import below_npu, lower_to_isa
-from xnpu.target.binary import Binary
+from xnpu.core.errors import XnpuError
+from xnpu.ir.io import parse_ir, print_ir
+from xnpu.driver.pipeline import compile as compile_model
+from xnpu.driver.pipeline import below_npu, lower_to_isa
+from xnpu.backend.binary import Binary
 from xnpu.target.description import list_targets, load_target
-from xnpu.target.emit import disassemble, emit_binary
+from xnpu.backend.emit import disassemble, emit_binary
 from models import EXAMPLES, ROOT, fixed_text, model_and_data, random_conv_parameters, zoo_model
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -37,12 +37,12 @@ SMALL_TARGET = str(DATA / "xnpu_test_16k.toml")
 DIGITS_MODELS = ("digits_plain", "digits_resnet", "digits_se")
 
 try:
-    from xnpu.target.simulator import run_binary
+    from xnpu.backend.simulator import run_binary
 except ImportError:  # pragma: no cover - the simulator is written by another engineer
     run_binary = None
 
 needs_simulator = pytest.mark.skipif(
-    run_binary is None, reason="target/simulator.py (run_binary) is absent: bit-exactness cannot be checked"
+    run_binary is None, reason="backend/simulator.py (run_binary) is absent: bit-exactness cannot be checked"
 )
 
 

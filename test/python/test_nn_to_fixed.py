@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import xnpu
-from xnpu.context import make_context
+from xnpu.ir.context import make_context
 from xnpu.dialects import fixed
-from xnpu.errors import XnpuError
+from xnpu.core.errors import XnpuError
 from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass, LowerNNToFixedPass
 from xnpu.transforms.calibrate import calibrate
 

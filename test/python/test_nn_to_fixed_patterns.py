@@ -23,16 +23,16 @@ import pytest
 from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, f32
 
 import xnpu
-from xnpu.context import make_context
+from xnpu.ir.context import make_context
 from xnpu.dialects import nn
-from xnpu.pipeline import float_cleanup
+from xnpu.driver.pipeline import float_cleanup
 from xnpu.transforms.calibrate import SCALE_ATTR, WEIGHT_SCALES_ATTR, annotate_arguments, entry_function, weight_scales
-from xnpu.errors import XnpuError
-from xnpu.ir_io import parse_ir, print_ir
+from xnpu.core.errors import XnpuError
+from xnpu.ir.io import parse_ir, print_ir
 from xnpu.lowering import nn_to_fixed
 from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass, LowerNNToFixedPass, nn_to_fixed_patterns, refine_scales
-from xnpu.lowering.pdl_driver import apply_patterns
-from xnpu.lowering.pdl_patterns import PatternContext
+from xnpu.pdl.driver import apply_patterns
+from xnpu.pdl.patterns import PatternContext
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO.parent / "shared" / "bench"
@@ -177,7 +177,7 @@ def test_one_mul_pattern_for_both_operand_orders():
 EXTRA_NATIVES = '''
 from xdsl.dialects.builtin import IntegerAttr, i64
 
-from xnpu.lowering.pdl_patterns import native_rewrite
+from xnpu.pdl.patterns import native_rewrite
 
 
 @native_rewrite("test_capped_relu_bounds")

@@ -16,22 +16,22 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, NameLoc, 
 from xdsl.ir import Block, Region
 
 import xnpu
-from xnpu.context import make_context
+from xnpu.ir.context import make_context
 from xnpu.dialects import fixed, isa, npu
 from xnpu.dialects.shapes import shape_of
-from xnpu.errors import XnpuError
-from xnpu.ir_io import parse_ir, print_ir, verify_module
-from xnpu.lowering.npu_to_isa import Emitter, LowerNpuToIsaPass
-from xnpu.runner import entry_function
+from xnpu.core.errors import XnpuError
+from xnpu.ir.io import parse_ir, print_ir, verify_module
+from xnpu.backend.npu_to_isa import Emitter, LowerNpuToIsaPass
+from xnpu.driver.runner import entry_function
 from xnpu.semantics import fixed_point as fp
 from xnpu.target.description import load_target
-from xnpu.target.emit import emit_binary
-from xnpu.target.simulator import run_binary
-from xnpu.transforms.npu_allocate import NpuAllocatePass
-from xnpu.transforms.npu_annotations import TILE, get_ints, layers
-from xnpu.transforms.npu_assign_layout import NpuAssignLayoutPass
-from xnpu.transforms.npu_tile import NpuTilePass
-from xnpu.transforms.npu_tiling import Tiling, choose_tiling, most_rows, sram_offsets, working_set
+from xnpu.backend.emit import emit_binary
+from xnpu.backend.simulator import run_binary
+from xnpu.backend.npu_allocate import NpuAllocatePass
+from xnpu.backend.npu_annotations import TILE, get_ints, layers
+from xnpu.backend.npu_assign_layout import NpuAssignLayoutPass
+from xnpu.backend.npu_tile import NpuTilePass
+from xnpu.backend.npu_tiling import Tiling, choose_tiling, most_rows, sram_offsets, working_set
 
 from models import random_conv_parameters
 from test_lower_to_isa import SMALL_TARGET, small_target

@@ -13,7 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import xnpu
 from xnpu.dialects import nn
-from xnpu.errors import XnpuError
+from xnpu.core.errors import XnpuError
 
 ort = pytest.importorskip("onnxruntime")
 

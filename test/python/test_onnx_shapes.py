@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import xnpu
 from xnpu.dialects import nn
-from xnpu.errors import XnpuError, XnpuNote
+from xnpu.core.errors import XnpuError, XnpuNote
 from xnpu.frontend.input_shapes import parse_input_shapes
 
 ort = pytest.importorskip("onnxruntime")
@@ -293,7 +293,7 @@ def test_compile_with_dynamic_height_and_width_needs_the_flag(dynamic_hw):
                 "-o", "dyn.xnb", cwd=dynamic_hw)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
-    from xnpu.target.simulator import BinaryModel
+    from xnpu.backend.simulator import BinaryModel
 
     binary = BinaryModel.from_file(dynamic_hw / "dyn.xnb")
     x = np.load(dynamic_hw / "calib.npy")

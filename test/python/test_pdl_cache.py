@@ -1,4 +1,4 @@
-"""The on-disk cache of parsed pattern files (lowering/pdl_cache.py): a cached file gives the
+"""The on-disk cache of parsed pattern files (pdl/cache.py): a cached file gives the
 same patterns and the same lowering as a fresh parse; an entry that is corrupt, truncated or
 for other text is ignored and rewritten; only checked parses are kept; no entry is written
 where bytecode would not be; a directory that cannot be written falls back to the user's
@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 import xnpu
-import xnpu.lowering.pdl_patterns as patterns_module
-from xnpu.errors import XnpuError
-from xnpu.ir_io import print_ir
-from xnpu.lowering import pdl_cache
-from xnpu.lowering.pdl_patterns import parse_pattern_file
+import xnpu.pdl.patterns as patterns_module
+from xnpu.core.errors import XnpuError
+from xnpu.ir.io import print_ir
+from xnpu.pdl import cache as pdl_cache
+from xnpu.pdl.patterns import parse_pattern_file
 
 from models import model_and_data
 

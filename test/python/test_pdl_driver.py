@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from xnpu.errors import XnpuError
-from xnpu.ir_io import parse_ir, print_ir
-from xnpu.lowering.pdl_driver import apply_patterns
-from xnpu.lowering.pdl_patterns import (
+from xnpu.core.errors import XnpuError
+from xnpu.ir.io import parse_ir, print_ir
+from xnpu.pdl.driver import apply_patterns
+from xnpu.pdl.patterns import (
     NATIVE_CONSTRAINTS,
     NATIVE_REWRITES,
     PatternContext,
@@ -220,7 +220,7 @@ def test_the_scan_of_a_shipped_pattern_file_agrees_with_its_parse(path):
 
 
 def test_a_scanned_pattern_is_parsed_when_first_tried(tmp_path, monkeypatch):
-    import xnpu.lowering.pdl_patterns as patterns_module
+    import xnpu.pdl.patterns as patterns_module
 
     path = tmp_path / "p.mlir"
     path.write_text(pattern_text("t_scanned", 3, "test_max_is_4", 6))

@@ -1,4 +1,4 @@
-"""The per-layer quantization error report (transforms/quant_report.py) and xnpu-quantize."""
+"""The per-layer quantization error report (driver/quant_report.py) and xnpu-quantize."""
 
 from __future__ import annotations
 
@@ -19,12 +19,12 @@ import pytest
 from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, f32, i64
 
 import xnpu
-from xnpu.context import make_context
+from xnpu.ir.context import make_context
 from xnpu.dialects import fixed
 from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass, LowerNNToFixedPass
-from xnpu.pipeline import float_cleanup
+from xnpu.driver.pipeline import float_cleanup
 from xnpu.transforms.calibrate import calibrate
-from xnpu.transforms.quant_report import (
+from xnpu.driver.quant_report import (
     LayerStats,
     layer_report,
     location_name,
@@ -34,7 +34,7 @@ from xnpu.transforms.quant_report import (
     write_report,
 )
 
-from xnpu.transforms.report_html import NODE_WIDTH, layered_layout  # noqa: E402
+from xnpu.driver.report_html import NODE_WIDTH, layered_layout  # noqa: E402
 
 SVG = "{http://www.w3.org/2000/svg}"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

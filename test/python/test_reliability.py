@@ -414,7 +414,7 @@ def test_compress_bits_4_alone_keeps_digits_accuracy(tmp_path, name):
     accuracy = float((np.load(tmp_path / "out.npz")["logits"].argmax(1) == labels).mean())
     assert accuracy >= float_accuracy - 0.01, (accuracy, float_accuracy)
 
-    from xnpu.target.binary import Binary, packed_size
+    from xnpu.backend.binary import Binary, packed_size
 
     graph = onnx.load(str(model)).graph
     weights = {i.name: i for i in graph.initializer}

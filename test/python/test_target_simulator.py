@@ -18,13 +18,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xnpu.errors import XnpuError
+from xnpu.core.errors import XnpuError
 from xnpu.semantics import fixed_point as fp
-from xnpu.target.binary import Binary, IoTensor
+from xnpu.backend.binary import Binary, IoTensor
 from xnpu.target.cost import instruction_cycles, program_cycles
 from xnpu.target.description import TARGET_DIR, load_target, parse_target
 from xnpu.target.encoding import Instruction, make_instruction
-from xnpu.target.simulator import Machine, run_binary, simulate
+from xnpu.backend.simulator import Machine, run_binary, simulate
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -748,7 +748,7 @@ func.func @main(%x: tensor<1x3x10x10xf32> {{nn.name = "image"}}) -> (tensor<1x8x
 
 def test_binary_agrees_with_the_fixed_interpreter():
     import xnpu
-    from xnpu.ir_io import parse_ir
+    from xnpu.ir.io import parse_ir
 
     rng = np.random.default_rng(23)
     binary, _ = small_network(rng)

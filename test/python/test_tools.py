@@ -149,7 +149,7 @@ def test_opt_split_input_file_counts_lines_from_the_file_start(files):
 
 
 def test_opt_lists_passes_from_the_registry():
-    from xnpu.registry import all_passes
+    from xnpu.driver.registry import all_passes
 
     result = tool("xnpu-opt", "--list-passes")
     assert result.returncode == 0
@@ -278,7 +278,7 @@ def test_outputs_get_the_usual_file_mode(tmp_path):
     """Atomic writes go through a private temporary file; the result must not stay private."""
     import os
 
-    from xnpu.ir_io import write_atomically
+    from xnpu.ir.io import write_atomically
 
     target = tmp_path / "out.mlir"
     old = os.umask(0o022)

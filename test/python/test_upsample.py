@@ -19,16 +19,16 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import xnpu
-from xnpu.context import make_context
+from xnpu.ir.context import make_context
 from xnpu.dialects import npu
-from xnpu.errors import XnpuError
-from xnpu.ir_io import parse_ir, print_ir
+from xnpu.core.errors import XnpuError
+from xnpu.ir.io import parse_ir, print_ir
 from xnpu.lowering.fixed_to_npu import lower_fixed_to_npu
 from xnpu.lowering.legalize import LegalizePass
 from xnpu.target import phases
 from xnpu.target.cost import conv_cycles
 from xnpu.target.description import load_target
-from xnpu.target.emit import location_names
+from xnpu.backend.emit import location_names
 
 TARGETS = ("xnpu_default", "xnpu_lite", str(Path(__file__).resolve().parent / "data" / "xnpu_test_16k.toml"))
 BENCH = Path(__file__).resolve().parents[3] / "shared" / "bench" / "imagenet_like"
@@ -128,9 +128,9 @@ def test_npu_level_is_bit_identical_to_the_fixed_level(name, target):
 
 def test_upsampling_models_run_their_samples_in_one_pass():
     """nn.resize, nn.conv_transpose2d, nn.tanh and their fixed ops keep the samples apart
-    (xnpu.batching): the fixed level bit for bit as sample by sample, the float level to BLAS order."""
-    from xnpu.batching import runs_batched
-    from xnpu.runner import entry_function
+    (xnpu.interpreters.batching): the fixed level bit for bit as sample by sample, the float level to BLAS order."""
+    from xnpu.interpreters.batching import runs_batched
+    from xnpu.driver.runner import entry_function
 
     model, _, x = model_and_data("upsample")
     for module, exact in ((xnpu.import_onnx(model), False), (parse_ir(fixed_text("upsample")), True)):
@@ -200,9 +200,9 @@ BINARY_CASES = [("upsample", target) for target in TARGETS] + [
 def test_binary_is_bit_identical_to_the_fixed_level(name, target):
     """segnet_like does not fit the 16 KiB target at all (conv_26's 3x3x128 kernels of one
     16-channel chunk need 18 KiB); upsample_large is tiled there, the upsampling layers included."""
-    from xnpu.pipeline import lower_to_isa
-    from xnpu.target.emit import emit_binary
-    from xnpu.target.simulator import run_binary
+    from xnpu.driver.pipeline import lower_to_isa
+    from xnpu.backend.emit import emit_binary
+    from xnpu.backend.simulator import run_binary
 
     banded = []  # interleaves and pads moved in bands of fewer rows than their sources have
 
@@ -269,7 +269,7 @@ def test_what_the_accelerator_cannot_run_is_not_selected_with_its_reason(node, o
     message = str(error.value)
     assert reason in message and message.endswith("(target xnpu_default)") and "\n" not in message
     module, _ = to_npu(one_node_fixed(node, out_shape, initializers), "xnpu_default")  # host fallback: the host runs it
-    from xnpu.placement import placement_of
+    from xnpu.driver.placement import placement_of
 
     why = reason.split("): ", 1)[-1]  # the words after the op and its node
     assert any(why in op.reason and op.nodes == (node.name,) for op in placement_of(module).host)

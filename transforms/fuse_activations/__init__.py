@@ -5,7 +5,7 @@ Hard-swish reaches ONNX in three spellings: the HardSwish op (opset 14), `x * Cl
 float level each spelling would cost an add, a clamp, a mul and a rescale, with an int8
 rounding between every two; as one `nn.hard_swish` it is one 256-entry table. The rewrites
 are the declarative PDL patterns of `hard_swish.mlir` in this directory, applied by xnpu's
-PDL driver (lowering/pdl_driver.py), which tries both operand orders of the commutative
+PDL driver (pdl/driver.py), which tries both operand orders of the commutative
 nn.add and nn.mul; the constants are compared by the native constraints below. The ops a
 fusion leaves without users are removed.
 """
@@ -23,8 +23,8 @@ from xdsl.ir import Attribute, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.transforms.dead_code_elimination import dce
 
-from xnpu.lowering.pdl_driver import apply_patterns
-from xnpu.lowering.pdl_patterns import PatternContext, load_patterns, native_constraint
+from xnpu.pdl.driver import apply_patterns
+from xnpu.pdl.patterns import PatternContext, load_patterns, native_constraint
 from xnpu.transforms.constants import constant_array
 
 PATTERN_DIR = Path(__file__).resolve().parent

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xnpu.errors import XnpuError
-from xnpu.target.binary import (
+from xnpu.core.errors import XnpuError
+from xnpu.backend.binary import (
     CHECKSUMMED_FROM,
     HEADER_SIZE,
     SECTION_ENTRY,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from xnpu.errors import XnpuError
+from xnpu.core.errors import XnpuError
 from xnpu.target.description import TARGET_DIR, list_targets, load_target, parse_target
 
 if sys.version_info >= (3, 11):

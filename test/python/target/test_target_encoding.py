@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xnpu.errors import XnpuError
+from xnpu.core.errors import XnpuError
 from xnpu.target.encoding import (
     ENUMS,
     FORMATS,

@@ -1,0 +1,589 @@
+"""The xnpu binary container: header, section table, sections (docs/binary-format.md).
+
+`Binary` holds a compiled program: decoded instructions, the constant image that is loaded at
+DDR address 0, the input/output table, the provenance (instruction -> ONNX node names),
+the codebook-compressed weight regions of the image (section kind 6, format version 2) and
+the host segments (section kind 7, format version 3: ops the target cannot run, run by the
+host where a SYNC posts their token).
+`to_bytes()` writes the container deterministically and `from_bytes()` reads it back, so
+encode -> decode -> encode is byte-identical. Reading checks everything it reads; a damaged
+or foreign file is one XnpuError line ("binary: ..."), never another exception.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from xnpu.core.errors import XnpuError
+from xnpu.target.encoding import WORD_BYTES, Instruction, decode_program, encode_program
+
+MAGIC = b"XNPU"
+FORMAT_VERSION = 1  # written when the program has no compressed weights
+COMPRESSED_FORMAT_VERSION = 2  # version 2 adds section kind 6; version-1 readers reject such files
+HOST_FORMAT_VERSION = 3  # version 3 adds section kind 7 (kind 6 optional); older readers reject such files
+SUPPORTED_VERSIONS = (FORMAT_VERSION, COMPRESSED_FORMAT_VERSION, HOST_FORMAT_VERSION)
+HEADER = struct.Struct("<4sHHIIIIII")  # magic, version, header size, checksum, target id,
+HEADER_SIZE = HEADER.size  # flags, section count, total size, reserved
+CHECKSUM_OFFSET = 8
+CHECKSUMMED_FROM = 12  # the checksum covers every byte after its own field
+SECTION_ENTRY = struct.Struct("<IIII")  # kind, offset, size, alignment
+MAX_ALIGNMENT = 4096
+
+# Section kinds, in the order the writer emits them, with the alignment it uses.
+SECTION_INSTRUCTIONS = 1
+SECTION_CONSTANTS = 2
+SECTION_STRINGS = 3
+SECTION_IO = 4
+SECTION_PROVENANCE = 5
+SECTION_COMPRESSED_WEIGHTS = 6  # codebook-compressed weights; valid from version 2
+SECTION_HOST_SEGMENTS = 7  # ops run by the host between accelerator segments; valid from version 3
+SECTION_NAMES = {
+    SECTION_INSTRUCTIONS: "instructions",
+    SECTION_CONSTANTS: "constants",
+    SECTION_STRINGS: "strings",
+    SECTION_IO: "io",
+    SECTION_PROVENANCE: "provenance",
+    SECTION_COMPRESSED_WEIGHTS: "compressed-weights",
+    SECTION_HOST_SEGMENTS: "host-segments",
+}
+WRITE_ALIGNMENT = {
+    SECTION_INSTRUCTIONS: WORD_BYTES,
+    SECTION_CONSTANTS: 64,
+    SECTION_STRINGS: 4,
+    SECTION_IO: 8,
+    SECTION_PROVENANCE: 4,
+    SECTION_COMPRESSED_WEIGHTS: 4,
+    SECTION_HOST_SEGMENTS: 4,
+}
+REQUIRED_SECTIONS = (SECTION_INSTRUCTIONS, SECTION_STRINGS, SECTION_IO)
+
+DTYPES = {0: "int8", 1: "int16", 2: "int32", 3: "float32", 4: "uint8"}
+DTYPE_CODES = {name: code for code, name in DTYPES.items()}
+LAYOUTS = {0: "RAW", 1: "NHWC", 2: "NCHW"}
+LAYOUT_CODES = {name: code for code, name in LAYOUTS.items()}
+DIRECTIONS = {0: "input", 1: "output"}
+DIRECTION_CODES = {name: code for code, name in DIRECTIONS.items()}
+MAX_RANK = 8
+IO_ENTRY = struct.Struct("<BBBBIdiI")  # direction, dtype, layout, rank, name, scale, zero point, DDR address
+PROVENANCE_ENTRY = struct.Struct("<II")  # instruction index, name
+COMPRESSED_ENTRY = struct.Struct("<IIB3x")  # DDR address, element count, bits (then 3 zero bytes)
+HOST_ENTRY = struct.Struct("<IIII")  # token, input count, output count, body (string offset)
+MAX_TOKEN = 0xFFFF  # the SYNC token field is 16 bits
+MAX_CODEBOOK_BITS = 8
+U32 = struct.Struct("<I")
+
+
+@dataclass
+class IoTensor:
+    """One program input or output as the host sees it in DDR."""
+
+    name: str
+    direction: str  # "input" | "output"
+    shape: tuple[int, ...]
+    dtype: str  # "int8" | "int16" | "int32" | "float32" | "uint8"
+    scale: float  # real value = (q - zero_point) * scale
+    zero_point: int
+    ddr_addr: int
+    layout: str  # "RAW" (row-major in `shape` order) | "NHWC" | "NCHW"
+
+
+def pack_ids(ids, bits: int) -> bytes:
+    """b-bit ids packed LSB-first: id i is bits [i*b, i*b + b) of the stream, bit k of the
+    stream is bit k % 8 of byte k // 8; the last byte's unused high bits are zero."""
+    ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+    if ids.size and (ids.min() < 0 or ids.max() >= 1 << bits):
+        raise XnpuError(f"binary: an id does not fit {bits} bits")
+    stream = ((ids[:, None] >> np.arange(bits)) & 1).astype(np.uint8).reshape(-1)
+    return np.packbits(stream, bitorder="little").tobytes()
+
+
+def unpack_ids(data: bytes, bits: int, count: int) -> np.ndarray:
+    """The inverse of pack_ids: `count` ids of `bits` bits from the first ceil(count*bits/8) bytes."""
+    stream = np.unpackbits(np.frombuffer(data, dtype=np.uint8), bitorder="little")[: count * bits]
+    return (stream.reshape(count, bits).astype(np.int64) << np.arange(bits)).sum(axis=1)
+
+
+def packed_size(count: int, bits: int) -> int:
+    return -(-count * bits // 8)
+
+
+@dataclass
+class CompressedWeights:
+    """A constant-image region stored as b-bit ids into a 2^b-entry int8 dictionary (kind 6)."""
+
+    ddr_addr: int  # first byte of the decoded weights in DDR (inside the constant image)
+    bits: int  # 1..8
+    dictionary: bytes  # 2^bits int8 values
+    ids: np.ndarray  # one id per decoded byte
+
+    def decode(self) -> bytes:
+        return np.frombuffer(self.dictionary, dtype=np.uint8)[np.asarray(self.ids, dtype=np.int64)].tobytes()
+
+    @property
+    def size(self) -> int:
+        return int(np.asarray(self.ids).size)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, CompressedWeights) and (self.ddr_addr, self.bits, bytes(self.dictionary)) == (
+            other.ddr_addr, other.bits, bytes(other.dictionary)) and np.array_equal(self.ids, other.ids)
+
+
+@dataclass
+class HostSegment:
+    """Ops the target cannot run, run by the host where a `SYNC halt=0` posts `token`: it reads
+    `inputs` from DDR, runs `body` (generic MLIR of one func.func) and writes `outputs`."""
+
+    token: int
+    inputs: list[IoTensor]
+    outputs: list[IoTensor]
+    body: str
+
+
+@dataclass
+class Binary:
+    target_id: int
+    instructions: list[Instruction]
+    constants: bytes = b""  # the image; bytes under `compressed` regions are zero placeholders
+    io: list[IoTensor] = field(default_factory=list)
+    provenance: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    compressed: list[CompressedWeights] = field(default_factory=list)  # sorted by ddr_addr
+    host_segments: list[HostSegment] = field(default_factory=list)  # sorted by token
+
+    def constant_image(self) -> bytes:
+        """The constant image with every compressed region decoded (what DDR holds after the decode)."""
+        image = bytearray(self.constants)
+        for region in self.compressed:
+            image[region.ddr_addr : region.ddr_addr + region.size] = region.decode()
+        return bytes(image)
+
+    def to_bytes(self) -> bytes:
+        return _write(self)
+
+    @staticmethod
+    def from_bytes(data: bytes) -> Binary:
+        return _read(bytes(data))
+
+    @staticmethod
+    def from_file(path) -> Binary:
+        """The binary in file `path` (a regular file of bounded size); errors name the file."""
+        from xnpu.ir.io import read_input_file
+
+        data = read_input_file(path)
+        try:
+            return Binary.from_bytes(data)
+        except XnpuError as error:
+            raise XnpuError(f"{path}: {error}") from None
+
+    def check_target(self, target) -> None:
+        """XnpuError unless this program was built for `target` and every instruction is valid on it."""
+        if self.target_id != target.id:
+            raise XnpuError(f"binary: built for target id {self.target_id}, but {target.name} has id {target.id}")
+        for index, instruction in enumerate(self.instructions):
+            try:
+                target.check_instruction(instruction)
+            except XnpuError as error:
+                raise XnpuError(f"binary: instruction {index}: {error}") from None
+
+    def inputs(self) -> list[IoTensor]:
+        return [t for t in self.io if t.direction == "input"]
+
+    def outputs(self) -> list[IoTensor]:
+        return [t for t in self.io if t.direction == "output"]
+
+
+# --------------------------------------------------------------------------------------
+# Writing
+# --------------------------------------------------------------------------------------
+
+
+class _Strings:
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.offsets: dict[str, int] = {}
+
+    def add(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise XnpuError(f"binary: string {text!r} is not text")
+        if "\0" in text:
+            raise XnpuError(f"binary: string {text!r} contains a NUL character")
+        if text not in self.offsets:
+            self.offsets[text] = len(self.data)
+            self.data += text.encode("utf-8") + b"\0"
+        return self.offsets[text]
+
+
+def _u32(value: int, what: str) -> int:
+    if not isinstance(value, int) or not 0 <= value <= 0xFFFF_FFFF:
+        raise XnpuError(f"binary: {what} = {value!r} does not fit 32 unsigned bits")
+    return value
+
+
+def _io_bytes(io: list[IoTensor], strings: _Strings) -> bytes:
+    out = bytearray(U32.pack(len(io)))
+    for tensor in io:
+        out += _io_entry(tensor, strings, f"io tensor '{tensor.name}'")
+    return bytes(out)
+
+
+def _io_entry(tensor: IoTensor, strings: _Strings, where: str) -> bytes:
+    """One entry of the io table (section 4), as also in a host segment (section 7)."""
+    out = bytearray()
+    if tensor.direction not in DIRECTION_CODES:
+        raise XnpuError(f"binary: {where}: direction '{tensor.direction}' is not input or output")
+    if tensor.dtype not in DTYPE_CODES:
+        raise XnpuError(f"binary: {where}: dtype '{tensor.dtype}' is not one of {', '.join(DTYPE_CODES)}")
+    if tensor.layout not in LAYOUT_CODES:
+        raise XnpuError(f"binary: {where}: layout '{tensor.layout}' is not one of {', '.join(LAYOUT_CODES)}")
+    if len(tensor.shape) > MAX_RANK:
+        raise XnpuError(f"binary: {where}: rank {len(tensor.shape)} exceeds {MAX_RANK}")
+    if not (isinstance(tensor.scale, (int, float)) and math.isfinite(tensor.scale) and tensor.scale > 0):
+        raise XnpuError(f"binary: {where}: scale {tensor.scale!r} is not positive and finite")
+    if not isinstance(tensor.zero_point, int) or not -(1 << 31) <= tensor.zero_point < (1 << 31):
+        raise XnpuError(f"binary: {where}: zero point {tensor.zero_point!r} does not fit int32")
+    out += IO_ENTRY.pack(
+        DIRECTION_CODES[tensor.direction],
+        DTYPE_CODES[tensor.dtype],
+        LAYOUT_CODES[tensor.layout],
+        len(tensor.shape),
+        strings.add(tensor.name),
+        float(tensor.scale),
+        tensor.zero_point,
+        _u32(tensor.ddr_addr, f"{where} DDR address"),
+    )
+    for dim in tensor.shape:
+        out += U32.pack(_u32(dim, f"{where} dimension"))
+    return bytes(out)
+
+
+def _host_bytes(binary: Binary, strings: _Strings) -> bytes:
+    out = bytearray(U32.pack(len(binary.host_segments)))
+    previous = -1
+    for segment in binary.host_segments:
+        where = f"host segment {segment.token}"
+        if not isinstance(segment.token, int) or not previous < segment.token <= MAX_TOKEN:
+            raise _fail(f"{where}: tokens must increase and fit 16 bits (previous {previous})")
+        previous = segment.token
+        out += HOST_ENTRY.pack(segment.token, len(segment.inputs), len(segment.outputs), strings.add(segment.body))
+        for direction, tensors in (("input", segment.inputs), ("output", segment.outputs)):
+            for tensor in tensors:
+                if tensor.direction != direction:
+                    raise _fail(f"{where}: tensor '{tensor.name}' among its {direction}s has direction {tensor.direction}")
+                out += _io_entry(tensor, strings, f"{where} tensor '{tensor.name}'")
+    return bytes(out)
+
+
+def _provenance_bytes(binary: Binary, strings: _Strings) -> bytes:
+    entries = bytearray()
+    count = 0
+    for index in sorted(binary.provenance):
+        if not isinstance(index, int) or not 0 <= index < len(binary.instructions):
+            raise XnpuError(f"binary: provenance names instruction {index!r}, but there are {len(binary.instructions)}")
+        names = binary.provenance[index]
+        if isinstance(names, str):
+            raise XnpuError(f"binary: provenance of instruction {index} must be a tuple of names, not a string")
+        for name in names:
+            entries += PROVENANCE_ENTRY.pack(index, strings.add(name))
+            count += 1
+    return U32.pack(count) + bytes(entries)
+
+
+def _check_region(region: CompressedWeights, where: str, previous_end: int, image_size: int) -> None:
+    if not isinstance(region.bits, int) or not 1 <= region.bits <= MAX_CODEBOOK_BITS:
+        raise _fail(f"{where}: bits {region.bits!r} is not 1..{MAX_CODEBOOK_BITS}")
+    if len(region.dictionary) != 1 << region.bits:
+        raise _fail(f"{where}: dictionary of {len(region.dictionary)} entries, {region.bits} bits need {1 << region.bits}")
+    if region.ddr_addr < previous_end:
+        raise _fail(f"{where}: DDR address {region.ddr_addr} is not past the previous region's end {previous_end} (sorted, disjoint)")
+    if region.ddr_addr + region.size > image_size:
+        raise _fail(f"{where}: bytes [{region.ddr_addr}, {region.ddr_addr + region.size}) are outside the {image_size}-byte constant image")
+
+
+def _compressed_bytes(binary: Binary) -> tuple[bytes, bytes]:
+    """(kind-6 payload, constants section = the image without the compressed regions)."""
+    image = bytes(binary.constants)
+    out = bytearray(U32.pack(len(binary.compressed)))
+    kept, position = bytearray(), 0
+    for index, region in enumerate(binary.compressed):
+        where = f"compressed region {index}"
+        _check_region(region, where, position, len(image))
+        end = region.ddr_addr + region.size
+        if any(image[region.ddr_addr : end]):
+            raise _fail(f"{where}: constant bytes [{region.ddr_addr}, {end}) under it are not zero placeholders")
+        out += COMPRESSED_ENTRY.pack(_u32(region.ddr_addr, f"{where} DDR address"), _u32(region.size, f"{where} size"), region.bits)
+        out += bytes(region.dictionary) + pack_ids(region.ids, region.bits)
+        out += bytes(-len(out) % 4)
+        kept += image[position : region.ddr_addr]
+        position = end
+    return bytes(out), bytes(kept + image[position:])
+
+
+def _align(value: int, alignment: int) -> int:
+    return -(-value // alignment) * alignment
+
+
+def _write(binary: Binary) -> bytes:
+    _u32(binary.target_id, "target id")
+    strings = _Strings()
+    # Strings are added in a fixed order (io names, then provenance by instruction), so the
+    # same Binary always gives the same bytes.
+    io = _io_bytes(binary.io, strings)
+    provenance = _provenance_bytes(binary, strings)
+    host = _host_bytes(binary, strings) if binary.host_segments else b""
+    compressed, constants = _compressed_bytes(binary) if binary.compressed else (b"", bytes(binary.constants))
+    payloads = {
+        SECTION_INSTRUCTIONS: encode_program(binary.instructions),
+        SECTION_CONSTANTS: constants,
+        SECTION_STRINGS: bytes(strings.data),
+        SECTION_IO: io,
+        SECTION_PROVENANCE: provenance,
+    }
+    if binary.compressed:
+        payloads[SECTION_COMPRESSED_WEIGHTS] = compressed
+    if binary.host_segments:
+        payloads[SECTION_HOST_SEGMENTS] = host
+    version = (HOST_FORMAT_VERSION if binary.host_segments else
+               COMPRESSED_FORMAT_VERSION if binary.compressed else FORMAT_VERSION)
+    table = bytearray()
+    body = bytearray()
+    position = HEADER_SIZE + SECTION_ENTRY.size * len(payloads)
+    for kind, payload in payloads.items():
+        alignment = WRITE_ALIGNMENT[kind]
+        start = _align(position, alignment)
+        body += bytes(start - position) + payload
+        table += SECTION_ENTRY.pack(kind, start, len(payload), alignment)
+        position = start + len(payload)
+    total = _u32(position, "total size")
+    header = HEADER.pack(MAGIC, version, HEADER_SIZE, 0, binary.target_id, 0, len(payloads), total, 0)
+    image = bytearray(header + table + body)
+    struct.pack_into("<I", image, CHECKSUM_OFFSET, zlib.crc32(image[CHECKSUMMED_FROM:]))
+    return bytes(image)
+
+
+# --------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------
+
+
+def _fail(message: str) -> XnpuError:
+    return XnpuError(f"binary: {message}")
+
+
+class _Cursor:
+    """Bounds-checked little-endian reads from one section."""
+
+    def __init__(self, data: bytes, section: str):
+        self.data = data
+        self.section = section
+        self.position = 0
+
+    def take(self, layout: struct.Struct, what: str) -> tuple:
+        end = self.position + layout.size
+        if end > len(self.data):
+            raise _fail(f"{self.section} section ends inside {what} (at byte {self.position} of {len(self.data)})")
+        values = layout.unpack_from(self.data, self.position)
+        self.position = end
+        return values
+
+    def finish(self) -> None:
+        if self.position != len(self.data):
+            raise _fail(f"{self.section} section has {len(self.data) - self.position} unexpected trailing bytes")
+
+
+def _string(strings: bytes, offset: int, what: str) -> str:
+    if offset >= len(strings):
+        raise _fail(f"{what} points at string offset {offset}, past the {len(strings)}-byte string table")
+    end = strings.find(b"\0", offset)
+    if end < 0:
+        raise _fail(f"{what}: string at offset {offset} is not NUL-terminated")
+    try:
+        return strings[offset:end].decode("utf-8")
+    except UnicodeDecodeError:
+        raise _fail(f"{what}: string at offset {offset} is not valid UTF-8") from None
+
+
+def _read_header(data: bytes) -> tuple[int, int, int]:
+    if len(data) < HEADER_SIZE:
+        raise _fail(f"truncated: {len(data)} bytes is shorter than the {HEADER_SIZE}-byte header")
+    magic, version, header_size, checksum, target_id, flags, count, total, reserved = HEADER.unpack_from(data)
+    if magic != MAGIC:
+        raise _fail(f"bad magic {magic!r}, expected {MAGIC!r}: not an xnpu binary")
+    if version not in SUPPORTED_VERSIONS:
+        raise _fail(f"format version {version} is not supported (this reader reads versions "
+                    f"{', '.join(map(str, SUPPORTED_VERSIONS))})")
+    if total > len(data):
+        raise _fail(f"truncated: the header says {total} bytes, the file has {len(data)}")
+    if total < len(data):
+        raise _fail(f"{len(data) - total} trailing bytes after the {total} bytes the header declares")
+    actual = zlib.crc32(data[CHECKSUMMED_FROM:])
+    if actual != checksum:
+        raise _fail(f"checksum mismatch: header has {checksum:#010x}, contents give {actual:#010x} (corrupt file)")
+    if header_size != HEADER_SIZE:
+        raise _fail(f"header size {header_size} is not {HEADER_SIZE}")
+    if flags:
+        raise _fail(f"unknown header flags {flags:#x}")
+    if reserved:
+        raise _fail("reserved header field is not zero")
+    return target_id, count, version
+
+
+def _read_sections(data: bytes, count: int, version: int = FORMAT_VERSION) -> dict[int, bytes]:
+    table_end = HEADER_SIZE + count * SECTION_ENTRY.size
+    if table_end > len(data):
+        raise _fail(f"section table of {count} entries runs past the end of the {len(data)}-byte file")
+    sections: dict[int, bytes] = {}
+    previous_end = table_end
+    for index in range(count):
+        kind, offset, size, alignment = SECTION_ENTRY.unpack_from(data, HEADER_SIZE + index * SECTION_ENTRY.size)
+        where = f"section {index}"
+        if kind == SECTION_COMPRESSED_WEIGHTS and version < COMPRESSED_FORMAT_VERSION:
+            raise _fail(f"{where}: kind {kind} (compressed weights) is reserved and not valid in format version {version}")
+        if kind == SECTION_HOST_SEGMENTS and version < HOST_FORMAT_VERSION:
+            raise _fail(f"{where}: kind {kind} (host segments) is reserved and not valid in format version {version}")
+        if kind not in SECTION_NAMES:
+            raise _fail(f"{where}: unknown section kind {kind}")
+        name = SECTION_NAMES[kind]
+        if kind in sections:
+            raise _fail(f"{where}: a second {name} section")
+        if alignment == 0 or alignment & (alignment - 1) or alignment > MAX_ALIGNMENT:
+            raise _fail(f"{where} ({name}): alignment {alignment} is not a power of two up to {MAX_ALIGNMENT}")
+        if offset % alignment:
+            raise _fail(f"{where} ({name}): offset {offset} is not a multiple of its alignment {alignment}")
+        if offset < previous_end:
+            raise _fail(f"{where} ({name}): offset {offset} overlaps the header, section table or previous section")
+        if offset + size > len(data):
+            raise _fail(f"{where} ({name}): bytes [{offset}, {offset + size}) are out of bounds of the {len(data)}-byte file")
+        sections[kind] = data[offset : offset + size]
+        previous_end = offset + size
+    for kind in REQUIRED_SECTIONS:
+        if kind not in sections:
+            raise _fail(f"the {SECTION_NAMES[kind]} section is missing")
+    return sections
+
+
+def _read_io(section: bytes, strings: bytes) -> list[IoTensor]:
+    cursor = _Cursor(section, "io")
+    (count,) = cursor.take(U32, "the entry count")
+    io = [_read_io_entry(cursor, strings, f"io entry {index}") for index in range(count)]
+    cursor.finish()
+    return io
+
+
+def _read_io_entry(cursor: _Cursor, strings: bytes, what: str) -> IoTensor:
+    direction, dtype, layout, rank, name, scale, zero_point, ddr_addr = cursor.take(IO_ENTRY, what)
+    if direction not in DIRECTIONS:
+        raise _fail(f"{what}: direction {direction} is not 0 (input) or 1 (output)")
+    if dtype not in DTYPES:
+        raise _fail(f"{what}: unknown dtype code {dtype}")
+    if layout not in LAYOUTS:
+        raise _fail(f"{what}: unknown layout code {layout}")
+    if rank > MAX_RANK:
+        raise _fail(f"{what}: rank {rank} exceeds {MAX_RANK}")
+    if not (math.isfinite(scale) and scale > 0):
+        raise _fail(f"{what}: scale {scale} is not positive and finite")
+    shape = tuple(cursor.take(U32, f"{what} dimensions")[0] for _ in range(rank))
+    return IoTensor(_string(strings, name, what), DIRECTIONS[direction], shape, DTYPES[dtype],
+                    scale, zero_point, ddr_addr, LAYOUTS[layout])
+
+
+def _read_provenance(section: bytes, strings: bytes, instruction_count: int) -> dict[int, tuple[str, ...]]:
+    cursor = _Cursor(section, "provenance")
+    (count,) = cursor.take(U32, "the entry count")
+    provenance: dict[int, list[str]] = {}
+    previous = -1
+    for entry in range(count):
+        what = f"provenance entry {entry}"
+        index, name = cursor.take(PROVENANCE_ENTRY, what)
+        if index >= instruction_count:
+            raise _fail(f"{what} names instruction {index}, but there are {instruction_count}")
+        if index < previous:
+            raise _fail(f"{what}: entries are not sorted by instruction index")
+        previous = index
+        provenance.setdefault(index, []).append(_string(strings, name, what))
+    cursor.finish()
+    return {index: tuple(names) for index, names in provenance.items()}
+
+
+def _read_compressed(section: bytes, stored_constants: bytes) -> tuple[list[CompressedWeights], bytes]:
+    """The kind-6 regions and the full image (stored constants with zero placeholders put back)."""
+    cursor = _Cursor(section, "compressed-weights")
+    (count,) = cursor.take(U32, "the region count")
+    regions: list[CompressedWeights] = []
+    image, taken, position = bytearray(), 0, 0
+    for index in range(count):
+        what = f"compressed region {index}"
+        start = cursor.position
+        ddr_addr, size, bits = cursor.take(COMPRESSED_ENTRY, what)
+        if section[start + 9 : start + 12] != bytes(3):
+            raise _fail(f"{what}: reserved bytes are not zero")
+        if not 1 <= bits <= MAX_CODEBOOK_BITS:
+            raise _fail(f"{what}: bits {bits} is not 1..{MAX_CODEBOOK_BITS}")
+        dictionary = cursor.take(struct.Struct(f"{1 << bits}s"), f"{what} dictionary of {1 << bits} entries")[0]
+        packed = cursor.take(struct.Struct(f"{packed_size(size, bits)}s"), f"{what} ids ({size} x {bits} bits)")[0]
+        if size * bits % 8 and packed[-1] >> (size * bits % 8):
+            raise _fail(f"{what}: unused bits after the last id are not zero")
+        padding = -cursor.position % 4
+        if section[cursor.position : cursor.position + padding] != bytes(padding):
+            raise _fail(f"{what}: padding after the ids is not zero bytes")
+        cursor.position = min(cursor.position + padding, len(section))
+        if ddr_addr < position:
+            raise _fail(f"{what}: DDR address {ddr_addr} is not past the previous region's end {position} (sorted, disjoint)")
+        gap = ddr_addr - position
+        if taken + gap > len(stored_constants):
+            raise _fail(f"{what}: DDR address {ddr_addr} is past the end of the constant image")
+        image += stored_constants[taken : taken + gap] + bytes(size)
+        taken += gap
+        position = ddr_addr + size
+        regions.append(CompressedWeights(ddr_addr, bits, dictionary, unpack_ids(packed, bits, size)))
+    cursor.finish()
+    return regions, bytes(image + stored_constants[taken:])
+
+
+def _read_host(section: bytes, strings: bytes) -> list[HostSegment]:
+    cursor = _Cursor(section, "host-segments")
+    (count,) = cursor.take(U32, "the segment count")
+    segments: list[HostSegment] = []
+    for index in range(count):
+        what = f"host segment {index}"
+        token, inputs, outputs, body = cursor.take(HOST_ENTRY, what)
+        if token > MAX_TOKEN:
+            raise _fail(f"{what}: token {token} does not fit the 16-bit SYNC field")
+        if segments and token <= segments[-1].token:
+            raise _fail(f"{what}: token {token} is not above the previous segment's {segments[-1].token}")
+        tensors = {}
+        for direction, number in (("input", inputs), ("output", outputs)):
+            tensors[direction] = [_read_io_entry(cursor, strings, f"{what} {direction} {i}") for i in range(number)]
+            if any(tensor.direction != direction for tensor in tensors[direction]):
+                raise _fail(f"{what}: a tensor among its {direction}s has the other direction")
+        segments.append(HostSegment(token, tensors["input"], tensors["output"], _string(strings, body, f"{what} body")))
+    cursor.finish()
+    return segments
+
+
+def _read(data: bytes) -> Binary:
+    target_id, count, version = _read_header(data)
+    sections = _read_sections(data, count, version)
+    if version == COMPRESSED_FORMAT_VERSION and SECTION_COMPRESSED_WEIGHTS not in sections:
+        raise _fail(f"format version {version} without a compressed-weights section (plain programs are version {FORMAT_VERSION})")
+    if version == HOST_FORMAT_VERSION and SECTION_HOST_SEGMENTS not in sections:
+        raise _fail(f"format version {version} without a host-segments section (programs without are version "
+                    f"{FORMAT_VERSION} or {COMPRESSED_FORMAT_VERSION})")
+    code = sections[SECTION_INSTRUCTIONS]
+    if len(code) % WORD_BYTES:
+        raise _fail(f"instructions section of {len(code)} bytes is not a whole number of {WORD_BYTES}-byte words")
+    try:
+        instructions = decode_program(code)
+    except XnpuError as error:
+        raise _fail(str(error)) from None
+    strings = sections[SECTION_STRINGS]
+    io = _read_io(sections[SECTION_IO], strings)
+    provenance = _read_provenance(sections.get(SECTION_PROVENANCE, U32.pack(0)), strings, len(instructions))
+    constants, compressed = sections.get(SECTION_CONSTANTS, b""), []
+    if SECTION_COMPRESSED_WEIGHTS in sections:
+        compressed, constants = _read_compressed(sections[SECTION_COMPRESSED_WEIGHTS], constants)
+    host = _read_host(sections[SECTION_HOST_SEGMENTS], strings) if SECTION_HOST_SEGMENTS in sections else []
+    return Binary(target_id, instructions, constants, io, provenance, compressed, host)

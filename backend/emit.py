@@ -1,0 +1,200 @@
+"""`isa` module <-> Binary: the assembler and the disassembler.
+
+`emit_binary(module)` turns a program of the `isa` dialect (backend/npu_to_isa.py) into a
+`Binary` (backend/binary.py): every instruction op becomes its word through the field tables
+(`isa.instruction_of`), `isa.constants` becomes the constant image, each `isa.io` an io
+table entry, and each instruction's location its provenance (the ONNX node names).
+
+`module_from_binary(binary)` is the inverse, and `disassemble(binary)` prints it with a
+comment above every instruction giving its index and origin; assembling the printed text
+again gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+from xdsl.dialects.builtin import ArrayAttr, FusedLoc, ModuleOp, NameLoc, NoneAttr, StringAttr, UnknownLoc
+from xdsl.ir import Attribute
+
+from xnpu.dialects import isa
+from xnpu.core.errors import XnpuError
+from xnpu.backend.binary import Binary, CompressedWeights, HostSegment, IoTensor
+from xnpu.target.description import TargetDescription, list_targets, load_target
+
+
+def location_names(location: Attribute) -> tuple[str, ...]:
+    """The ONNX node names a location records: loc("a"), fused["a", "b"]; unknown gives ()."""
+    if isinstance(location, NameLoc):
+        return (location.desc.data,)
+    if isinstance(location, FusedLoc):
+        names: list[str] = []
+        for part in location.locations.data:
+            names.extend(n for n in location_names(part) if n not in names)
+        return tuple(names)
+    return ()
+
+
+def location_of(names: tuple[str, ...]) -> Attribute:
+    parts = [NameLoc(StringAttr(name), NoneAttr()) for name in names]
+    if not parts:
+        return UnknownLoc()
+    return parts[0] if len(parts) == 1 else FusedLoc(ArrayAttr(parts), NoneAttr())
+
+
+def module_target_of(module: ModuleOp) -> TargetDescription:
+    name = module.attributes.get(isa.TARGET_ATTRIBUTE)
+    if not isinstance(name, StringAttr):
+        raise XnpuError(f"the isa module names no target (module attribute {isa.TARGET_ATTRIBUTE} = \"xnpu_default\" or a TOML path)")
+    return load_target(name.data)
+
+
+def emit_binary(module: ModuleOp) -> Binary:
+    """The Binary of an isa module (verified first, so every word is valid for its target)."""
+    from xnpu.ir.io import verify_module
+
+    verify_module(module)
+    target = module_target_of(module)
+    instructions, provenance = [], {}
+    constants = b""
+    io_table: list[IoTensor] = []
+    host: list[HostSegment] = []
+    for op in module.ops:
+        if isinstance(op, isa.InstructionOp):
+            names = location_names(op.location)
+            if names:
+                provenance[len(instructions)] = names
+            instructions.append(isa.instruction_of(op))
+        elif isinstance(op, isa.ConstantsOp):
+            constants += op.data()
+        elif isinstance(op, isa.IoOp):
+            io_table.append(io_tensor(op))
+        elif isinstance(op, isa.HostSegmentOp):
+            host.append(host_segment(op))
+        else:
+            raise XnpuError(f"'{op.name}' is not part of an isa program; lower the module to isa first")
+    if not instructions:
+        raise XnpuError("the isa module has no instructions")
+    constants, compressed = compress_constants(module, constants)
+    host.sort(key=lambda segment: segment.token)
+    return Binary(target.id, instructions, constants, io_table, provenance, compressed, host)
+
+
+def io_tensor(op: isa.IoOp) -> IoTensor:
+    return IoTensor(
+        name=op.tensor_name.data, direction=op.direction.data, shape=op.shape_tuple(), dtype=op.dtype.data,
+        scale=op.scale.value.data, zero_point=op.zero_point.value.data, ddr_addr=op.ddr_addr.value.data,
+        layout=op.layout.data,
+    )
+
+
+def host_segment(op: isa.HostSegmentOp) -> HostSegment:
+    from xnpu.ir.io import print_ir
+
+    return HostSegment(op.token.value.data, [io_tensor(t) for t in op.tensors("input")],
+                       [io_tensor(t) for t in op.tensors("output")], print_ir(op.function(), generic=True))
+
+
+def host_segment_op(segment: HostSegment) -> isa.HostSegmentOp:
+    """The isa form of a binary's host segment (its body parsed: a corrupt one is one error line)."""
+    from xnpu.backend.host import segment_function
+
+    tensors = [isa.IoOp(t.name, t.direction, t.shape, t.dtype, t.scale, t.zero_point, t.ddr_addr, t.layout)
+               for t in (*segment.inputs, *segment.outputs)]
+    function = segment_function(segment)
+    function.detach()
+    return isa.HostSegmentOp(segment.token, tensors, function)
+
+
+def compress_constants(module: ModuleOp, image: bytes) -> tuple[bytes, list[CompressedWeights]]:
+    """Section kind 6: the regions npu-allocate marked (compress-weights layers) become
+    b-bit ids into their int8 dictionary; the image keeps zero placeholders there."""
+    import numpy as np
+
+    from xnpu.transforms.compress_weights import regions_of
+
+    image = bytearray(image)
+    compressed = []
+    for offset, size, bits, dictionary in regions_of(module):
+        values = np.frombuffer(bytes(image[offset : offset + size]), dtype=np.int8)
+        if values.size != size:
+            raise XnpuError(f"compressed weights [{offset}, {offset + size}) run past the {len(image)}-byte constant image")
+        # byte -> the first dictionary entry holding it (int8 rounding can make entries equal)
+        first_id = np.full(256, -1, dtype=np.int64)
+        for index in range(dictionary.size - 1, -1, -1):
+            first_id[dictionary.view(np.uint8)[index]] = index
+        ids = first_id[values.view(np.uint8)]
+        if (ids < 0).any():
+            raise XnpuError(f"compressed weights at constant offset {offset} hold a value outside their dictionary")
+        compressed.append(CompressedWeights(offset, bits, dictionary.tobytes(), ids.astype(np.uint8)))
+        image[offset : offset + size] = bytes(size)
+    return bytes(image), compressed
+
+
+def target_name_for(binary: Binary) -> str:
+    for name in list_targets():
+        if load_target(name).id == binary.target_id:
+            return name
+    raise XnpuError(f"binary: built for target id {binary.target_id}, which no shipped target has; pass the target file")
+
+
+def module_from_binary(binary: Binary, target: str | None = None) -> ModuleOp:
+    """An isa module holding exactly the binary's program (the disassembly)."""
+    target = target or target_name_for(binary)
+    module = ModuleOp([])
+    module.attributes[isa.TARGET_ATTRIBUTE] = StringAttr(target)
+    body = module.body.block
+    if binary.constants:
+        # decoded: the isa level has no compressed constants, so the text reassembles to the
+        # same program with its weights stored plain
+        body.add_op(isa.ConstantsOp(binary.constant_image()))
+    for tensor in binary.io:
+        body.add_op(isa.IoOp(tensor.name, tensor.direction, tensor.shape, tensor.dtype, tensor.scale,
+                             tensor.zero_point, tensor.ddr_addr, tensor.layout))
+    waiting = {segment.token: segment for segment in binary.host_segments}
+    for index, instruction in enumerate(binary.instructions):
+        op = isa.op_from_instruction(instruction)
+        op.location = location_of(binary.provenance.get(index, ()))
+        if instruction.op == "SYNC" and not instruction["halt"] and instruction["token"] in waiting:
+            body.add_op(host_segment_op(waiting.pop(instruction["token"])))  # before its hand-off
+        body.add_op(op)
+    for segment in waiting.values():  # no SYNC posts its token
+        body.add_op(host_segment_op(segment))
+    return module
+
+
+_HOST_SEGMENT_LINE = re.compile(r"^(\s*)isa\.host_segment (\d+) ")
+_INSTRUCTION_LINE = re.compile(r"^(\s*)isa\.(" + "|".join(m.lower() for m in isa.INSTRUCTION_OPS) + r") ")
+
+
+def disassemble(binary: Binary, target: str | None = None, constants: bool = True) -> str:
+    """isa text of the binary, each instruction preceded by `// [index] node names`.
+
+    With `constants=False` the constant image is summarised in a comment instead of printed
+    (the text then no longer assembles to the same binary).
+    """
+    from xnpu.ir.io import print_ir
+
+    module = module_from_binary(binary, target)
+    if not constants:
+        for op in list(module.ops):
+            if isinstance(op, isa.ConstantsOp):
+                op.detach()
+                op.erase()
+    text = print_ir(module)
+    out = io.StringIO()
+    if not constants and binary.constants:
+        out.write(f"// constants: {len(binary.constants)} bytes (not shown)\n")
+    index = 0
+    for line in text.splitlines():
+        segment = _HOST_SEGMENT_LINE.match(line)
+        if segment:
+            out.write(f"{segment.group(1)}// host segment (section 7): run by the host where SYNC token {segment.group(2)} hands off\n")
+        match = _INSTRUCTION_LINE.match(line)
+        if match:
+            names = ", ".join(binary.provenance.get(index, ())) or "-"
+            out.write(f"{match.group(1)}// [{index}] {names}\n")
+            index += 1
+        out.write(line + "\n")
+    return out.getvalue()

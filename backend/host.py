@@ -1,0 +1,84 @@
+"""The host's side of a hand-off: running a binary's host segments (docs/binary-format.md, section 7).
+
+Where the program posts a segment's token (`SYNC halt=0`), the accelerator stops and the host
+reads the segment's input tensors from DDR (in their io layout), runs the segment's function
+with xnpu's interpreter functions (`xnpu.driver.runner.CompiledFunction`) (fixed ops through `xnpu.semantics.fixed_point`, float ops through
+`xnpu.semantics.float_ops`: the same functions as every level above), writes the outputs to
+DDR, and the accelerator resumes. So a binary with host segments stays bit-identical to the
+fixed level. A body that does not parse, or whose function does not match the segment's
+tensors, is one `binary: host segment N: ...` error.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from xdsl.dialects import func
+
+from xnpu.core.errors import XnpuError
+from xnpu.backend.binary import Binary, HostSegment
+
+if TYPE_CHECKING:
+    from xnpu.backend.simulator import Machine
+
+
+def _fail(segment: HostSegment, message: str) -> XnpuError:
+    return XnpuError(f"binary: host segment {segment.token}: {message}")
+
+
+def segment_function(segment: HostSegment) -> func.FuncOp:
+    """The segment's body parsed and verified: one func.func taking its inputs, returning its outputs."""
+    from xnpu.ir.io import parse_ir
+    from xnpu.semantics.dtypes import numpy_dtype
+
+    try:
+        module = parse_ir(segment.body, "body")
+    except XnpuError as error:
+        raise _fail(segment, str(error)) from None
+    ops = list(module.ops)
+    if len(ops) != 1 or not isinstance(ops[0], func.FuncOp):
+        raise _fail(segment, "the body must be one func.func")
+    function = ops[0]
+    for direction, tensors, types in (("input", segment.inputs, function.function_type.inputs.data),
+                                      ("output", segment.outputs, function.function_type.outputs.data)):
+        try:
+            found = [(tuple(t.get_shape()), numpy_dtype(t.get_element_type()).name) for t in types]
+        except (AttributeError, XnpuError):
+            found = None
+        described = [(tuple(t.shape), t.dtype) for t in tensors]
+        if found != described:
+            raise _fail(segment, f"the function's {direction}s {found} are not its {direction} tensors {described}")
+    return function
+
+
+class HostSegments:
+    """A binary's host segments by token, parsed once before the program runs, run against a Machine's DDR."""
+
+    def __init__(self, binary: Binary):
+        from xnpu.driver.runner import CompiledFunction
+
+        self.binary = binary
+        self.segments = {segment.token: segment for segment in binary.host_segments}
+        self.programs: dict[int, CompiledFunction] = {}
+        for segment in binary.host_segments:
+            try:
+                self.programs[segment.token] = CompiledFunction(segment_function(segment).parent_op())
+            except CompiledFunction.CannotCompile as error:
+                raise _fail(segment, f"the host cannot run it: {error}") from None
+
+    def run(self, token: int, machine: Machine) -> bool:
+        """Run the segment `token` names on the machine's DDR; False when no segment has that token."""
+        segment = self.segments.get(token)
+        if segment is None:
+            return False
+        args = tuple(machine.read_tensor(tensor) for tensor in segment.inputs)
+        try:
+            results = self.programs[token](args)
+        except XnpuError as error:
+            raise _fail(segment, str(error)) from None
+        except Exception as error:  # an interpreter failure inside the body
+            raise _fail(segment, f"{type(error).__name__}: {error}") from None
+        for tensor, value in zip(segment.outputs, results):
+            machine.write_tensor(tensor, np.asarray(value))
+        return True

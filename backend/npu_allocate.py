@@ -1,0 +1,280 @@
+"""npu-allocate: where everything lives, in DDR and in SRAM.
+
+- **The constant image** (DDR from address 0, binary-format.md section 2): every layer's
+  constants in the layouts its LOADs name: convolution weights OHWI (a gemm's M x K is OHWI
+  with a 1x1 kernel), depthwise weights DW, int32 biases, 4-byte rescale records (one per
+  output channel, or one), 256-byte tables, an average pool's per-position records, and int8
+  constants read as tensors in their `npu.layout`. Each blob starts at a 64-byte boundary
+  and identical blobs are stored once. The weights of a layer compress-weights marked
+  (seed 003's codebook, `fixed.codebook`) are recorded as a compressed region, unless a
+  weight lies outside the dictionary (a dilated kernel's added zeros).
+  Layers get `npu.constants = {table, weights, bias, records}` (image offsets); the image
+  itself is the program's `isa.constants` op, placed at module level before the function
+  (its hex form prints and parses fast, and emission keeps it as it is); the module gets
+  `npu.compressed_weights` for codebook regions.
+- **Activations** live above the image, each tensor from the layer that writes it to the
+  last layer that reads it; addresses are assigned first-fit over these live intervals, so a
+  tensor reuses the bytes of tensors dead before it is written. Views (reshapes, transposes,
+  kernel views) share their source's bytes; program inputs and outputs are pinned for the
+  whole run (the host writes and reads them). A host segment (`npu.host`) reads its operands
+  and writes its results in DDR between two layers (float32 outputs take 4 bytes an element).
+  Every op whose result is in DDR gets
+  `npu.ddr = address`; the module gets `npu.activation_bytes` (the peak).
+- **SRAM**: each layer's tile working set (`working_set`, the function npu-tile fitted)
+  laid out buffer after buffer, 16-byte aligned: `npu.sram = {buffer = offset}`.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from xnpu.dialects import fixed, isa, npu
+from xnpu.dialects.shapes import ints, shape_of
+from xnpu.target.description import TargetDescription
+from xnpu.backend.npu_annotations import (
+    ACTIVATION_BYTES,
+    COMPRESSED,
+    CONSTANTS,
+    DDR,
+    LAYER_OPS,
+    LAYOUT,
+    SRAM,
+    TILE,
+    VIEW_OPS,
+    LoweringError,
+    align,
+    element_bytes,
+    epilogue_of,
+    get_ints,
+    layout_of,
+    node_names,
+    only_function,
+    resolve_target,
+    set_int,
+    set_ints,
+    set_offsets,
+)
+from xnpu.backend.npu_tiling import per_position, sram_offsets, working_set
+
+CONSTANT_ALIGNMENT = 64  # binary-format.md: every constant at a 64-byte aligned offset
+DDR_ALIGNMENT = 64
+
+
+class ConstantImage:
+    """The DDR constant image; identical blobs are stored once."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.offsets: dict[bytes, int] = {}
+
+    def add(self, blob: bytes) -> int:
+        blob = bytes(blob)
+        if blob not in self.offsets:
+            offset = align(len(self.data), CONSTANT_ALIGNMENT)
+            self.data += bytes(offset - len(self.data)) + blob
+            self.offsets[blob] = offset
+        return self.offsets[blob]
+
+
+def records(multipliers: Sequence[int], shifts: Sequence[int]) -> bytes:
+    """Rescale records: uint16 M, int8 shift, a zero byte (isa.md section 1)."""
+    return b"".join(struct.pack("<Hbx", int(m), int(s)) for m, s in zip(multipliers, shifts))
+
+
+def kernel_bytes(op: npu.ConvOp, weights: np.ndarray) -> bytes:
+    """Weights in the layout the LOAD names: OHWI (a gemm's M x K as is), or DW (O x KH x KW)."""
+    if op.is_gemm or op.is_depthwise:
+        return np.ascontiguousarray(weights).astype(np.int8).tobytes()
+    return np.ascontiguousarray(weights.transpose(0, 2, 3, 1)).astype(np.int8).tobytes()
+
+
+def data_bytes(constant: fixed.ConstantOp) -> bytes:
+    """An int8 constant read as a tensor, in its npu.layout (NHWC: channels innermost)."""
+    values = constant.to_numpy().astype(np.int8)
+    if values.ndim == 4 and layout_of(constant.result) == "NHWC":
+        values = values.transpose(0, 2, 3, 1)
+    return np.ascontiguousarray(values).tobytes()
+
+
+@dataclass(eq=False)
+class Storage:
+    """DDR bytes holding one tensor and its views; live from layer `first` to layer `last`."""
+
+    size: int
+    first: int
+    last: int
+    address: int = -1
+    pinned: bool = False  # program inputs and outputs: live for the whole run
+    in_image: bool = False  # a constant: placed in the image, not among activations
+
+
+class Allocator:
+    def __init__(self, module: ModuleOp, function: func.FuncOp, target: TargetDescription):
+        self.module = module
+        self.function = function
+        self.target = target
+        self.image = ConstantImage()
+        self.compressed: dict[int, tuple[int, int, np.ndarray]] = {}  # offset -> (bytes, bits, dictionary)
+        self.homes: dict[SSAValue, Storage] = {}
+        self.storages: list[Storage] = []
+
+    # constants -----------------------------------------------------------------------------
+
+    def weights(self, op: npu.ConvOp) -> int:
+        from xnpu.transforms.compress_weights import codebook_of
+
+        constant = op.weight.owner
+        assert isinstance(constant, fixed.ConstantOp)
+        blob = kernel_bytes(op, constant.to_numpy())
+        offset = self.image.add(blob)
+        book = codebook_of(constant)
+        if book is not None and np.isin(np.frombuffer(blob, dtype=np.int8), book[1]).all():
+            self.compressed[offset] = (len(blob), *book)
+        return offset
+
+    def constants(self, op: Operation) -> dict[str, int]:
+        """Pack the constants `op` reads; their image offsets by name (the epilogue table first)."""
+        offsets: dict[str, int] = {}
+        epilogue = epilogue_of(op, self.target)
+        if epilogue is not None and epilogue.kind == "table":
+            offsets["table"] = self.image.add(epilogue.table_bytes())
+        if isinstance(op, npu.ConvOp):
+            if isinstance(op.weight.owner, fixed.ConstantOp):
+                offsets["weights"] = self.weights(op)
+            if op.bias is not None:
+                bias = op.bias.owner.to_numpy()  # type: ignore[attr-defined]
+                offsets["bias"] = self.image.add(np.asarray(bias, dtype="<i4").tobytes())
+            offsets["records"] = self.image.add(records(ints(op.multiplier), ints(op.shift)))
+        elif isinstance(op, npu.PoolOp) and per_position(op):
+            offsets["records"] = self.image.add(records(ints(op.multiplier), ints(op.shift)))
+        return offsets
+
+    # DDR -----------------------------------------------------------------------------------
+
+    def new_storage(self, value: SSAValue, first: int, **flags) -> Storage:
+        storage = Storage(int(np.prod(shape_of(value))) * element_bytes(value), first, first, **flags)
+        self.storages.append(storage)
+        self.homes[value] = storage
+        return storage
+
+    def read(self, value: SSAValue, layer: int) -> None:
+        if value not in self.homes and isinstance(value.owner, fixed.ConstantOp) and LAYOUT in value.owner.attributes:
+            offset = self.image.add(data_bytes(value.owner))
+            self.new_storage(value, -1, address=offset, in_image=True)
+        if value in self.homes:
+            storage = self.homes[value]
+            storage.last = max(storage.last, layer)
+
+    def walk(self) -> int:
+        """Pack constants, give every tensor its storage and live interval; the layer count."""
+        layer = -1
+        for op in self.function.body.block.ops:
+            if isinstance(op, fixed.QuantizeOp):
+                self.new_storage(op.result, -1, pinned=True)  # the host's copy stays intact for the whole run
+            elif isinstance(op, LAYER_OPS):
+                layer += 1
+                for operand in op.operands:
+                    self.read(operand, layer)
+                offsets = self.constants(op)
+                if offsets:
+                    set_offsets(op, CONSTANTS, offsets)
+                self.new_storage(op.results[0], layer)
+            elif isinstance(op, npu.HostOp):  # the host reads and writes DDR between two layers
+                layer += 1
+                for operand in op.operands:
+                    self.read(operand, layer)
+                for result in op.results:
+                    self.new_storage(result, layer)
+            elif isinstance(op, VIEW_OPS):
+                self.read(op.input, layer)
+                if op.input not in self.homes:
+                    raise LoweringError(f"{node_names(op)}: '{op.name}' of a tensor that is not in memory")
+                self.homes[op.result] = self.homes[op.input]
+            elif isinstance(op, fixed.DequantizeOp):
+                self.homes[op.input].pinned = True
+            elif isinstance(op, func.ReturnOp):  # a host segment's float32 outputs
+                for value in op.operands:
+                    if value in self.homes:
+                        self.homes[value].pinned = True
+        return layer + 1
+
+    def place(self, end: int) -> int:
+        """DDR addresses for every storage, first-fit over live intervals; the peak activation bytes."""
+        base = align(len(self.image.data), DDR_ALIGNMENT)
+        placed: list[Storage] = []
+        activations = [s for s in self.storages if not s.in_image]
+        for storage in activations:
+            if storage.pinned:
+                storage.last = end
+        for storage in sorted((s for s in activations if s.size > 0), key=lambda s: (s.first, -s.size)):
+            conflicts = sorted(
+                (p.address, p.address + p.size) for p in placed if not (p.last < storage.first or storage.last < p.first)
+            )
+            address = base
+            for start, stop in conflicts:
+                if address + storage.size <= start:
+                    break
+                address = max(address, align(stop, DDR_ALIGNMENT))
+            storage.address = address
+            placed.append(storage)
+        for storage in activations:
+            if storage.address < 0:
+                storage.address = base  # empty
+        top = max((s.address + s.size for s in placed), default=base)
+        if top > self.target.memory.ddr_bytes:
+            raise LoweringError(f"the program needs {top} bytes of DDR; "
+                                f"{self.target.name} has {self.target.memory.ddr_bytes}")
+        return top - base
+
+    # SRAM ----------------------------------------------------------------------------------
+
+    def sram(self, op: Operation) -> None:
+        offsets, top = sram_offsets(working_set(op, get_ints(op, TILE, "npu-tile"), self.target))
+        if top > self.target.memory.sram_bytes:
+            raise LoweringError(f"{node_names(op)}: its tile needs {top} bytes of SRAM; "
+                                f"{self.target.name} has {self.target.memory.sram_bytes}")
+        set_offsets(op, SRAM, offsets)
+
+    def run(self) -> None:
+        for op in self.function.body.block.ops:
+            if isinstance(op, LAYER_OPS):
+                self.sram(op)
+        end = self.walk()
+        peak = self.place(end)
+        for value, storage in self.homes.items():
+            if not isinstance(value.owner, npu.HostOp):
+                set_int(value.owner, DDR, storage.address)
+        for host in {value.owner for value in self.homes if isinstance(value.owner, npu.HostOp)}:
+            set_ints(host, DDR, [self.homes[result].address for result in host.results])
+        set_int(self.module, ACTIVATION_BYTES, peak)
+        for old in [op for op in self.module.ops if isinstance(op, isa.ConstantsOp)]:
+            old.detach()
+            old.erase()
+        if self.image.data:
+            self.module.body.block.insert_op_before(isa.ConstantsOp(bytes(self.image.data)), self.function)
+        if self.compressed:
+            from xnpu.transforms.compress_weights import regions_attr
+
+            regions = sorted((offset, size, bits, book) for offset, (size, bits, book) in self.compressed.items())
+            self.module.attributes[COMPRESSED] = regions_attr(regions)
+
+
+@dataclass(frozen=True)
+class NpuAllocatePass(ModulePass):
+    """Pack the constant image, assign DDR addresses (first-fit over live intervals) and SRAM tile offsets."""
+
+    name = "npu-allocate"
+    target: str | None = None  # default: the module's npu.target
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        target = resolve_target(op, self.target, self.name)
+        Allocator(op, only_function(op, self.name), target).run()

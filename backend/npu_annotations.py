@@ -1,0 +1,279 @@
+"""What the passes below the npu level share: their annotations, the stored view of a tensor,
+the epilogue a unit's result goes through, and the errors they raise.
+
+The passes (docs/npu.md, "Below npu") never leave the npu level: each adds discardable
+attributes that do not change what an op computes, and the next one reads them.
+
+| attribute | on | written by | meaning |
+|---|---|---|---|
+| `npu.layout = "NHWC"` / `"NCHW"` | every op whose result lies in DDR (`fixed.quantize`, `fixed.constant` read as data, units, data movement; an `npu.host`: one per result, row-major) | npu-assign-layout | byte order of the result in DDR |
+| `npu.tile = array<i64: rows, cols, chunk>` | every layer (an op that runs instructions) | npu-tile | output rows, columns and channels per tile; a concat: rows per band of each input; an interleave or pad: source rows, columns and channels per band |
+| `npu.sram = {name = offset}` | every layer | npu-allocate | SRAM offset of each buffer of the tile's working set |
+| `npu.ddr = address` | every op whose result lies in DDR (an `npu.host`: `array<i64: ...>`, one per result) | npu-allocate | DDR address of the result (a view: its source's) |
+| `npu.constants = {name = offset}` | layers reading constants | npu-allocate | offsets of weights, bias, rescale records, table in the constant image |
+| `npu.activation_bytes`, `npu.compressed_weights` | the module | npu-allocate | the activation peak, codebook regions (the image is an `isa.constants` op beside the function) |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, Float32Type, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from xnpu.dialects import fixed, npu
+from xnpu.dialects.shapes import i64_array, ints, shape_of
+from xnpu.core.errors import XnpuError
+from xnpu.ir.io import describe_op
+from xnpu.semantics import fixed_point
+from xnpu.target.description import TargetDescription, load_target
+
+LAYOUT = "npu.layout"
+TILE = "npu.tile"
+SRAM = "npu.sram"
+DDR = "npu.ddr"
+CONSTANTS = "npu.constants"
+ACTIVATION_BYTES = "npu.activation_bytes"
+COMPRESSED = "npu.compressed_weights"
+
+LAYER_OPS = (npu.ConvOp, npu.EltwiseOp, npu.PoolOp, npu.TableOp, npu.ClampOp, npu.RelayoutOp, npu.ConcatOp,
+             npu.InterleaveOp, npu.PadOp)
+VIEW_OPS = (npu.ReshapeOp, npu.TransposeOp)
+
+
+class LoweringError(XnpuError):
+    pass
+
+
+def align(value: int, alignment: int) -> int:
+    return -(-value // alignment) * alignment
+
+
+def fail(op: Operation, message: str, target: TargetDescription) -> LoweringError:
+    """`'npu.conv' at loc("node"): message (target name)`: one line naming the ONNX node."""
+    return LoweringError(f"{describe_op(op)}: {message} (target {target.name})")
+
+
+def node_names(op: Operation) -> str:
+    """The ONNX nodes an op came from (`/l2/c2/Conv, /l2/Relu`), or the op itself when unknown."""
+    from xnpu.backend.emit import location_names
+
+    return ", ".join(location_names(op.location)) or describe_op(op)
+
+
+def resolve_target(module: ModuleOp, option: str | None, pass_name: str) -> TargetDescription:
+    """The pass's `target` option, else the module's `npu.target`; the module then names it."""
+    if option:
+        module.attributes[npu.TARGET_ATTRIBUTE] = StringAttr(option)
+        return load_target(option)
+    name = module.attributes.get(npu.TARGET_ATTRIBUTE)
+    if not isinstance(name, StringAttr):
+        raise LoweringError(f"{pass_name}: the module names no target (module attribute {npu.TARGET_ATTRIBUTE}, "
+                            f"or the pass option target=NAME)")
+    return load_target(name.data)
+
+
+def target_name(module: ModuleOp) -> str:
+    return module.attributes[npu.TARGET_ATTRIBUTE].data  # type: ignore[attr-defined]
+
+
+def only_function(module: ModuleOp, pass_name: str) -> func.FuncOp:
+    functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    if len(functions) != 1:
+        raise LoweringError(f"{pass_name} expects one function, found {len(functions)}")
+    return functions[0]
+
+
+def layers(function: func.FuncOp) -> list[Operation]:
+    """The ops that run instructions, in program order."""
+    return [op for op in function.body.block.ops if isinstance(op, LAYER_OPS)]
+
+
+# --------------------------------------------------------------------------------------
+# Reading and writing annotations
+# --------------------------------------------------------------------------------------
+
+
+def required(op: Operation, name: str, writer: str) -> Attribute:
+    attr = op.attributes.get(name)
+    if attr is None:
+        raise LoweringError(f"{describe_op(op)}: has no {name} annotation; run {writer} first")
+    return attr
+
+
+def set_int(op: Operation, name: str, value: int) -> None:
+    op.attributes[name] = IntegerAttr(int(value), i64)
+
+
+def get_int(op: Operation, name: str, writer: str) -> int:
+    return required(op, name, writer).value.data  # type: ignore[attr-defined]
+
+
+def set_ints(op: Operation, name: str, values: Sequence[int]) -> None:
+    op.attributes[name] = i64_array(values)
+
+
+def get_ints(op: Operation, name: str, writer: str) -> tuple[int, ...]:
+    return ints(required(op, name, writer))  # type: ignore[arg-type]
+
+
+def set_offsets(op: Operation, name: str, offsets: dict[str, int]) -> None:
+    op.attributes[name] = DictionaryAttr({key: IntegerAttr(int(value), i64) for key, value in offsets.items()})
+
+
+def get_offsets(op: Operation, name: str, writer: str) -> dict[str, int]:
+    return {key: value.value.data for key, value in required(op, name, writer).data.items()}  # type: ignore[attr-defined]
+
+
+def producer(value: SSAValue) -> Operation:
+    owner = value.owner
+    if not isinstance(owner, Operation):
+        raise LoweringError(f"a block argument ({value.type}) is read where an int8 tensor in memory is needed")
+    return owner
+
+
+def layout_of(value: SSAValue) -> str:
+    attr = required(producer(value), LAYOUT, "npu-assign-layout")
+    if isinstance(attr, ArrayAttr):  # a host segment: one per result
+        attr = attr.data[value.index]  # type: ignore[attr-defined]
+    return attr.data  # type: ignore[attr-defined]
+
+
+def address_of(value: SSAValue) -> int:
+    owner = producer(value)
+    if isinstance(owner, npu.HostOp):  # one address per result
+        return get_ints(owner, DDR, "npu-allocate")[value.index]  # type: ignore[attr-defined]
+    return get_int(owner, DDR, "npu-allocate")
+
+
+def element_bytes(value: SSAValue) -> int:
+    """Bytes per element in DDR: int8 tensors 1, a host segment's float32 outputs 4."""
+    return 4 if isinstance(value.type.get_element_type(), Float32Type) else 1  # type: ignore[attr-defined]
+
+
+# --------------------------------------------------------------------------------------
+# Tensors as stored: H x W x C in one of two byte orders
+# --------------------------------------------------------------------------------------
+
+
+def hwc(shape: Sequence[int], op: Operation) -> tuple[int, int, int]:
+    """The H x W x C view of a logical tensor `op` reads or writes: NCHW maps (batch 1),
+    N x K matrices as N x 1 x K, vectors as 1 x 1 x K."""
+    shape = tuple(shape)
+    if len(shape) == 4:
+        if shape[0] != 1:
+            raise LoweringError(f"{describe_op(op)}: batch {shape[0]} is not supported (the accelerator runs batch 1)")
+        return shape[2], shape[3], shape[1]
+    if len(shape) == 2:
+        return shape[0], 1, shape[1]
+    if len(shape) == 1:
+        return 1, 1, shape[0]
+    raise LoweringError(f"{describe_op(op)}: rank-{len(shape)} tensors are not supported (rank 1, 2 or 4 only)")
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A tensor in DDR seen as H x W x C: NHWC (dense) or NCHW (C x H x W row-major)."""
+
+    h: int
+    w: int
+    c: int
+    layout: str
+    rank: int
+    address: int = 0
+
+    @property
+    def nhwc(self) -> bool:
+        """Whether the bytes are in NHWC order (NCHW and NHWC coincide for one channel or one pixel)."""
+        return self.layout == "NHWC" or self.c == 1 or self.h * self.w == 1
+
+    @property
+    def row_major(self) -> bool:
+        """Whether the bytes are in the row-major order of the logical tensor (what the host reads)."""
+        if self.rank != 4:
+            return self.layout == "NHWC"
+        return self.layout == "NCHW" or self.c == 1 or self.h * self.w == 1
+
+    @property
+    def size(self) -> int:
+        return self.h * self.w * self.c
+
+
+def stored(value: SSAValue, layout: str | None = None, address: int | None = None) -> Stored:
+    """`value` as stored: its producer's layout (or `layout`) and DDR address (when allocated)."""
+    shape = shape_of(value)
+    h, w, c = hwc(shape, producer(value))
+    layout = layout_of(value) if layout is None else layout
+    if address is None:
+        address = address_of(value) if DDR in producer(value).attributes else 0
+    return Stored(h, w, c, layout, len(shape), address)
+
+
+def row_major_layout(rank: int) -> str:
+    """The layout name of a tensor's row-major order: NCHW for maps, NHWC (N x 1 x K) otherwise."""
+    return "NCHW" if rank == 4 else "NHWC"
+
+
+def is_kernel_view(op: Operation) -> bool:
+    """A reshape to O x 1 x KH x KW read only as convolution kernels (seed 002's activation
+    kernels): its row-major bytes are the DW and OHWI layouts, not a map."""
+    if not isinstance(op, npu.ReshapeOp):
+        return False
+    shape = shape_of(op.result)
+    uses = list(op.result.uses)
+    return (bool(uses) and len(shape) == 4 and shape[1] == 1
+            and all(isinstance(u.operation, npu.ConvOp) and u.index == 1 for u in uses))
+
+
+def is_data_constant(value: SSAValue) -> bool:
+    """An int8 `fixed.constant` read as a tensor (an element-wise operand), not as weights."""
+    return isinstance(value.owner, fixed.ConstantOp) and npu.width_of(value) == 8
+
+
+# --------------------------------------------------------------------------------------
+# Epilogues: what follows a unit's int8 result in SRAM
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """A CLAMP to [low, high] or a TABLE of 256 entries, in place on a tile's result."""
+
+    kind: str  # clamp | table
+    low: int = 0
+    high: int = 0
+    entries: tuple[int, ...] = ()
+
+    def table_bytes(self) -> bytes:
+        return np.asarray(self.entries, dtype=np.int8).tobytes()
+
+
+def unit_relu(op: Operation) -> bool:
+    """The relu flag of a CONV or ELTWISE (a POOL has none: its relu is part of the epilogue)."""
+    return isinstance(op, npu.ConvOp | npu.EltwiseOp) and op.relu is not None
+
+
+def epilogue_of(op: Operation, target: TargetDescription) -> Epilogue | None:
+    if isinstance(op, npu.TableOp):
+        return Epilogue("table", entries=tuple(int(v) for v in op.entries()))
+    if isinstance(op, npu.ClampOp):
+        return Epilogue("clamp", *op.bounds())
+    if not isinstance(op, npu.UnitOp):
+        return None
+    if isinstance(op, npu.PoolOp) and op.relu is not None:
+        # POOL has no relu flag: relu (then any clamp or table) is one CLAMP or one exact TABLE
+        if op.clamp is None and op.table is None and target.has_clamp:
+            return Epilogue("clamp", 0, target.data.saturation_max)
+        if not target.has_table:
+            raise fail(op, "a relu after pooling needs a clamp or a table unit", target)
+        codes = np.arange(-fixed_point.TABLE_SIZE // 2, fixed_point.TABLE_SIZE // 2)
+        return Epilogue("table", entries=tuple(int(v) for v in op.finish(fixed_point.relu(codes))))
+    bounds = op.clamp_bounds()
+    if bounds is not None:
+        return Epilogue("clamp", *bounds)
+    if op.table is not None:
+        return Epilogue("table", entries=tuple(int(v) for v in op.table_entries()))
+    return None

@@ -1,0 +1,503 @@
+"""Per-layer quantization error: where in the network does int8 lose accuracy?
+
+A layer is an nn op of the float graph that has a location (its ONNX node). The lowering
+keeps that location on every fixed op the nn op becomes, and the last of them whose result
+is an integer tensor holds the layer's int8 output, with the layer's output scale as its
+`scale` property. Both modules run on the same samples, one sample at a time, with an
+interpreter listener that keeps each layer's value of the current sample only; running sums
+make the statistics, so memory does not grow with the number of samples:
+
+    cosine      sum(f * d) / sqrt(sum(f^2) * sum(d^2))    f float, d = q * scale dequantized
+    SQNR (dB)   10 * log10(sum(f^2) / sum((f - d)^2))
+    max error   max |f - d| / scale                       in units of the scale (LSB)
+    saturated   fraction of f outside [-qmax * scale, qmax * scale] (+ half a step)
+
+The statistics pool all elements of all samples. The error of a layer includes the error
+it inherits from the layers before it, so the place where quality drops is the first bad
+layer along a path, not necessarily the worst one; the graph pictures (`report.html`, which
+any browser opens, drawn by driver/report_html.py; `report.dot` for Graphviz; edges from
+the float graph's def-use) show both.
+
+A conv or gemm feeding only a relu takes the relu's scale in the lowering (refine_scales),
+so its int8 output cannot hold negative values below -qmax * scale; those values are
+discarded by the relu anyway, but they count as saturation and error of the conv layer.
+"""
+
+from __future__ import annotations
+
+import colorsys
+import csv
+import io
+import json
+import math
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import FusedLoc, IntegerType, ModuleOp, NameLoc, TensorType, UnknownLoc
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+from xdsl.printer import Printer
+
+from xnpu.dialects import fixed, nn
+from xnpu.core.errors import XnpuError
+from xnpu.ir.io import write_atomically
+from xnpu.driver.runner import CompiledFunction, batches, bind_inputs, default_batch, entry_function, signature
+
+REPORT_FILES = ("report.txt", "report.csv", "report.json", "report.html", "report.dot", "report.svg")
+GOOD_SQNR_DB = 40.0  # green at and above
+BAD_SQNR_DB = 10.0  # red at and below
+INPUT_PREFIX = "input:"  # graph inputs in LayerStats.inputs, apart from layer names
+
+
+@dataclass
+class LayerStats:
+    name: str  # the location: ONNX node name(s)
+    op: str  # the float op, without the dialect prefix
+    scale: float | list[float]  # the int8 output's scale (one per channel where per-channel)
+    bits: int  # width of the integer output
+    samples: int
+    elements: int  # per sample
+    cosine: float
+    sqnr_db: float
+    max_error_lsb: float
+    saturated: float  # fraction of float values beyond the int range
+    inputs: list[str] = field(default_factory=list)  # producer layers (or INPUT_PREFIX + graph input)
+    runs_on: str = "accelerator"  # where placement puts the layer: "accelerator" or "host"
+
+    @property
+    def scale_text(self) -> str:
+        if isinstance(self.scale, list):
+            return f"{min(self.scale):.4g}..{max(self.scale):.4g}" if len(self.scale) > 1 else f"{self.scale[0]:.4g}"
+        return f"{self.scale:.4g}"
+
+
+# --------------------------------------------------------------------------------------
+# Matching layers of the two modules
+# --------------------------------------------------------------------------------------
+
+
+def location_name(location: Attribute) -> str:
+    """`conv1` for loc("conv1"), `conv1+bn1` for a fused location (a folded pair)."""
+    if isinstance(location, NameLoc):
+        return location.desc.data
+    if isinstance(location, FusedLoc):
+        return "+".join(location_name(part) for part in location.locations.data)
+    stream = io.StringIO()
+    Printer(stream=stream).print_attribute(location)
+    return stream.getvalue()
+
+
+def _is_layer(op: Operation) -> bool:
+    return op.dialect_name() == "nn" and not isinstance(op, nn.ConstantOp) and not isinstance(op.location, UnknownLoc)
+
+
+def _integer_result(op: Operation) -> bool:
+    if len(op.results) != 1:
+        return False
+    type_ = op.results[0].type
+    return isinstance(type_, TensorType) and isinstance(type_.get_element_type(), IntegerType)
+
+
+@dataclass
+class _Layer:
+    location: Attribute
+    name: str
+    float_op: Operation
+    fixed_op: Operation | None = None
+    inputs: list[str] = field(default_factory=list)
+
+
+def _producers(value: SSAValue, own: Attribute, layer_of: Mapping[Attribute, _Layer]) -> list[str]:
+    """The layers (or graph inputs) `value` comes from, looking through ops that are no layer."""
+    if isinstance(value, BlockArgument):
+        return [INPUT_PREFIX + _argument_name(value)]
+    owner = value.owner
+    if isinstance(owner, nn.ConstantOp):
+        return []
+    layer = layer_of.get(owner.location) if _is_layer(owner) else None
+    if layer is not None and owner.location != own:
+        return [layer.name]
+    found: list[str] = []
+    for operand in owner.operands:
+        found += [p for p in _producers(operand, own, layer_of) if p not in found]
+    return found
+
+
+def _argument_name(argument: BlockArgument) -> str:
+    from xnpu.driver.runner import _names  # the runner's rule for naming inputs
+
+    function = argument.block.parent_op()
+    return _names(function.arg_attrs, len(argument.block.args), "input")[argument.index]
+
+
+def match_layers(float_module: ModuleOp, fixed_module: ModuleOp) -> tuple[list[_Layer], list[str]]:
+    """Layers of the float graph in program order, each with its fixed output op; and the names
+    of layers the fixed module has no integer output for."""
+    layers: dict[Attribute, _Layer] = {}
+    float_ops: dict[Attribute, list[Operation]] = {}
+    for op in entry_function(float_module).walk():
+        if not _is_layer(op):
+            continue
+        float_ops.setdefault(op.location, []).append(op)
+        layer = layers.pop(op.location, None) or _Layer(op.location, location_name(op.location), op)
+        layer.float_op = op  # the last op of a location holds its output
+        layers[op.location] = layer  # re-inserted: program order of the last op
+    for location, ops in float_ops.items():
+        for op in ops:
+            for operand in op.operands:
+                for producer in _producers(operand, location, layers):
+                    if producer not in layers[location].inputs:
+                        layers[location].inputs.append(producer)
+    for op in entry_function(fixed_module).walk():
+        layer = layers.get(op.location)
+        if layer is not None and _integer_result(op):
+            layer.fixed_op = op
+    matched = [layer for layer in layers.values() if layer.fixed_op is not None]
+    unmatched = [layer.name for layer in layers.values() if layer.fixed_op is None]
+    return matched, unmatched
+
+
+# --------------------------------------------------------------------------------------
+# Running both modules and accumulating the statistics
+# --------------------------------------------------------------------------------------
+
+
+class _ValueRecorder:
+    """Keeps the current samples' result of each watched op, by layer name."""
+
+    def __init__(self, watched: Mapping[Operation, str]):
+        self.watched = watched
+        self.values: dict[str, np.ndarray] = {}
+
+    def did_interpret_op(self, op: Operation, results: tuple[Any, ...]) -> None:
+        name = self.watched.get(op)
+        if name is not None:
+            self.values[name] = np.asarray(results[0])
+
+
+class _Accumulator:
+    def __init__(self, scale: np.ndarray, bits: int):
+        self.scale = scale
+        self.qmax = 2 ** (bits - 1) - 1
+        self.ff = self.dd = self.fd = self.ee = 0.0
+        self.max_error = 0.0
+        self.saturated = 0
+        self.count = 0
+        self.samples = 0
+
+    def _broadcast_scale(self, shape: tuple[int, ...]) -> np.ndarray:
+        if self.scale.size == 1:
+            return self.scale.reshape(())
+        channel_shape = [1] * len(shape)
+        channel_shape[1] = self.scale.size  # per-channel scales are along the channel axis
+        return self.scale.reshape(channel_shape)
+
+    def update(self, reference: np.ndarray, codes: np.ndarray, samples: int = 1) -> None:
+        f = reference.astype(np.float64)
+        scale = self._broadcast_scale(codes.shape)
+        d = codes.astype(np.float64) * scale
+        if f.shape != d.shape:
+            raise XnpuError(f"float shape {list(f.shape)} and integer shape {list(d.shape)} differ")
+        error = f - d
+        self.ff += float(np.sum(f * f))
+        self.dd += float(np.sum(d * d))
+        self.fd += float(np.sum(f * d))
+        self.ee += float(np.sum(error * error))
+        if error.size:
+            self.max_error = max(self.max_error, float(np.max(np.abs(error) / scale)))
+        self.saturated += int(np.count_nonzero(np.abs(f) > (self.qmax + 0.5) * scale))
+        self.count += f.size
+        self.samples += samples
+
+    def cosine(self) -> float:
+        if self.ff == 0.0 and self.dd == 0.0:
+            return 1.0
+        if self.ff == 0.0 or self.dd == 0.0:
+            return 0.0
+        return self.fd / math.sqrt(self.ff * self.dd)
+
+    def sqnr_db(self) -> float:
+        if self.ee == 0.0:
+            return math.inf
+        if self.ff == 0.0:
+            return -math.inf
+        return 10.0 * math.log10(self.ff / self.ee)
+
+
+def _scale_of(op: Operation, name: str) -> np.ndarray:
+    scale = fixed.scale_values(op.properties.get("scale"))
+    if scale is None:
+        raise XnpuError(f"layer '{name}': its integer output ({op.name}) carries no scale to dequantize with")
+    return np.asarray(scale, dtype=np.float64)
+
+
+def layer_report(
+    float_module: ModuleOp,
+    fixed_module: ModuleOp,
+    data: np.ndarray | Mapping[str, np.ndarray],
+    samples: int | None = None,
+    progress: bool | None = None,
+) -> list[LayerStats]:
+    """Per-layer error of `fixed_module` against `float_module` on the samples in `data`.
+
+    `float_module` is the nn module before quantization (`xnpu.quantize` changes its
+    argument in place: quantize a clone); it is not changed here. The float-level cleanup
+    the quantizer starts with (batch norm folding, no-op removal) is applied to a copy so
+    the locations of the two modules match. `samples` limits the run to the first N.
+    """
+    from xnpu.driver.pipeline import float_cleanup
+    from tqdm import tqdm
+
+
+    float_module = float_cleanup(float_module.clone())
+    layers, _ = match_layers(float_module, fixed_module)
+    if not layers:
+        raise XnpuError("no layer of the float graph has a located integer output in the fixed module")
+    input_specs, _ = signature(float_module)
+    arrays, count = bind_inputs(input_specs, data)
+    fixed_arrays, fixed_count = bind_inputs(signature(fixed_module)[0], data)
+    if samples is not None:
+        if samples < 1:
+            raise XnpuError(f"the number of report samples must be >= 1, got {samples}")
+        count = min(count, samples)
+    if count == 0 or any(array.ndim and array.shape[0] == 0 for array in arrays):
+        raise XnpuError("the report data holds no samples")
+    float_recorder = _ValueRecorder({layer.float_op: layer.name for layer in layers})
+    fixed_recorder = _ValueRecorder({layer.fixed_op: layer.name for layer in layers})
+    float_run = CompiledFunction(float_module, listeners=(float_recorder,))
+    fixed_run = CompiledFunction(fixed_module, listeners=(fixed_recorder,))
+    accumulators = {
+        layer.name: _Accumulator(_scale_of(layer.fixed_op, layer.name), fixed.width_of(layer.fixed_op.results[0]))
+        for layer in layers
+    }
+    several = count > 1 or fixed_count > 1
+    # both modules keep samples apart along axis 0: run as many at once as both allow
+    size = min(default_batch(float_run), default_batch(fixed_run)) if several else 1
+
+    def samples_of(all_arrays: list[np.ndarray], start: int, stop: int) -> tuple[np.ndarray, ...]:
+        return tuple(np.ascontiguousarray(a[start:stop] if several else a) for a in all_arrays)
+
+    show = sys.stderr.isatty() if progress is None else progress
+    with tqdm(total=count, desc="report", unit="sample", file=sys.stderr, disable=not show, leave=False) as bar:
+        for start, stop in batches(count, size):
+            float_recorder.values.clear()
+            fixed_recorder.values.clear()
+            float_run(samples_of(arrays, start, stop))
+            fixed_run(samples_of(fixed_arrays, start, stop))
+            for layer in layers:
+                reference = float_recorder.values.get(layer.name)
+                codes = fixed_recorder.values.get(layer.name)
+                if reference is None or codes is None:
+                    continue
+                try:
+                    accumulators[layer.name].update(reference, codes, stop - start)
+                except XnpuError as error:
+                    raise XnpuError(f"layer '{layer.name}': {error}") from None
+            bar.update(stop - start)
+    stats = []
+    for layer in layers:
+        accumulator = accumulators[layer.name]
+        scale = accumulator.scale
+        stats.append(
+            LayerStats(
+                name=layer.name,
+                op=layer.float_op.name.removeprefix("nn."),
+                scale=float(scale[0]) if scale.size == 1 else [float(s) for s in scale],
+                bits=fixed.width_of(layer.fixed_op.results[0]),
+                samples=accumulator.samples,
+                elements=accumulator.count // max(accumulator.samples, 1),
+                cosine=accumulator.cosine(),
+                sqnr_db=accumulator.sqnr_db(),
+                max_error_lsb=accumulator.max_error,
+                saturated=accumulator.saturated / accumulator.count if accumulator.count else 0.0,
+                inputs=list(layer.inputs),
+            )
+        )
+    return stats
+
+
+def worst_layer(stats: list[LayerStats]) -> LayerStats | None:
+    """The layer with the lowest SQNR (the lowest cosine among equals); the earliest on ties."""
+    candidates = [s for s in stats if not math.isnan(s.sqnr_db)]
+    if not candidates:
+        return None
+    return min(candidates, key=lambda s: (s.sqnr_db, s.cosine))
+
+
+# --------------------------------------------------------------------------------------
+# Writers
+# --------------------------------------------------------------------------------------
+
+
+def _number(value: float) -> float | str:
+    """JSON has no infinities: they are written as the strings "inf" / "-inf"."""
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value
+
+
+def db_text(value: float) -> str:
+    return f"{value:.2f}" if math.isfinite(value) else ("inf" if value > 0 else "-inf")
+
+
+def sqnr_colour(sqnr_db: float) -> str:
+    """Green at >= GOOD_SQNR_DB through yellow to red at <= BAD_SQNR_DB, as #rrggbb."""
+    if math.isnan(sqnr_db):
+        return "#cccccc"
+    position = min(max((sqnr_db - BAD_SQNR_DB) / (GOOD_SQNR_DB - BAD_SQNR_DB), 0.0), 1.0)
+    red, green, blue = colorsys.hsv_to_rgb(position / 3.0, 0.55, 1.0)  # hue 0 (red) .. 1/3 (green)
+    return "#{:02x}{:02x}{:02x}".format(round(red * 255), round(green * 255), round(blue * 255))
+
+
+TEXT_COLUMNS = ("layer", "op", "runs on", "scale", "cosine", "SQNR dB", "max err LSB", "saturated %")
+
+
+def report_text(stats: list[LayerStats], title: str = "", notes: list[str] = ()) -> str:
+    worst = worst_layer(stats)
+    rows = [
+        (
+            s.name,
+            s.op,
+            s.runs_on,
+            s.scale_text,
+            f"{s.cosine:.6f}",
+            db_text(s.sqnr_db),
+            f"{s.max_error_lsb:.2f}",
+            f"{100.0 * s.saturated:.3f}",
+        )
+        for s in stats
+    ]
+    widths = [max(len(TEXT_COLUMNS[i]), *(len(row[i]) for row in rows)) for i in range(len(TEXT_COLUMNS))]
+    numeric = {3, 4, 5, 6, 7}
+
+    def line(cells, mark: str = "") -> str:
+        parts = [cell.rjust(widths[i]) if i in numeric else cell.ljust(widths[i]) for i, cell in enumerate(cells)]
+        return ("  ".join(parts) + mark).rstrip()
+
+    out = []
+    if title:
+        out.append(title)
+    samples = stats[0].samples if stats else 0
+    out.append(f"{len(stats)} layers, {samples} samples; SQNR and cosine of the dequantized int8 output vs float")
+    out.append("")
+    out.append(line(TEXT_COLUMNS))
+    out.append(line(["-" * w for w in widths]))
+    for s, row in zip(stats, rows):
+        out.append(line(row, "  <- worst" if s is worst else ""))
+    out.append("")
+    if worst is not None:
+        out.append(f"worst layer: {worst.name} ({worst.op}), SQNR {db_text(worst.sqnr_db)} dB, cosine {worst.cosine:.6f}")
+    out.extend(notes)
+    return "\n".join(out) + "\n"
+
+
+CSV_FIELDS = ("name", "op", "runs_on", "scale", "bits", "samples", "elements", "cosine", "sqnr_db", "max_error_lsb", "saturated",
+              "inputs", "worst")
+
+
+def report_csv(stats: list[LayerStats]) -> str:
+    worst = worst_layer(stats)
+    stream = io.StringIO()
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(CSV_FIELDS)
+    for s in stats:
+        scale = " ".join(repr(v) for v in s.scale) if isinstance(s.scale, list) else repr(s.scale)
+        writer.writerow([s.name, s.op, s.runs_on, scale, s.bits, s.samples, s.elements, repr(s.cosine), db_text(s.sqnr_db)
+                         if not math.isfinite(s.sqnr_db) else repr(s.sqnr_db), repr(s.max_error_lsb),
+                         repr(s.saturated), " ".join(s.inputs), int(s is worst)])
+    return stream.getvalue()
+
+
+def report_json(stats: list[LayerStats]) -> str:
+    worst = worst_layer(stats)
+    layers = []
+    for s in stats:
+        entry = asdict(s)
+        entry["sqnr_db"] = _number(s.sqnr_db)
+        layers.append(entry)
+    document = {
+        "samples": stats[0].samples if stats else 0,
+        "worst": None if worst is None else worst.name,
+        "layers": layers,
+    }
+    return json.dumps(document, indent=2, allow_nan=False) + "\n"
+
+
+def _dot_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def report_dot(stats: list[LayerStats], title: str = "quantization error") -> str:
+    worst = worst_layer(stats)
+    lines = [
+        "digraph quant_report {",
+        f"  label={_dot_string(title + ' (fill: SQNR, green >= 40 dB, red <= 10 dB)')};",
+        "  labelloc=t;",
+        "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];",
+        "  edge [color=\"#555555\"];",
+    ]
+    graph_inputs = []
+    for s in stats:
+        for producer in s.inputs:
+            if producer.startswith(INPUT_PREFIX) and producer not in graph_inputs:
+                graph_inputs.append(producer)
+    for name in graph_inputs:
+        lines.append(f"  {_dot_string(name)} [label={_dot_string(name.removeprefix(INPUT_PREFIX))}, "
+                     "shape=ellipse, style=filled, fillcolor=\"#dddddd\"];")
+    for s in stats:
+        label = f"{s.name}\n{s.op}\nSQNR {db_text(s.sqnr_db)} dB\ncos {s.cosine:.5f}"
+        extra = ", penwidth=3, color=\"#b00000\"" if s is worst else ""
+        lines.append(f"  {_dot_string(s.name)} [label={_dot_string(label)}, fillcolor=\"{sqnr_colour(s.sqnr_db)}\"{extra}];")
+    for s in stats:
+        for producer in s.inputs:
+            lines.append(f"  {_dot_string(producer)} -> {_dot_string(s.name)};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def render_svg(dot_text: str) -> tuple[bytes | None, str | None]:
+    """SVG bytes from Graphviz's `dot`, or None and the reason it could not run."""
+    binary = shutil.which("dot")
+    if binary is None:
+        return None, "report.svg not written: Graphviz 'dot' is not installed (render report.dot elsewhere)"
+    try:
+        done = subprocess.run([binary, "-Tsvg"], input=dot_text.encode(), capture_output=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return None, f"report.svg not written: dot failed ({error})"
+    if done.returncode != 0:
+        reason = done.stderr.decode(errors="replace").strip().splitlines()
+        return None, f"report.svg not written: dot failed ({reason[0] if reason else done.returncode})"
+    return done.stdout, None
+
+
+def write_report(stats: list[LayerStats], directory: str | Path, title: str = "", notes: list[str] = ()) -> list[Path]:
+    """Write report.{txt,csv,json,html,dot} (and .svg where Graphviz is installed) into `directory`."""
+    from xnpu.driver.report_html import report_html
+
+    directory = Path(directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise XnpuError(f"{directory}: cannot create the report directory: {error.strerror}") from None
+    dot_text = report_dot(stats, title or "quantization error")
+    svg, svg_note = render_svg(dot_text)
+    notes = list(notes) + ([svg_note] if svg_note else [])
+    outputs = {
+        "report.csv": report_csv(stats),
+        "report.json": report_json(stats),
+        "report.html": report_html(stats, title or "quantization error", list(notes)),
+        "report.dot": dot_text,
+    }
+    if svg is not None:
+        outputs["report.svg"] = svg
+    outputs["report.txt"] = report_text(stats, title, notes)
+    written = []
+    for name, content in outputs.items():
+        write_atomically(directory / name, content)
+        written.append(directory / name)
+    return written

@@ -1,0 +1,165 @@
+"""Runs `nn` ops on numpy arrays by calling the float semantics module."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
+
+from xnpu.interpreters.batching import batch_shape
+from xnpu.dialects import nn
+from xnpu.interpreters import ConstantCache
+from xnpu.semantics import float_ops
+
+
+def _out_hw(op: nn.WindowPoolOp) -> tuple[int, int]:
+    shape = nn.shape_of(op.result)
+    return shape[2], shape[3]
+
+
+@register_impls
+class NNFunctions(InterpreterFunctions):
+    def __init__(self) -> None:
+        self.constants = ConstantCache()
+
+    @impl(nn.ConstantOp)
+    def run_constant(self, interpreter: Interpreter, op: nn.ConstantOp, args: tuple[Any, ...]):
+        return (self.constants.get(op, op.to_numpy),)
+
+    @impl(nn.ReluOp)
+    def run_relu(self, interpreter: Interpreter, op: nn.ReluOp, args: tuple[Any, ...]):
+        return (float_ops.relu(args[0]),)
+
+    @impl(nn.SigmoidOp)
+    def run_sigmoid(self, interpreter: Interpreter, op: nn.SigmoidOp, args: tuple[Any, ...]):
+        return (float_ops.sigmoid(args[0]),)
+
+    @impl(nn.HardSigmoidOp)
+    def run_hard_sigmoid(self, interpreter: Interpreter, op: nn.HardSigmoidOp, args: tuple[Any, ...]):
+        return (float_ops.hard_sigmoid(args[0], op.alpha.value.data, op.beta.value.data),)
+
+    @impl(nn.HardSwishOp)
+    def run_hard_swish(self, interpreter: Interpreter, op: nn.HardSwishOp, args: tuple[Any, ...]):
+        return (float_ops.hard_swish(args[0]),)
+
+    @impl(nn.TanhOp)
+    def run_tanh(self, interpreter: Interpreter, op: nn.TanhOp, args: tuple[Any, ...]):
+        return (float_ops.tanh(args[0]),)
+
+    @impl(nn.ClipOp)
+    def run_clip(self, interpreter: Interpreter, op: nn.ClipOp, args: tuple[Any, ...]):
+        low, high = op.bounds()
+        bound_args = iter(args[1:])  # the operand bounds, in order min, max
+        if op.min_value is not None:
+            low = float(np.asarray(next(bound_args)).reshape(()))
+        if op.max_value is not None:
+            high = float(np.asarray(next(bound_args)).reshape(()))
+        return (float_ops.clip(args[0], low, high),)
+
+    @impl(nn.SoftmaxOp)
+    def run_softmax(self, interpreter: Interpreter, op: nn.SoftmaxOp, args: tuple[Any, ...]):
+        return (float_ops.softmax(args[0], op.axis.value.data),)
+
+    @impl(nn.AddOp)
+    def run_add(self, interpreter: Interpreter, op: nn.AddOp, args: tuple[Any, ...]):
+        return (float_ops.add(*args),)
+
+    @impl(nn.SubOp)
+    def run_sub(self, interpreter: Interpreter, op: nn.SubOp, args: tuple[Any, ...]):
+        return (float_ops.sub(*args),)
+
+    @impl(nn.MulOp)
+    def run_mul(self, interpreter: Interpreter, op: nn.MulOp, args: tuple[Any, ...]):
+        return (float_ops.mul(*args),)
+
+    @impl(nn.DivOp)
+    def run_div(self, interpreter: Interpreter, op: nn.DivOp, args: tuple[Any, ...]):
+        return (float_ops.div(*args),)
+
+    @impl(nn.Conv2dOp)
+    def run_conv2d(self, interpreter: Interpreter, op: nn.Conv2dOp, args: tuple[Any, ...]):
+        bias = args[2] if op.bias is not None else None
+        return (
+            float_ops.conv2d(
+                args[0], args[1], bias, nn.ints(op.strides), nn.ints(op.pads), nn.ints(op.dilations),
+                op.group.value.data,
+            ),
+        )
+
+    @impl(nn.ConvTranspose2dOp)
+    def run_conv_transpose2d(self, interpreter: Interpreter, op: nn.ConvTranspose2dOp, args: tuple[Any, ...]):
+        bias = args[2] if op.bias is not None else None
+        return (
+            float_ops.conv_transpose2d(
+                args[0], args[1], bias, nn.ints(op.strides), nn.ints(op.pads), nn.ints(op.dilations),
+                nn.ints(op.output_padding), op.group.value.data,
+            ),
+        )
+
+    @impl(nn.GemmOp)
+    def run_gemm(self, interpreter: Interpreter, op: nn.GemmOp, args: tuple[Any, ...]):
+        c = args[2] if op.c is not None else None
+        return (
+            float_ops.gemm(
+                args[0], args[1], c, op.alpha.value.data, op.beta.value.data,
+                bool(op.trans_a.value.data), bool(op.trans_b.value.data),
+            ),
+        )
+
+    @impl(nn.MatMulOp)
+    def run_matmul(self, interpreter: Interpreter, op: nn.MatMulOp, args: tuple[Any, ...]):
+        return (float_ops.matmul(*args),)
+
+    @impl(nn.BatchNormOp)
+    def run_batch_norm(self, interpreter: Interpreter, op: nn.BatchNormOp, args: tuple[Any, ...]):
+        return (float_ops.batch_norm(*args, op.epsilon.value.data),)
+
+    @impl(nn.MaxPoolOp)
+    def run_max_pool(self, interpreter: Interpreter, op: nn.MaxPoolOp, args: tuple[Any, ...]):
+        return (
+            float_ops.max_pool(
+                args[0], nn.ints(op.kernel_shape), nn.ints(op.strides), nn.ints(op.pads),
+                op.pool_dilations(), _out_hw(op),
+            ),
+        )
+
+    @impl(nn.AveragePoolOp)
+    def run_average_pool(self, interpreter: Interpreter, op: nn.AveragePoolOp, args: tuple[Any, ...]):
+        return (
+            float_ops.average_pool(
+                args[0], nn.ints(op.kernel_shape), nn.ints(op.strides), nn.ints(op.pads), _out_hw(op),
+                bool(op.count_include_pad.value.data),
+            ),
+        )
+
+    @impl(nn.GlobalAveragePoolOp)
+    def run_global_average_pool(self, interpreter: Interpreter, op: nn.GlobalAveragePoolOp, args: tuple[Any, ...]):
+        return (float_ops.global_average_pool(args[0]),)
+
+    @impl(nn.ReshapeOp)
+    def run_reshape(self, interpreter: Interpreter, op: nn.ReshapeOp, args: tuple[Any, ...]):
+        return (float_ops.reshape(args[0], batch_shape(args[0], nn.shape_of(op.result))),)
+
+    @impl(nn.FlattenOp)
+    def run_flatten(self, interpreter: Interpreter, op: nn.FlattenOp, args: tuple[Any, ...]):
+        axis = op.axis.value.data
+        return (float_ops.flatten(args[0], axis + args[0].ndim if axis < 0 else axis),)
+
+    @impl(nn.TransposeOp)
+    def run_transpose(self, interpreter: Interpreter, op: nn.TransposeOp, args: tuple[Any, ...]):
+        return (float_ops.transpose(args[0], nn.ints(op.perm)),)
+
+    @impl(nn.ResizeOp)
+    def run_resize(self, interpreter: Interpreter, op: nn.ResizeOp, args: tuple[Any, ...]):
+        nearest_mode = op.nearest_mode.data if op.nearest_mode is not None else None
+        return (
+            float_ops.resize(
+                args[0], nn.shape_of(op.result)[2:], op.mode.data, op.coordinate_transformation_mode.data,
+                nearest_mode,
+            ),
+        )
+
+    @impl(nn.ConcatOp)
+    def run_concat(self, interpreter: Interpreter, op: nn.ConcatOp, args: tuple[Any, ...]):
+        return (float_ops.concat(args, op.axis.value.data),)

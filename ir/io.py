@@ -1,0 +1,441 @@
+"""Reading and writing textual IR and the tools' files, with one-line errors.
+
+Parse errors carry `file:line:col`; verification errors name the op and, where the op came
+from ONNX, the node (its location). Input files must be regular files of bounded size (a
+device such as /dev/zero would be read forever). Output files are written atomically: a
+failed compile never leaves a half-written file behind; an output that already exists as a
+device or FIFO is written through instead of being replaced, and an output that is one of
+the inputs is refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import math
+import os
+import re
+import stat
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from xdsl.dialects.builtin import ModuleOp, TensorType, UnknownLoc
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region
+from xdsl.irdl.dominance import DominanceInfo
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+from xdsl.utils.lexer import Input, Span
+
+from xnpu.ir.context import make_context
+from xnpu.core.errors import XnpuError
+
+
+def parse_error_line(error: ParseError) -> str:
+    """`file:line:col: error: message`, as mlir-opt prints it."""
+    return f"{error.span.get_location()}: error: {error.msg.strip()}"
+
+
+# Input files larger than this are refused before they are read (a sparse or runaway file
+# would otherwise be read into memory whole); ResNet-50-sized IR is a few hundred MB.
+MAX_INPUT_BYTES = 2 << 30
+# Tensors with more elements than this are refused (VGG-16's largest weight has 103 M): a
+# one-line `dense<0.0> : tensor<100000x100000xf32>` would otherwise be expanded by the parser,
+# or allocated by an interpreter, until the machine runs out of memory.
+MAX_TENSOR_ELEMENTS = 1 << 27
+
+# What can come before a string literal's quote: code, or a comment running to the line end.
+_CODE_OR_COMMENT = re.compile(r'[^"/]+|//[^\n]*|/')
+_ESCAPE = re.compile(r'\\(?:["nt\\]|[0-9A-Fa-f]{2})')
+
+
+def _bad_string_literal(text: str) -> tuple[int, str] | None:
+    """(offset, reason) of the first string literal the lexer could not end, or None.
+
+    xDSL's lexer matches a string literal with a pattern that nests `(...+)*` and backtracks
+    exponentially when the closing quote is missing (an IR file cut short inside a hex blob
+    hangs it), so strings are checked here first, by a scan that is linear in the text
+    (str.find, not a regular expression, over the long hex blobs of weights).
+    """
+    position = 0
+    while position < len(text):
+        if text[position] != '"':
+            position = _CODE_OR_COMMENT.match(text, position).end()
+            continue
+        start, position = position, position + 1
+        line_end = text.find("\n", position)
+        line_end = len(text) if line_end < 0 else line_end
+        while True:
+            quote = text.find('"', position, line_end)
+            backslash = text.find("\\", position, line_end if quote < 0 else quote)
+            if backslash < 0:
+                end = line_end if quote < 0 else quote
+                breaks = [i for i in (text.find("\v", position, end), text.find("\f", position, end)) if i >= 0]
+                if quote < 0 or breaks:
+                    return start, "unterminated string literal (it must end on the line it starts)"
+                position = quote + 1
+                break
+            escape = _ESCAPE.match(text, backslash)
+            if escape is None:
+                return backslash, "invalid escape sequence in string literal"
+            position = escape.end()
+    return None
+
+
+def _decode_source(data: str | bytes) -> tuple[str, int | None]:
+    """The text, and the offset of the first byte that is not UTF-8 (in the decoded text)."""
+    if isinstance(data, str):
+        return data, None
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as error:
+        return data.decode("utf-8", errors="replace"), len(data[: error.start].decode("utf-8", errors="replace"))
+
+
+class IRParser(Parser):
+    """xDSL's parser, made total: every bad input is a ParseError with its file:line:col.
+
+    - A constraint an op's builder checks while parsing (an i32 tensor handed to an f32-only
+      op), or a literal its attribute cannot hold (1000 in an i8 tensor, 1e40 in an f32 one),
+      is reported at that op instead of escaping as an exception that says nowhere.
+    - Text that is not UTF-8, and string literals the lexer could not end, are refused before
+      the lexer sees them (its pattern backtracks exponentially on an unterminated string).
+    - A value used where its definition does not dominate the use (`%1 = op %0` before
+      `%0 = ...` in one block) is an error at the using op: xDSL accepts the forward
+      reference, and every interpreter would then fail on it.
+    - A tensor over MAX_TENSOR_ELEMENTS is an error where its type is written (dense
+      literals) or at the op that has it, before anything is allocated for it.
+    """
+
+    def __init__(self, ctx, input: str | bytes, name: str = "<unknown>"):
+        text, bad_byte = _decode_source(input)
+        if bad_byte is not None:
+            raise ParseError(Span(bad_byte, bad_byte + 1, Input(text, name)), "the file is not UTF-8 text")
+        bad_string = _bad_string_literal(text)
+        if bad_string is not None:
+            offset, reason = bad_string
+            raise ParseError(Span(offset, offset + 1, Input(text, name)), reason)
+        super().__init__(ctx, text, name)
+        self.op_spans: dict[Operation, Span] = {}
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span
+        try:
+            op = super().parse_operation()
+        except VerifyException as error:
+            raise ParseError(start, joined_lines(error)) from None
+        except ValueError as error:  # an attribute refusing a literal (1000 in an i8 tensor)
+            raise ParseError(start, first_line(error)) from None
+        except OverflowError as error:  # a float literal beyond its type (1e40 in an f32 tensor)
+            raise ParseError(start, f"a literal is out of range for its type ({first_line(error)})") from None
+        except NotImplementedError as error:  # a type xDSL cannot store (array<i864: ...>)
+            raise ParseError(start, f"unsupported: {first_line(error)}") from None
+        self.op_spans[op] = start
+        return op
+
+    def _parse_dense_literal_type(self):
+        # before xDSL expands a splat to every element of the type
+        start = self._current_token.span
+        type_ = super()._parse_dense_literal_type()
+        elements = math.prod(type_.get_shape())
+        if elements > MAX_TENSOR_ELEMENTS:
+            raise ParseError(start, f"a dense literal of {elements} elements is over the {MAX_TENSOR_ELEMENTS}-element limit")
+        return type_
+
+    def parse_dense_int_or_fp_elements_attr(self, type_):
+        # xDSL accepts a hex blob of any length that holds enough whole elements; the extra
+        # bytes would break every later reader of the attribute (the printer included)
+        start = self._current_token.span
+        attr = super().parse_dense_int_or_fp_elements_attr(type_)
+        needed = math.prod(attr.get_shape()) * attr.get_element_type().compile_time_size
+        if len(attr.data.data) != needed:
+            raise ParseError(start, f"the dense literal holds {len(attr.data.data)} bytes, its type {attr.type} needs {needed}")
+        return attr
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        module = super().parse_module(allow_implicit_module)
+        problem = first_structural_problem(module)
+        if problem is not None:
+            op, message = problem
+            raise ParseError(self.op_spans.get(op, self._current_token.span), verify_error_text(op, message))
+        return module
+
+
+def first_structural_problem(root: Operation) -> tuple[Operation, str] | None:
+    """What op verifiers do not check, for the whole module: dominance and tensor sizes."""
+    return first_dominance_violation(root) or first_oversized_tensor(root)
+
+
+def first_oversized_tensor(root: Operation) -> tuple[Operation, str] | None:
+    """The first op with a result or block argument of more than MAX_TENSOR_ELEMENTS elements."""
+    for op in root.walk():
+        values = [*op.results, *(arg for region in op.regions for block in region.blocks for arg in block.args)]
+        for value in values:
+            if isinstance(value.type, TensorType):
+                elements = math.prod(value.type.get_shape())
+                if elements > MAX_TENSOR_ELEMENTS:
+                    return op, f"a tensor of {elements} elements is over the {MAX_TENSOR_ELEMENTS}-element limit"
+    return None
+
+
+def first_dominance_violation(root: Operation) -> tuple[Operation, str] | None:
+    """The first op using a value whose definition does not dominate the use, with why.
+
+    Within a block the definition must come first; across the blocks of a region its block
+    must dominate the user's; a value is never visible outside the region it is defined in.
+    The body of `builtin.module` is a graph region: its ops may be in any order.
+    """
+    positions: dict[Block, dict[Operation, int]] = {}
+    dominance: dict[Region, DominanceInfo] = {}
+
+    def position(op: Operation) -> int:
+        block = op.parent_block()
+        if block not in positions:
+            positions[block] = {o: i for i, o in enumerate(block.ops)}
+        return positions[block][op]
+
+    def ancestor_in(region: Region, op: Operation) -> Operation | None:
+        while op is not None and op.parent_region() is not region:
+            op = op.parent_op()
+        return op
+
+    def block_dominates(a: Block, b: Block, strictly: bool) -> bool:
+        if a is b:
+            return not strictly
+        region = a.parent
+        if region not in dominance:
+            dominance[region] = DominanceInfo(region)
+        return dominance[region].dominates(a, b)
+
+    for user in root.walk():
+        for index, operand in enumerate(user.operands):
+            if isinstance(operand, OpResult):
+                definition = operand.op
+                block = definition.parent_block()
+                if block is None or block.parent is None:
+                    continue
+                graph_region = isinstance(block.parent_op(), ModuleOp)
+                local = ancestor_in(block.parent, user)
+                if local is None:
+                    reason = "is used outside the region that defines it"
+                elif graph_region or (local.parent_block() is block and position(definition) < position(local)):
+                    continue
+                elif local.parent_block() is not block and block_dominates(block, local.parent_block(), strictly=True):
+                    continue
+                else:
+                    reason = "is used before its definition"
+            elif isinstance(operand, BlockArgument):
+                block = operand.block
+                local = ancestor_in(block.parent, user) if block.parent is not None else None
+                if local is not None and block_dominates(block, local.parent_block(), strictly=False):
+                    continue
+                reason = "is used outside the block that defines it"
+            else:
+                continue
+            return user, f"operand #{index} {reason}"
+    return None
+
+
+def parse_ir(text: str | bytes, filename: str = "<stdin>", verify: bool = True) -> ModuleOp:
+    """Parse (and verify) IR text; an error is one line `file:line:col: error: ...`."""
+    try:
+        parser = IRParser(make_context(), text, filename)
+        module = parser.parse_module()
+    except ParseError as error:
+        raise XnpuError(parse_error_line(error)) from None
+    if verify:
+        verify_module(module, filename, parser.op_spans)
+    return module
+
+
+def load_ir(path: str | os.PathLike[str]) -> ModuleOp:
+    return parse_ir(read_input_file(path), str(path))
+
+
+def check_input_file(path: str | os.PathLike[str], limit: int = MAX_INPUT_BYTES) -> os.stat_result:
+    """The status of `path`, an existing regular file of at most `limit` bytes, else an XnpuError."""
+    try:
+        status = os.stat(path)
+    except OSError as error:
+        raise XnpuError(f"{path}: cannot read: {error.strerror or error}") from None
+    if stat.S_ISDIR(status.st_mode):
+        raise XnpuError(f"{path}: cannot read: is a directory")
+    if not stat.S_ISREG(status.st_mode):
+        raise XnpuError(f"{path}: cannot read: not a regular file (a device, FIFO or socket)")
+    if status.st_size > limit:
+        raise XnpuError(f"{path}: cannot read: {status.st_size} bytes is more than the {limit}-byte limit")
+    return status
+
+
+def read_input_file(path: str | os.PathLike[str], limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of an input file, checked by `check_input_file` first."""
+    check_input_file(path, limit)
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(limit + 1)[:limit]
+    except OSError as error:
+        raise XnpuError(f"{path}: cannot read: {error.strerror or error}") from None
+
+
+def describe_op(op: Operation) -> str:
+    where = "" if isinstance(op.location, UnknownLoc) else f" at {_location_text(op)}"
+    return f"'{op.name}'{where}"
+
+
+def _location_text(op: Operation) -> str:
+    stream = io.StringIO()
+    Printer(stream=stream).print_attribute(op.location)
+    return stream.getvalue()
+
+
+def verify_module(
+    module: ModuleOp, filename: str = "<module>", op_spans: dict[Operation, Span] | None = None, line_offset: int = 0
+) -> None:
+    """An XnpuError `file[:line:col]: error: 'op' at loc(...): message` when `module` does not
+    verify (dominance included); the position is the failing op's in the parsed text, when
+    `op_spans` (IRParser.op_spans) know it."""
+    try:
+        module.verify()
+        problem = first_structural_problem(module)
+        if problem is None:
+            return
+        failing, message = problem
+    except DiagnosticException as error:
+        failing, message = failing_op(module, error)
+    raise XnpuError(f"{position_of(failing, filename, op_spans, line_offset)}: error: {verify_error_text(failing, message)}")
+
+
+def position_of(
+    op: Operation | None, filename: str, op_spans: dict[Operation, Span] | None = None, line_offset: int = 0
+) -> str:
+    """`file:line:col` of `op` in the text it was parsed from, or `file` when that is unknown."""
+    span = None if op_spans is None or op is None else op_spans.get(op)
+    return filename if span is None else str(dataclasses.replace(span, line_offset=line_offset).get_location())
+
+
+def failing_op(module: Operation, error: Exception) -> tuple[Operation | None, str]:
+    """The op whose verifier raised `error`, and the message on one line.
+
+    xDSL's exception does not carry the op, so the op whose own verifier raises the same
+    message is looked up again (cheap: only on failure, and without printing the module).
+    """
+    message = joined_lines(error)
+    failing = None
+    for op in module.walk():
+        try:
+            op.verify_()
+        except VerifyException as op_error:
+            if joined_lines(op_error) == message:
+                return op, message
+            failing = failing or op
+    if failing is None:  # xDSL's own checks of an op's place (a terminator, successors), not verify_
+        for op in module.walk():
+            try:
+                op.verify(verify_nested_ops=False)
+            except VerifyException as op_error:
+                if joined_lines(op_error) == message:
+                    return op, message
+    return failing, message
+
+
+def verify_error_text(failing: Operation | None, message: str) -> str:
+    """The verifier's message, prefixed by the op that failed and its location (ONNX node)."""
+    if failing is None:
+        return message
+    prefix = f"{failing.name}: "
+    return f"{describe_op(failing)}: {message.removeprefix(prefix)}"
+
+
+def joined_lines(error: Exception) -> str:
+    """The whole message on one line (IRDL's constraint errors span two: what, then why)."""
+    return " ".join(line.strip() for line in str(error).splitlines() if line.strip()) or type(error).__name__
+
+
+def first_line(error: Exception) -> str:
+    lines = [line for line in str(error).splitlines() if line.strip()]
+    return lines[0].strip() if lines else type(error).__name__
+
+
+def print_ir(op: Operation, debuginfo: bool = True, generic: bool = False) -> str:
+    """Custom-format (or generic) text of `op`; known locations (ONNX node names) are kept, unknown ones elided."""
+    stream = io.StringIO()
+    Printer(stream=stream, print_debuginfo=debuginfo, print_generic_format=generic).print_op(op)
+    stream.write("\n")
+    text = stream.getvalue()
+    return text.replace(" loc(unknown)", "") if debuginfo else text
+
+
+def refuse_overwriting_inputs(output: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str] | None]) -> None:
+    """An XnpuError when `output` is the same file as one of `inputs` (by device and inode,
+    so another path, a symlink or a hard link to an input is caught too)."""
+    try:
+        written = os.stat(output)
+    except OSError:
+        return  # not there yet (or unreadable): it cannot be an input that was read
+    for source in inputs:
+        if source is None:
+            continue
+        try:
+            read = os.stat(source)
+        except OSError:
+            continue
+        if (read.st_dev, read.st_ino) == (written.st_dev, written.st_ino) and stat.S_ISREG(written.st_mode):
+            raise XnpuError(f"{output}: refusing to overwrite the input {source}")
+
+
+def write_atomically(
+    path: str | os.PathLike[str], data: str | bytes, inputs: Iterable[str | os.PathLike[str] | None] = ()
+) -> None:
+    """Write `data` to `path` so that readers never see half a file, and no input is lost.
+
+    A regular file (or a new one) is written to a temporary file beside it, then renamed
+    over it; a symlink keeps pointing at the file it names. An existing device or FIFO
+    (/dev/null, a pipe) is written through: renaming a regular file over it would replace
+    the device. `path` may not be one of `inputs`.
+    """
+    path = Path(path)
+    refuse_overwriting_inputs(path, inputs)
+    payload = data.encode() if isinstance(data, str) else data
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        status = None
+    except OSError as error:
+        raise XnpuError(f"{path}: cannot write: {error.strerror or error}") from None
+    if status is not None and stat.S_ISDIR(status.st_mode):
+        raise XnpuError(f"{path}: cannot write: is a directory")
+    if status is not None and not stat.S_ISREG(status.st_mode):
+        _write_through(path, payload)
+        return
+    target = Path(os.path.realpath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    except OSError as error:
+        raise XnpuError(f"{path}: cannot write: {error.strerror or error}") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+        # mkstemp makes the file private (0600): an existing output keeps its mode, a new
+        # one gets the mode `open` would give it
+        if status is not None:
+            mode = stat.S_IMODE(status.st_mode)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except OSError as error:
+        raise XnpuError(f"{path}: cannot write: {error.strerror or error}") from None
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
+def _write_through(path: Path, payload: bytes) -> None:
+    try:
+        with open(path, "wb") as handle:
+            handle.write(payload)
+    except OSError as error:
+        raise XnpuError(f"{path}: cannot write: {error.strerror or error}") from None
