@@ -23,6 +23,8 @@ from xnpu.core.errors import XnpuError
 from xnpu.driver.runner import CompiledFunction, default_batch, entry_function
 from xnpu.transforms.calibrate import SCALE_ATTR, calibrate
 
+pytestmark = pytest.mark.float_sums  # results went through float sums: `make blas-variance` reruns them
+
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "bench"
 DIGITS = SHARED / "digits"
 needs_digits = pytest.mark.skipif(

@@ -13,6 +13,8 @@ import xnpu
 from xnpu.core.errors import XnpuNote
 from xnpu.driver.pipeline import float_cleanup
 
+pytestmark = pytest.mark.float_sums  # results went through float sums: `make blas-variance` reruns them
+
 ort = pytest.importorskip("onnxruntime")
 
 SHARED_BENCH = Path(__file__).resolve().parents[2] / ".." / "shared" / "bench"

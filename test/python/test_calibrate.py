@@ -30,7 +30,10 @@ from xnpu.transforms.calibrate import (
     mse_threshold,
     percentile_threshold,
     uniform_counts,
+
 )
+
+pytestmark = pytest.mark.float_sums  # results went through float sums: `make blas-variance` reruns them
 
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "bench"
 DIGITS = SHARED / "digits"
