@@ -17,7 +17,7 @@ from xnpu.core.errors import XnpuError
 # Imported on first use: every tool imports the package (xnpu.core.errors, ...), and one that only
 # parses and prints (xnpu-opt, many times per lit run) must not pay for the runner (xDSL's
 # interpreters, numpy) or even the dialects before it needs them.
-_LAZY = {"TensorSpec": "xnpu.driver.runner", "run": "xnpu.driver.runner", "signature": "xnpu.driver.runner",
+_LAZY = {"TensorSpec": "xnpu.interpreters.function", "run": "xnpu.driver.runner", "signature": "xnpu.interpreters.function",
          "load_ir": "xnpu.ir.io", "parse_ir": "xnpu.ir.io", "print_ir": "xnpu.ir.io"}
 
 

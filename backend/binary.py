@@ -171,7 +171,7 @@ class Binary:
     @staticmethod
     def from_file(path) -> Binary:
         """The binary in file `path` (a regular file of bounded size); errors name the file."""
-        from xnpu.ir.io import read_input_file
+        from xnpu.core.files import read_input_file
 
         data = read_input_file(path)
         try:

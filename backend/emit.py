@@ -15,32 +15,13 @@ from __future__ import annotations
 import io
 import re
 
-from xdsl.dialects.builtin import ArrayAttr, FusedLoc, ModuleOp, NameLoc, NoneAttr, StringAttr, UnknownLoc
-from xdsl.ir import Attribute
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 from xnpu.dialects import isa
 from xnpu.core.errors import XnpuError
 from xnpu.backend.binary import Binary, CompressedWeights, HostSegment, IoTensor
+from xnpu.ir.locations import location_names, location_of
 from xnpu.target.description import TargetDescription, list_targets, load_target
-
-
-def location_names(location: Attribute) -> tuple[str, ...]:
-    """The ONNX node names a location records: loc("a"), fused["a", "b"]; unknown gives ()."""
-    if isinstance(location, NameLoc):
-        return (location.desc.data,)
-    if isinstance(location, FusedLoc):
-        names: list[str] = []
-        for part in location.locations.data:
-            names.extend(n for n in location_names(part) if n not in names)
-        return tuple(names)
-    return ()
-
-
-def location_of(names: tuple[str, ...]) -> Attribute:
-    parts = [NameLoc(StringAttr(name), NoneAttr()) for name in names]
-    if not parts:
-        return UnknownLoc()
-    return parts[0] if len(parts) == 1 else FusedLoc(ArrayAttr(parts), NoneAttr())
 
 
 def module_target_of(module: ModuleOp) -> TargetDescription:

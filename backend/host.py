@@ -2,7 +2,7 @@
 
 Where the program posts a segment's token (`SYNC halt=0`), the accelerator stops and the host
 reads the segment's input tensors from DDR (in their io layout), runs the segment's function
-with xnpu's interpreter functions (`xnpu.driver.runner.CompiledFunction`) (fixed ops through `xnpu.semantics.fixed_point`, float ops through
+with xnpu's interpreter functions (`xnpu.interpreters.function.CompiledFunction`) (fixed ops through `xnpu.semantics.fixed_point`, float ops through
 `xnpu.semantics.float_ops`: the same functions as every level above), writes the outputs to
 DDR, and the accelerator resumes. So a binary with host segments stays bit-identical to the
 fixed level. A body that does not parse, or whose function does not match the segment's
@@ -11,16 +11,21 @@ tensors, is one `binary: host segment N: ...` error.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 from xdsl.dialects import func
 
+from xnpu.backend.binary import Binary, HostSegment, IoTensor
 from xnpu.core.errors import XnpuError
-from xnpu.backend.binary import Binary, HostSegment
 
-if TYPE_CHECKING:
-    from xnpu.backend.simulator import Machine
+
+class TensorMemory(Protocol):
+    """What a hand-off needs of the machine: its DDR tensors (the simulator's Machine)."""
+
+    def read_tensor(self, tensor: IoTensor) -> np.ndarray: ...
+
+    def write_tensor(self, tensor: IoTensor, value: np.ndarray) -> None: ...
 
 
 def _fail(segment: HostSegment, message: str) -> XnpuError:
@@ -56,7 +61,7 @@ class HostSegments:
     """A binary's host segments by token, parsed once before the program runs, run against a Machine's DDR."""
 
     def __init__(self, binary: Binary):
-        from xnpu.driver.runner import CompiledFunction
+        from xnpu.interpreters.function import CompiledFunction
 
         self.binary = binary
         self.segments = {segment.token: segment for segment in binary.host_segments}
@@ -67,7 +72,7 @@ class HostSegments:
             except CompiledFunction.CannotCompile as error:
                 raise _fail(segment, f"the host cannot run it: {error}") from None
 
-    def run(self, token: int, machine: Machine) -> bool:
+    def run(self, token: int, machine: TensorMemory) -> bool:
         """Run the segment `token` names on the machine's DDR; False when no segment has that token."""
         segment = self.segments.get(token)
         if segment is None:

@@ -59,7 +59,7 @@ def fail(op: Operation, message: str, target: TargetDescription) -> LoweringErro
 
 def node_names(op: Operation) -> str:
     """The ONNX nodes an op came from (`/l2/c2/Conv, /l2/Relu`), or the op itself when unknown."""
-    from xnpu.backend.emit import location_names
+    from xnpu.ir.locations import location_names
 
     return ", ".join(location_names(op.location)) or describe_op(op)
 

@@ -35,7 +35,7 @@ from xdsl.passes import ModulePass
 
 from xnpu.dialects import fixed, npu
 from xnpu.dialects.shapes import ints, shape_of
-from xnpu.driver.runner import NAME_ATTR
+from xnpu.interpreters.function import NAME_ATTR
 from xnpu.target.description import TargetDescription
 from xnpu.backend.npu_annotations import (
     LAYOUT,

@@ -31,7 +31,7 @@ from xnpu.dialects import fixed, isa, npu
 from xnpu.dialects.shapes import ints, shape_of
 from xnpu.target.description import TargetDescription
 from xnpu.semantics.dtypes import numpy_dtype
-from xnpu.backend.emit import location_names
+from xnpu.ir.locations import location_names
 from xnpu.target.encoding import DMA_LAYOUTS, ELTWISE_OPS, POOL_KINDS
 from xnpu.transforms.constants import fused_location
 from xnpu.backend.npu_annotations import (

@@ -871,7 +871,7 @@ def simulate(
     trace: Trace | None = None,
 ) -> BinaryRun:
     """Quantize float inputs (R4, io scales), run every sample, dequantize the outputs."""
-    from xnpu.driver.runner import TensorSpec, bind_inputs
+    from xnpu.interpreters.function import TensorSpec, bind_inputs
 
     target = load_target(target) if isinstance(target, str) else target
     for tensor in binary.io:

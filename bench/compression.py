@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         text.append(table(cosines, ["model", "config", "b", "images", "agree", "cos mean", "cos min"]))
         text.append("")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    from xnpu.ir.io import write_atomically
+    from xnpu.core.files import write_atomically
 
     write_atomically(RESULTS, "\n".join(text) + "\n")
     print(f"wrote {RESULTS}")

@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         results.append(result)
         print(f"{model.name}: identical={result['identical']} exact={result['exact']} "
               f"cycles {result['cycles']} errors {result['errors']} ({time.perf_counter() - start:.1f}s)", flush=True)
-    from xnpu.ir.io import write_atomically
+    from xnpu.core.files import write_atomically
 
     command = " ".join(["bench/targets.py", *(sys.argv[1:] if argv is None else argv)])
     write_atomically(RESULTS, markdown(results, f"Regenerate with `.venv/bin/python {command}` (this file; "

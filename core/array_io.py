@@ -16,7 +16,8 @@ import zipfile
 import numpy as np
 
 from xnpu.core.errors import XnpuError
-from xnpu.ir.io import MAX_INPUT_BYTES, check_input_file, first_line
+from xnpu.core.errors import first_line
+from xnpu.core.files import MAX_INPUT_BYTES, check_input_file
 
 NPY_MAGIC = b"\x93NUMPY"
 ZIP_MAGIC = b"PK"

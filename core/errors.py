@@ -15,3 +15,8 @@ class XnpuNote(UserWarning):
 
     Issued with `warnings.warn`; the command line tools print each as one `<tool>: note: ...` line.
     """
+
+
+def first_line(error: Exception) -> str:
+    lines = [line for line in str(error).splitlines() if line.strip()]
+    return lines[0].strip() if lines else type(error).__name__

@@ -52,7 +52,7 @@ class Placement:
 
 def _host_ops(segment: int, ops) -> list[HostPlacement]:
     from xnpu.dialects.npu import HOST_REASON
-    from xnpu.backend.emit import location_names
+    from xnpu.ir.locations import location_names
 
     found = []
     for op in ops:
@@ -68,8 +68,8 @@ def _add_nodes(nodes: list[str], names) -> None:
 
 def _of_npu(module: ModuleOp, target: str) -> Placement:
     from xnpu.dialects import npu
-    from xnpu.driver.runner import entry_function
-    from xnpu.backend.emit import location_names
+    from xnpu.interpreters.function import entry_function
+    from xnpu.ir.locations import location_names
 
     placement = Placement(target)
     for op in entry_function(module).body.block.ops:

@@ -45,8 +45,8 @@ from xdsl.printer import Printer
 
 from xnpu.dialects import fixed, nn
 from xnpu.core.errors import XnpuError
-from xnpu.ir.io import write_atomically
-from xnpu.driver.runner import CompiledFunction, batches, bind_inputs, default_batch, entry_function, signature
+from xnpu.core.files import write_atomically
+from xnpu.interpreters.function import CompiledFunction, batches, bind_inputs, default_batch, entry_function, signature
 
 REPORT_FILES = ("report.txt", "report.csv", "report.json", "report.html", "report.dot", "report.svg")
 GOOD_SQNR_DB = 40.0  # green at and above
@@ -129,7 +129,7 @@ def _producers(value: SSAValue, own: Attribute, layer_of: Mapping[Attribute, _La
 
 
 def _argument_name(argument: BlockArgument) -> str:
-    from xnpu.driver.runner import _names  # the runner's rule for naming inputs
+    from xnpu.interpreters.function import _names  # the runner's rule for naming inputs
 
     function = argument.block.parent_op()
     return _names(function.arg_attrs, len(argument.block.args), "input")[argument.index]

@@ -37,10 +37,10 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from xnpu.dialects import nn
-from xnpu.core.errors import XnpuError
+from xnpu.core.errors import XnpuError, first_line
 from xnpu.frontend.onnx_shapes import FOLDABLE_OPS, fold_shape_computations, infer_shapes, static_input_shapes
-from xnpu.ir.io import check_input_file
-from xnpu.driver.runner import NAME_ATTR
+from xnpu.core.files import check_input_file
+from xnpu.interpreters.function import NAME_ATTR
 
 MIN_OPSET = 11
 MAX_OPSET = onnx.defs.onnx_opset_version()
@@ -56,7 +56,7 @@ def _load(source: str | os.PathLike[str] | onnx.ModelProto) -> onnx.ModelProto:
     try:
         model = onnx.load(str(path))
     except Exception as error:  # protobuf raises several unrelated types for garbage input
-        raise XnpuError(f"{path}: not an ONNX model ({_first_line(error) or type(error).__name__})") from None
+        raise XnpuError(f"{path}: not an ONNX model ({first_line(error)})") from None
     # protobuf happily decodes many non-ONNX byte strings into an almost empty message
     if model.ir_version <= 0 or not model.HasField("graph"):
         raise XnpuError(f"{path}: not an ONNX model (no graph or IR version)")
@@ -72,13 +72,8 @@ def _tensor_array(tensor: onnx.TensorProto, what: str) -> np.ndarray:
     try:
         return numpy_helper.to_array(tensor)
     except Exception as error:  # onnx raises ValueError, TypeError or KeyError for damaged tensors
-        reason = _first_line(error) or type(error).__name__
+        reason = first_line(error)
         raise XnpuError(f"{what}: its data does not match its dims {dims} ({reason})") from None
-
-
-def _first_line(error: BaseException) -> str:
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return lines[0] if lines else ""
 
 
 def _default_opset(model: onnx.ModelProto) -> int:
@@ -97,7 +92,7 @@ def _infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     try:
         return infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
     except Exception as error:
-        raise XnpuError(f"ONNX shape inference failed: {_first_line(error)}") from None
+        raise XnpuError(f"ONNX shape inference failed: {first_line(error)}") from None
 
 
 class TensorInfo:
@@ -247,7 +242,7 @@ class _Importer:
         except _NodeError as error:
             raise XnpuError(f"ONNX node '{name}' ({op_type}): {error}") from None
         except (VerifyException, DiagnosticException) as error:
-            raise XnpuError(f"ONNX node '{name}' ({op_type}): {_first_line(error)}") from None
+            raise XnpuError(f"ONNX node '{name}' ({op_type}): {first_line(error)}") from None
 
     def check_outputs(self, node: onnx.NodeProto) -> None:
         for output in node.output[:1]:

@@ -76,7 +76,7 @@ def load(path: Path, text: str) -> object | None:
 def store(path: Path, text: str, value: object) -> None:
     """Keep `value` (the parse of `text`) for `path` in the first place that can be written."""
     from xnpu.core.errors import XnpuError
-    from xnpu.ir.io import write_atomically
+    from xnpu.core.files import write_atomically
 
     if sys.dont_write_bytecode:
         return

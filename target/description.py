@@ -331,7 +331,7 @@ def load_target(name_or_path: str | Path) -> TargetDescription:
         path = TARGET_DIR / f"{text}.toml"
         if not path.is_file():
             raise XnpuError(f"unknown target '{text}' (known: {', '.join(list_targets())})")
-    from xnpu.ir.io import read_input_file
+    from xnpu.core.files import read_input_file
 
     raw = read_input_file(path)  # a regular file of bounded size: not a FIFO, not /dev/zero
     try:

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Callable, Iterable
 
 from xnpu.core.errors import XnpuError, XnpuNote
-from xnpu.ir.io import refuse_overwriting_inputs, write_atomically
+from xnpu.core.files import refuse_overwriting_inputs, write_atomically
 
 
 class ArgumentParser(argparse.ArgumentParser):

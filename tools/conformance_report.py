@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{args.output} is out of date; rerun without --check", file=sys.stderr)
             return 1
         return 0
-    from xnpu.ir.io import write_atomically
+    from xnpu.core.files import write_atomically
 
     write_atomically(args.output, text)
     return 0

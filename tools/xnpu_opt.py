@@ -26,20 +26,11 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseE
 if TYPE_CHECKING:  # xdsl.passes is imported when a pipeline is given
     from xdsl.passes import ModulePass
 
-from xnpu.ir.context import make_context
-from xnpu.core.errors import XnpuError
-from xnpu.ir.io import (
-    IRParser,
-    check_input_file,
-    first_line,
-    failing_op,
-    parse_error_line,
-    position_of,
-    print_ir,
-    verify_error_text,
-    write_atomically,
-)
+from xnpu.core.errors import XnpuError, first_line
+from xnpu.core.files import check_input_file, write_atomically
 from xnpu.driver.registry import all_passes
+from xnpu.ir.context import make_context
+from xnpu.ir.io import IRParser, failing_op, parse_error_line, position_of, print_ir, verify_error_text
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors
 
 PROG = "xnpu-opt"

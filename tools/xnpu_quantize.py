@@ -72,7 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def quantize_file(args: argparse.Namespace) -> list[Path]:
     import xnpu
-    from xnpu.ir.io import print_ir, write_atomically
+    from xnpu.core.files import write_atomically
+    from xnpu.ir.io import print_ir
 
     if args.report_samples is not None and args.report is None:
         raise XnpuError("--report-samples needs --report DIR")

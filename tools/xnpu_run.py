@@ -23,7 +23,8 @@ import numpy as np
 
 from xnpu.core.array_io import load_arrays
 from xnpu.core.errors import XnpuError
-from xnpu.ir.io import load_ir, write_atomically
+from xnpu.core.files import write_atomically
+from xnpu.ir.io import load_ir
 from xnpu.driver.runner import run
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors
 

@@ -74,7 +74,7 @@ from xdsl.passes import ModulePass
 
 from xnpu.dialects import nn
 from xnpu.core.errors import XnpuError
-from xnpu.driver.runner import CompiledFunction, bind_inputs, default_batch, entry_function, signature
+from xnpu.interpreters.function import CompiledFunction, bind_inputs, default_batch, entry_function, signature
 from xnpu.semantics import float_ops
 
 SCALE_ATTR = "nn.scale"
@@ -521,7 +521,7 @@ def collect_statistics(
 ) -> dict[SSAValue, RunningMax | Histogram]:
     """Run the entry function on the samples; returns a statistic per argument and op result.
 
-    Samples run `calibration_batch` at a time (default: xnpu.driver.runner.default_batch, as many as
+    Samples run `calibration_batch` at a time (default: xnpu.interpreters.function.default_batch, as many as
     fit its memory budget) where the function keeps samples apart (xnpu.interpreters.batching), else one
     at a time; every statistic folds them in sample order. With `average_batches` a run
     never spans two of batch_average's groups of `batch_size` samples. With `consumer_ranges`
@@ -631,7 +631,7 @@ def calibrate(
     default: on for mse only). `pow2` rounds every activation
     scale up to a power of two (weights keep their scales). `progress` shows a bar on stderr (default: when stderr is a
     terminal). `calibration_batch` samples run through the float graph at once (default: as
-    many as fit xnpu.driver.runner.BATCH_MEMORY_BYTES, at most MAX_BATCH); the scales do not depend
+    many as fit xnpu.interpreters.function.BATCH_MEMORY_BYTES, at most MAX_BATCH); the scales do not depend
     on it beyond float rounding. Modifies `module` in place and returns it.
     """
     _check_options(method, percentile, bins, batch_average, batch_size, calibration_batch)

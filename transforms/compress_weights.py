@@ -213,7 +213,7 @@ def int8_dictionary(dictionary: np.ndarray, scale: float) -> np.ndarray:
 
 
 def layer_names(op: Operation) -> tuple[str, ...]:
-    from xnpu.backend.emit import location_names
+    from xnpu.ir.locations import location_names
 
     return location_names(op.location)
 

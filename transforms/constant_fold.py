@@ -26,7 +26,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from xnpu.dialects import nn
-from xnpu.driver.runner import interpreter_functions
+from xnpu.interpreters.function import interpreter_functions
 from xnpu.transforms.constants import constant_array
 
 

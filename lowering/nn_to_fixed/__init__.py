@@ -35,7 +35,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, ModuleOp, StringAttr
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.transforms.dead_code_elimination import dce
 from xdsl.rewriter import InsertPoint
@@ -51,88 +51,10 @@ from xnpu.dialects import fixed, nn
 from xnpu.core.errors import XnpuError
 from xnpu.ir.io import describe_op
 from xnpu.pdl.driver import PatternSet
+from xnpu.lowering.nn_to_fixed import natives  # noqa: F401  (registers the pattern files' natives)
+from xnpu.lowering.nn_to_fixed.scales import DATA_BITS, SCALE_ATTR, WEIGHT_SCALES_ATTR, refine_scales, scale_of, symmetric_scale
 from xnpu.pdl.patterns import Pattern, PatternContext, load_natives, load_patterns, split_paths
 from xnpu.semantics import fixed_point, float_ops
-
-SCALE_ATTR = "nn.scale"
-WEIGHT_SCALES_ATTR = "nn.weight_scales"
-DATA_BITS = 8
-
-# activations that are a clamp of their input's codes (relu6 and hard_tanh are clips)
-CLAMPS = (nn.ReluOp, nn.ClipOp)
-# ops whose output range is a subset of their input's: the input scale serves the output
-RANGE_PRESERVING = (nn.MaxPoolOp, nn.ReshapeOp, nn.FlattenOp, nn.TransposeOp)
-# ops that end in a rescale of their own, so their output scale is free to choose
-RESCALING = (nn.Conv2dOp, nn.ConvTranspose2dOp, nn.GemmOp, nn.MatMulOp, nn.AddOp, nn.SubOp, nn.MulOp, nn.DivOp, nn.BatchNormOp,
-             nn.AveragePoolOp, nn.GlobalAveragePoolOp)
-
-
-# --------------------------------------------------------------------------------------
-# Scales
-# --------------------------------------------------------------------------------------
-
-
-def _arg_attrs(arg: BlockArgument) -> dict:
-    function = arg.block.parent_op()
-    if isinstance(function, func.FuncOp) and function.arg_attrs is not None:
-        return dict(function.arg_attrs.data[arg.index].data)
-    return {}
-
-
-def symmetric_scale(values: np.ndarray) -> float:
-    """max|x| / 127 (seed 000); an all-zero tensor gets scale 1 (any positive scale is exact)."""
-    peak = float(np.max(np.abs(values))) if values.size else 0.0
-    return peak / fixed_point.qmax(DATA_BITS) if peak > 0 else 1.0
-
-
-def scale_of(value: SSAValue) -> float:
-    """The calibrated scale of a float value (constants: their own max|c| / 127)."""
-    if isinstance(value, BlockArgument):
-        attr = _arg_attrs(value).get(SCALE_ATTR)
-        if isinstance(attr, FloatAttr):
-            return attr.value.data
-        raise XnpuError(
-            f"function input {value.index} has no calibrated scale ('{SCALE_ATTR}'): run the calibrate pass first"
-        )
-    owner = value.owner
-    if isinstance(owner, nn.ConstantOp):
-        return symmetric_scale(owner.to_numpy())
-    if isinstance(owner, fixed.DequantizeOp):  # an already lowered producer
-        return float(owner.scales()[0])
-    attr = owner.attributes.get(SCALE_ATTR)
-    if isinstance(attr, FloatAttr):
-        return attr.value.data
-    raise XnpuError(
-        f"{describe_op(owner)} has no calibrated scale ('{SCALE_ATTR}'): run the calibrate pass first"
-    )
-
-
-def _set_scale(op: Operation, scale: float) -> None:
-    op.attributes[SCALE_ATTR] = FloatAttr(scale, nn.f32)
-
-
-def _single_user(value: SSAValue) -> Operation | None:
-    uses = list(value.uses)
-    return uses[0].operation if len(uses) == 1 else None
-
-
-def moves_codes(op: Operation) -> bool:
-    """A nearest resize copies its input's pixels (R16): it keeps its input's scale."""
-    return isinstance(op, nn.ResizeOp) and op.mode.data == "nearest"
-
-
-def refine_scales(function: func.FuncOp) -> None:
-    """Choose each activation's integer scale so that no step rounds twice (see module doc)."""
-    for op in function.body.walk():
-        if isinstance(op, CLAMPS):
-            producer = op.input.owner
-            if isinstance(producer, RESCALING) and _single_user(op.input) is op:
-                _set_scale(producer, scale_of(op.results[0]))
-            else:
-                _set_scale(op, scale_of(op.input))
-        elif isinstance(op, RANGE_PRESERVING) or moves_codes(op):
-            _set_scale(op, scale_of(op.operands[0]))
-
 
 # --------------------------------------------------------------------------------------
 # Building blocks shared by the patterns
@@ -466,8 +388,6 @@ VARIANTS = ("two_stage", "direct")
 
 def nn_to_fixed_patterns(extra=()) -> list[Pattern]:
     """The shipped `nn -> fixed` pattern files and those in `extra` (files or directories)."""
-    import xnpu.lowering.nn_to_fixed.natives  # noqa: F401  (registers by decoration)
-
     return load_patterns([PATTERN_DIR, *extra])
 
 

@@ -17,7 +17,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from xnpu.dialects import fixed, nn
 from xnpu.dialects.nn import i64_array, i64_attr, ints, shape_of
-from xnpu.lowering.nn_to_fixed import CLAMPS, DATA_BITS, scale_of
+from xnpu.lowering.nn_to_fixed.scales import CLAMPS, DATA_BITS, scale_of
 import xnpu.lowering.common_natives  # noqa: F401  (the shared natives: is_i8, depthwise_1x1, ...)
 from xnpu.pdl.patterns import PatternContext, native_constraint, native_rewrite
 from xnpu.semantics import fixed_point, float_ops

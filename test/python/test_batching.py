@@ -20,7 +20,7 @@ import xnpu
 from xnpu.interpreters.batching import runs_batched
 from xnpu.dialects import nn
 from xnpu.core.errors import XnpuError
-from xnpu.driver.runner import CompiledFunction, default_batch, entry_function
+from xnpu.interpreters.function import CompiledFunction, default_batch, entry_function
 from xnpu.transforms.calibrate import SCALE_ATTR, calibrate
 
 pytestmark = pytest.mark.float_sums  # results went through float sums: `make blas-variance` reruns them

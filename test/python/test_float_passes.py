@@ -14,7 +14,7 @@ from xdsl.passes import ModulePass
 import xnpu
 from xnpu.ir.context import make_context
 from xnpu.dialects import nn
-from xnpu.driver.runner import entry_function
+from xnpu.interpreters.function import entry_function
 from xnpu.transforms.constant_fold import ConstantFoldPass
 from xnpu.transforms.fold_batch_norm import FoldBatchNormPass
 from xnpu.transforms.remove_noop import RemoveNoOpPass

@@ -22,7 +22,7 @@ from xnpu.dialects.shapes import shape_of
 from xnpu.core.errors import XnpuError
 from xnpu.ir.io import parse_ir, print_ir, verify_module
 from xnpu.backend.npu_to_isa import Emitter, LowerNpuToIsaPass
-from xnpu.driver.runner import entry_function
+from xnpu.interpreters.function import entry_function
 from xnpu.semantics import fixed_point as fp
 from xnpu.target.description import load_target
 from xnpu.backend.emit import emit_binary

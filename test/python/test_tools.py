@@ -278,7 +278,7 @@ def test_outputs_get_the_usual_file_mode(tmp_path):
     """Atomic writes go through a private temporary file; the result must not stay private."""
     import os
 
-    from xnpu.ir.io import write_atomically
+    from xnpu.core.files import write_atomically
 
     target = tmp_path / "out.mlir"
     old = os.umask(0o022)

@@ -28,7 +28,7 @@ from xnpu.lowering.legalize import LegalizePass
 from xnpu.target import phases
 from xnpu.target.cost import conv_cycles
 from xnpu.target.description import load_target
-from xnpu.backend.emit import location_names
+from xnpu.ir.locations import location_names
 
 TARGETS = ("xnpu_default", "xnpu_lite", str(Path(__file__).resolve().parent / "data" / "xnpu_test_16k.toml"))
 BENCH = Path(__file__).resolve().parents[3] / "shared" / "bench" / "imagenet_like"
@@ -130,7 +130,7 @@ def test_upsampling_models_run_their_samples_in_one_pass():
     """nn.resize, nn.conv_transpose2d, nn.tanh and their fixed ops keep the samples apart
     (xnpu.interpreters.batching): the fixed level bit for bit as sample by sample, the float level to BLAS order."""
     from xnpu.interpreters.batching import runs_batched
-    from xnpu.driver.runner import entry_function
+    from xnpu.interpreters.function import entry_function
 
     model, _, x = model_and_data("upsample")
     for module, exact in ((xnpu.import_onnx(model), False), (parse_ir(fixed_text("upsample")), True)):

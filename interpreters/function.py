@@ -1,0 +1,293 @@
+"""Running a function of IR (nn, fixed, npu) on numpy inputs: signature, input binding and the
+compiled straight-line function every interpreter-level user shares (calibration, constant
+folding, reports, host segments) and `xnpu.run` dispatches to.
+
+A module's entry point is `func.func @main` (or its only function). Inputs and outputs are
+named by the `nn.name` argument/result attributes the ONNX importer writes, falling back to
+`input0`, `output0`, ... Inputs are checked against the signature; an input whose leading
+dimension is a multiple of samples of a batch-1 model runs each sample and stacks the
+outputs, so a whole test set is one call.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, TensorType
+from xdsl.interpreter import Interpreter
+from xdsl.ir import SSAValue
+
+from xnpu.core.errors import XnpuError
+
+NAME_ATTR = "nn.name"
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    def describe(self) -> str:
+        return f"{self.name}: {'x'.join(map(str, self.shape))} {self.dtype}"
+
+
+def entry_function(module: ModuleOp) -> func.FuncOp:
+    functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    for function in functions:
+        if function.sym_name.data == "main":
+            return function
+    if len(functions) == 1:
+        return functions[0]
+    raise XnpuError("the module has no func.func @main to run")
+
+
+def _names(attrs: ArrayAttr[DictionaryAttr] | None, count: int, prefix: str) -> list[str]:
+    names = []
+    for index in range(count):
+        name = None
+        if attrs is not None and index < len(attrs.data):
+            value = attrs.data[index].data.get(NAME_ATTR)
+            if isinstance(value, StringAttr):
+                name = value.data
+        names.append(name or f"{prefix}{index}")
+    return names
+
+
+def _spec(name: str, type_) -> TensorSpec:
+    if not isinstance(type_, TensorType):
+        raise XnpuError(f"'{name}' has type {type_}; only tensors can be passed in or out")
+    from xnpu.semantics.dtypes import numpy_dtype
+
+    return TensorSpec(name, tuple(type_.get_shape()), numpy_dtype(type_.get_element_type()))
+
+
+def signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
+    function = entry_function(module)
+    inputs = function.function_type.inputs.data
+    outputs = function.function_type.outputs.data
+    input_names = _names(function.arg_attrs, len(inputs), "input")
+    output_names = _names(function.res_attrs, len(outputs), "output")
+    return (
+        [_spec(n, t) for n, t in zip(input_names, inputs)],
+        [_spec(n, t) for n, t in zip(output_names, outputs)],
+    )
+
+
+def interpreter_functions():
+    """The interpreter functions of xnpu's dialects (xDSL's `func` is only needed by its own
+    Interpreter, and importing xdsl.interpreters loads every xDSL interpreter: seconds)."""
+    from xnpu.interpreters.fixed import FixedFunctions
+    from xnpu.interpreters.nn import NNFunctions
+    from xnpu.interpreters.npu import NpuFunctions
+
+    return [NNFunctions(), FixedFunctions(), NpuFunctions()]
+
+
+def bind_inputs(
+    specs: list[TensorSpec], inputs: np.ndarray | Mapping[str, np.ndarray]
+) -> tuple[list[np.ndarray], int]:
+    """Match user arrays to the signature; returns the arrays and the number of samples."""
+    if isinstance(inputs, np.ndarray):
+        if len(specs) != 1:
+            names = ", ".join(s.name for s in specs)
+            raise XnpuError(f"the model has {len(specs)} inputs ({names}); pass them by name")
+        inputs = {specs[0].name: inputs}
+    unknown = sorted(set(inputs) - {s.name for s in specs})
+    if unknown:
+        raise XnpuError(
+            f"unknown input '{unknown[0]}'; the model's inputs are: " + ", ".join(s.name for s in specs)
+        )
+    arrays, batches = [], set()
+    for spec in specs:
+        if spec.name not in inputs:
+            raise XnpuError(f"missing input '{spec.name}' ({spec.describe()})")
+        array = np.asarray(inputs[spec.name])
+        if array.dtype.kind != spec.dtype.kind:
+            raise XnpuError(
+                f"input '{spec.name}' has dtype {array.dtype}, the model expects {spec.dtype}"
+            )
+        array = array.astype(spec.dtype, copy=False)
+        if array.shape == spec.shape:
+            batches.add(1)
+        elif (
+            len(spec.shape) >= 1
+            and spec.shape[0] == 1
+            and array.ndim == len(spec.shape)
+            and array.shape[1:] == spec.shape[1:]
+        ):
+            batches.add(array.shape[0])
+        else:
+            raise XnpuError(
+                f"input '{spec.name}' has shape {list(array.shape)}, the model expects "
+                f"{list(spec.shape)}" + (" (or N samples along a leading batch of 1)" if spec.shape[:1] == (1,) else "")
+            )
+        arrays.append(array)
+    if len(batches) > 1:
+        raise XnpuError(f"inputs disagree on the number of samples: {sorted(batches)}")
+    if 0 in batches:
+        raise XnpuError("the data holds no samples (its leading dimension is 0)")
+    return arrays, batches.pop() if batches else 1
+
+
+class CompiledFunction:
+    """A function's ops as a straight-line list of steps, built once per module.
+
+    Each step calls the op's implementation in xnpu.interpreters (so the semantics modules,
+    as with xDSL's Interpreter) on the values of its operands, and a value is dropped after
+    its last use: memory holds only the live tensors, which matters when N samples run at
+    once. `listeners` receive `did_interpret_op(op, results)` after every op, as xDSL
+    Interpreter listeners do. Functions this cannot run (several blocks, an op without an
+    implementation) raise CannotCompile; `run` then uses xDSL's Interpreter.
+    """
+
+    class CannotCompile(Exception):
+        pass
+
+    def __init__(self, module: ModuleOp, listeners=()) -> None:
+        from xnpu.interpreters.batching import runs_batched
+
+        self.function = entry_function(module)
+        self.listeners = tuple(listeners)
+        block = self.function.body.blocks.first
+        if block is None or block.next_block is not None:
+            raise CompiledFunction.CannotCompile("the function has several blocks")
+        implementations = {}
+        for functions in interpreter_functions():
+            for op_type, implementation in type(functions)._impls():  # pyright: ignore[reportPrivateUsage]
+                implementations[op_type] = (functions, implementation)
+        slots: dict[SSAValue, int] = {argument: index for index, argument in enumerate(block.args)}
+        self.arguments = len(block.args)
+        self.steps: list[tuple] = []
+        self.outputs: tuple[int, ...] = ()
+        last_use: dict[int, int] = {}
+        for op in block.ops:
+            operands = tuple(slots[operand] for operand in op.operands)
+            if isinstance(op, func.ReturnOp):
+                self.outputs = operands
+                break
+            if type(op) not in implementations or op.regions:
+                raise CompiledFunction.CannotCompile(f"no implementation of {op.name}")
+            for slot in operands:
+                last_use[slot] = len(self.steps)
+            results = []
+            for result in op.results:
+                slots[result] = len(slots)
+                results.append(slots[result])
+            functions, implementation = implementations[type(op)]
+            self.steps.append((op, functions, implementation, operands, tuple(results)))
+        self.slot_count = len(slots)
+        self.slot_bytes = [0] * len(slots)
+        for value, slot in slots.items():
+            self.slot_bytes[slot] = _value_bytes(value)
+        kept = set(self.outputs)
+        # after step k, the values read there for the last time (and not returned) are dropped
+        self.dropped = [tuple(s for s in step[3] if last_use[s] == k and s not in kept) for k, step in enumerate(self.steps)]
+        self.batched = runs_batched(self.function)
+
+    def __call__(self, arguments: tuple) -> tuple:
+        values: list = [None] * self.slot_count
+        values[: self.arguments] = arguments
+        for (op, functions, implementation, operands, results), dropped in zip(self.steps, self.dropped):
+            outputs = implementation(functions, None, op, tuple(values[s] for s in operands)).values
+            for slot, value in zip(results, outputs):
+                values[slot] = value
+            for listener in self.listeners:
+                listener.did_interpret_op(op, outputs)
+            for slot in dropped:
+                values[slot] = None
+        return tuple(values[s] for s in self.outputs)
+
+    def sample_bytes(self) -> int:
+        """An estimate of the memory one sample needs: the largest set of live values, plus the
+        windows a convolution gathers (its im2col), from the IR's batch-1 shapes."""
+        live = sum(self.slot_bytes[: self.arguments])
+        peak = live
+        for (op, _, _, _, results), dropped in zip(self.steps, self.dropped):
+            produced = sum(self.slot_bytes[r] for r in results)
+            scratch = 0
+            if op.name.endswith("conv2d"):
+                kernel = math.prod(op.operands[1].type.get_shape()[1:])
+                scratch = 4 * kernel * math.prod(op.results[0].type.get_shape()[2:])
+            peak = max(peak, live + produced + scratch)
+            live += produced - sum(self.slot_bytes[d] for d in dropped)
+        return peak
+
+
+def _value_bytes(value: SSAValue) -> int:
+    if not isinstance(value.type, TensorType):
+        return 0
+    from xnpu.semantics.dtypes import numpy_dtype
+
+    return math.prod(value.type.get_shape()) * numpy_dtype(value.type.get_element_type()).itemsize
+
+
+# Samples run at once where a function allows it (xnpu.interpreters.batching): as many as fit this much
+# memory (CompiledFunction.sample_bytes), at most MAX_BATCH.
+BATCH_MEMORY_BYTES = 256 << 20
+MAX_BATCH = 64
+
+
+def default_batch(compiled: CompiledFunction, memory_bytes: int = BATCH_MEMORY_BYTES) -> int:
+    if not compiled.batched:
+        return 1
+    return max(1, min(MAX_BATCH, memory_bytes // max(1, compiled.sample_bytes())))
+
+
+def batches(samples: int, batch: int):
+    """[start, stop) ranges of at most `batch` samples."""
+    for start in range(0, samples, batch):
+        yield start, min(samples, start + batch)
+
+
+def _stack_outputs(output_specs: list[TensorSpec], per_batch: list[tuple], samples: int) -> dict[str, np.ndarray]:
+    outputs = {}
+    for position, spec in enumerate(output_specs):
+        values = [np.asarray(result[position]) for result in per_batch]
+        outputs[spec.name] = values[0] if samples == 1 else np.concatenate(values, axis=0)
+    return outputs
+
+
+def run_function(module: ModuleOp, inputs: np.ndarray | Mapping[str, np.ndarray], batch: int | None = None,
+                 call_for=None) -> dict[str, np.ndarray]:
+    """Run the entry function of `module` (nn, fixed or npu IR) on numpy inputs; outputs by name
+    (stacked over samples). Samples run `batch` at a time (default: as many as fit
+    BATCH_MEMORY_BYTES) where the function keeps samples apart along axis 0
+    (xnpu.interpreters.batching), else one at a time. A function CompiledFunction cannot take
+    runs sample by sample on `call_for(module)`, a callable on argument tuples (default: xDSL's
+    Interpreter with xnpu's interpreter functions)."""
+    input_specs, output_specs = signature(module)
+    arrays, samples = bind_inputs(input_specs, inputs)
+    try:
+        compiled = CompiledFunction(module)
+    except CompiledFunction.CannotCompile:
+        call = (call_for or xdsl_interpreter_call)(module)
+        per_sample = [call(tuple(a if samples == 1 else a[index : index + 1] for a in arrays)) for index in range(samples)]
+        return _stack_outputs(output_specs, per_sample, samples)
+    if batch is not None and batch < 1:
+        raise XnpuError(f"batch must be >= 1, got {batch}")
+    size = 1 if not compiled.batched else (batch or default_batch(compiled))
+    if samples == 1:
+        size = 1
+    per_batch: list[tuple] = []
+    for start, stop in batches(samples, size):
+        per_batch.append(compiled(tuple(a if samples == 1 else a[start:stop] for a in arrays)))
+    return _stack_outputs(output_specs, per_batch, samples)
+
+
+def xdsl_interpreter_call(module: ModuleOp):
+    """xDSL's Interpreter on the entry function (for functions CompiledFunction cannot take)."""
+    from xnpu.core.lazy import defer_package_init
+
+    defer_package_init("xdsl.interpreters")
+    from xdsl.interpreters.func import FuncFunctions
+
+    function = entry_function(module)
+    interpreter = Interpreter(module)
+    for functions in (FuncFunctions(), *interpreter_functions()):
+        interpreter.register_implementations(functions)
+    return lambda args: interpreter.call_op(function, args)
