@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -76,7 +77,20 @@ from xnpu.dialects.shapes import (
     pool_properties,
     shape_of,
 )
+from xnpu.dialects.traits import (
+    Capability,
+    ElementwiseSamples,
+    FirstOperandSamples,
+    FlattenSamples,
+    ReshapeSamples,
+    SamplesUnlessAxisZero,
+    TransposeSamples,
+    UnitForm,
+)
 from xnpu.semantics import fixed_point
+from xnpu.target import legality
+from xnpu.target.description import TargetDescription
+from xnpu.target.phases import resize_axis, transpose_axis
 
 IntTensor = TensorType[IntegerType]
 F32Tensor = TensorType[Float32Type]
@@ -172,6 +186,22 @@ class FixedOp(IRDLOperation):
 # Constants
 # --------------------------------------------------------------------------------------
 
+ELEMENTWISE = ElementwiseSamples()
+FIRST_OPERAND = FirstOperandSamples()
+RESCALED = "its wide result must be rescaled to int8 by its only user (the unit writes int8)"
+
+
+@dataclass(frozen=True)
+class BoundaryForm(UnitForm):
+    """Constants, and the float conversions at the program's edges (the host quantizes inputs
+    and dequantizes outputs); lower-fixed-to-npu checks that they are at the edges."""
+
+    how: str
+
+    def capability(self, op_name: str, target: TargetDescription) -> Capability:
+        return Capability(op_name, True, self.how)
+
+
 
 def dense_from_ints(array: np.ndarray, bits: int) -> DenseIntOrFPElementsAttr:
     """A dense integer attribute of width `bits` holding `array`, without per-element Python work."""
@@ -209,7 +239,7 @@ class ConstantOp(FixedOp):
     name = "fixed.constant"
     value = prop_def(DenseIntOrFPElementsAttr)
     result = result_def(IntTensor)
-    traits = traits_def(ConstantLike(), Pure())
+    traits = traits_def(ConstantLike(), Pure(), BoundaryForm("constant image in DDR"))
 
     def __init__(self, value: DenseIntOrFPElementsAttr | np.ndarray, bits: int | None = None):
         if isinstance(value, np.ndarray):
@@ -277,7 +307,7 @@ class QuantizeOp(FixedOp):
     input = operand_def(F32Tensor)
     result = result_def(IntTensor)
     scale = prop_def(FloatAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ELEMENTWISE, BoundaryForm("program inputs only (the host quantizes)"))
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
@@ -303,7 +333,7 @@ class DequantizeOp(FixedOp):
     result = result_def(F32Tensor)
     scale = prop_def(ScaleAttr)
     axis = opt_prop_def(IntegerAttr[I64])
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), SamplesUnlessAxisZero("axis"), BoundaryForm("program outputs only (the host dequantizes)"))
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
@@ -335,6 +365,29 @@ def _check_per_channel(op: Operation, count: int, axis_attr: IntegerAttr | None,
         )
 
 
+@dataclass(frozen=True)
+class RescaleForm(UnitForm):
+    """A rescale to int8 is the output stage of the unit producing its input; an int8 -> int8
+    one (a change of scale between layers) runs on its own as an exact TABLE (R9 per code)."""
+
+    needs = "a rescale runs in the output stage of the unit producing its input, or on int8 as a TABLE"
+    selected_with_consumer = True
+
+    def capability(self, op_name: str, target: TargetDescription) -> Capability:
+        fused = "fused into the CONV / ELTWISE / POOL producing it"
+        if target.has_table:
+            return Capability(op_name, True, f"{fused}; standalone int8 -> int8 as a TABLE")
+        return Capability(op_name, True, f"{fused} only (no table unit)")
+
+    def problem(self, op: Operation, target: TargetDescription) -> str | None:
+        assert isinstance(op, RescaleOp)
+        if width_of(op.input) != 8 or width_of(op.result) != 8:
+            return None  # its producer's unit rescales (that unit's form answers for it)
+        if len(ints(op.multiplier)) != 1:
+            return "a per-channel int8 rescale has no TABLE form"
+        return legality.unit_problem(target, "table")
+
+
 @irdl_op_definition
 class RescaleOp(FixedOp):
     """R9: iN -> iM, saturate(x * M * 2^-shift rounded half up) - TOSA RESCALE (scale32=false,
@@ -348,7 +401,7 @@ class RescaleOp(FixedOp):
     shift = prop_def(DenseArrayBase[I64])
     axis = opt_prop_def(IntegerAttr[I64])
     scale = opt_prop_def(ScaleAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), SamplesUnlessAxisZero("axis"), RescaleForm())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
@@ -389,6 +442,17 @@ class RescaleOp(FixedOp):
         _check_multipliers(self, multipliers, shifts)
 
 
+@dataclass(frozen=True)
+class ShiftForm(UnitForm):
+    """seed 000's int16 stage: the ELTWISE unit's pre-shift between an add and its rescale."""
+
+    needs = "only a truncating right shift by 0..15 to int16 between an add and its rescale fits the ELTWISE unit"
+    selected_with_consumer = True
+
+    def capability(self, op_name: str, target: TargetDescription) -> Capability:
+        return Capability(op_name, True, "fused: the int16 stage of a two-stage ELTWISE add/sub")
+
+
 @irdl_op_definition
 class ShiftOp(FixedOp):
     """R7: arithmetic shift by `shift` (right when > 0, left when < 0), rounding half up when
@@ -401,7 +465,7 @@ class ShiftOp(FixedOp):
     shift = prop_def(IntegerAttr[I64])
     rounding = prop_def(IntegerAttr[I64])
     scale = opt_prop_def(ScaleAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ELEMENTWISE, ShiftForm())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
@@ -420,6 +484,48 @@ class ShiftOp(FixedOp):
             raise VerifyException(f"fixed.shift: rounding must be 0 or 1, got {self.rounding.value.data}")
 
 
+# the producers whose rescale is a CONV or ELTWISE output stage, where a relu is the unit's flag
+RELU_FLAG_PRODUCERS = ("fixed.conv2d", "fixed.gemm", "fixed.add", "fixed.sub", "fixed.mul", "fixed.shift",
+                       "fixed.conv_transpose2d", "fixed.resize_linear")
+
+
+@dataclass(frozen=True)
+class ClampForm(UnitForm):
+    """An int8 clamp: the CLAMP unit, the saturation every unit applies anyway (R3), or the
+    relu flag of the CONV or ELTWISE producing it; other clamps are legalized (seed 001) or
+    run as an exact TABLE."""
+
+    needs = "the target has neither a clamp nor a table unit for it"
+    selected_with_consumer = True
+
+    def capability(self, op_name: str, target: TargetDescription) -> Capability:
+        if target.has_clamp:
+            return Capability(op_name, True, "CLAMP unit, any bounds")
+        return Capability(op_name, False, f"no clamp unit; only saturation to {_saturation(target)} and [0, max] "
+                                          "as a producer's relu flag")
+
+    def problem(self, op: Operation, target: TargetDescription) -> str | None:
+        assert isinstance(op, ClampOp)
+        if width_of(op.input) != 8:
+            return "only int8 clamps and tables have an instruction"
+        low, high = op.bounds()
+        if target.has_clamp or legality.clamp_is_saturation(target, low, high):
+            return None
+        if legality.clamp_is_relu(target, low, high) and relu_flaggable(op):
+            return None
+        return f"the target has no clamp unit for [{low}, {high}]"
+
+
+def relu_flaggable(clamp: ClampOp) -> bool:
+    """A clamp whose input is the output stage of a CONV or ELTWISE (the rescale after a conv,
+    gemm, add, sub, mul or int16 stage, used by nothing else; or after a transposed
+    convolution or linear resize, whose phase CONVs each take the flag): its relu flag."""
+    producer = clamp.operands[0].owner
+    if not isinstance(producer, RescaleOp) or len(list(producer.result.uses)) != 1:
+        return False
+    return isinstance(producer.input.owner, Operation) and producer.input.owner.name in RELU_FLAG_PRODUCERS
+
+
 @irdl_op_definition
 class ClampOp(FixedOp):
     """R8: clip to [min, max]; same type in and out."""
@@ -430,7 +536,7 @@ class ClampOp(FixedOp):
     min = prop_def(IntegerAttr[I64])
     max = prop_def(IntegerAttr[I64])
     scale = opt_prop_def(ScaleAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ELEMENTWISE, ClampForm())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
@@ -458,6 +564,38 @@ class ClampOp(FixedOp):
 # --------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class EltwiseForm(UnitForm):
+    """add, sub and mul on the ELTWISE unit: the op, and operands it can read (the first of the
+    result's shape, after swapping a commutative add or mul; the second broadcast per channel,
+    as one value, or not at all)."""
+
+    needs = RESCALED
+    selected_with_consumer = True
+
+    def capability(self, op_name: str, target: TargetDescription) -> Capability:
+        kind = op_name.split(".")[1]
+        if target.supports_eltwise(kind):
+            return Capability(op_name, True, f"ELTWISE, channels <= {target.eltwise.max_channels}, "
+                                             "same shape, per-channel or scalar broadcast")
+        return Capability(op_name, False, f"the ELTWISE unit has no {kind} (it has {', '.join(target.eltwise.ops)})")
+
+    def problem(self, op: Operation, target: TargetDescription) -> str | None:
+        kind = op.name.split(".")[1]
+        problem = legality.eltwise_problem(target, kind)
+        if problem:
+            return problem
+        lhs, rhs = (shape_of(v) for v in op.operands)
+        result = shape_of(op.results[0])
+        if lhs != result and (kind == "sub" or rhs != result):
+            return f"broadcasting the first operand {list(lhs)} to {list(result)} has no instruction"
+        if lhs != result:
+            lhs, rhs = rhs, lhs
+        if legality.eltwise_broadcast(lhs, rhs) is None:
+            return f"broadcasting {list(rhs)} to {list(lhs)} has no instruction (only per-channel or scalar)"
+        return None
+
+
 class WideningAddOp(FixedOp):
     """R10: saturate(apply(lhs, lhs_multiplier, lhs_shift) +- apply(rhs, rhs_multiplier,
     rhs_shift)) with numpy broadcasting: the accelerator's element-wise adder, whose inputs
@@ -472,7 +610,7 @@ class WideningAddOp(FixedOp):
     rhs_multiplier = prop_def(IntegerAttr[I64])
     rhs_shift = prop_def(IntegerAttr[I64])
     scale = opt_prop_def(ScaleAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ELEMENTWISE, EltwiseForm())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
 
@@ -538,7 +676,7 @@ class MulOp(FixedOp):
     rhs = operand_def(IntTensor)
     result = result_def(IntTensor)
     scale = opt_prop_def(ScaleAttr)
-    traits = traits_def(Pure(), Commutative())
+    traits = traits_def(Pure(), Commutative(), ELEMENTWISE, EltwiseForm())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
 
@@ -574,6 +712,57 @@ def _check_reduction(op: Operation, length: int) -> None:
         )
 
 
+def _conv_limits(target: TargetDescription) -> str:
+    c = target.conv
+    return (f"kernel <= {c.max_kernel}, stride <= {c.max_stride}, dilation <= {c.max_dilation} "
+            f"(or a dense kernel <= {c.max_kernel}), pad <= {c.max_pad}, input channels <= {c.max_channels}")
+
+
+def _saturation(target: TargetDescription) -> str:
+    return f"[{target.data.saturation_min}, {target.data.saturation_max}]"
+
+
+def activation_kernels(value: SSAValue) -> bool:
+    """Seed 002: O x 1 x KH x KW kernels that are an activation reshaped (its row-major bytes
+    are the DW kernel layout); the reshape may already be the accelerator's."""
+    shape = shape_of(value)
+    return (isinstance(value.owner, Operation) and value.owner.name in ("fixed.reshape", "npu.reshape")
+            and len(shape) == 4 and shape[1] == 1)
+
+
+@dataclass(frozen=True)
+class ConvForm(UnitForm):
+    """A convolution on the CONV unit: kernels that are constants or an activation read as DW
+    kernels (seed 002), constant biases, the unit's limits. A dilation beyond the unit's limit
+    counts as the dense kernel (zeros between the taps) lower-fixed-to-npu makes of it, unless
+    `dense_dilation` is off."""
+
+    needs = RESCALED
+    selected_with_consumer = True
+
+    def capability(self, op_name: str, target: TargetDescription) -> Capability:
+        depthwise = "depthwise included" if target.conv.depthwise else "no depthwise (group == channels)"
+        return Capability(op_name, True, f"CONV: {_conv_limits(target)}; {depthwise}")
+
+    def problem(self, op: Operation, target: TargetDescription, dense_dilation: bool = True) -> str | None:
+        assert isinstance(op, Conv2dOp)
+        x, w = shape_of(op.input), shape_of(op.weight)
+        group = op.group.value.data
+        depthwise = group > 1 and group == x[1] == w[0]
+        constant_kernels = isinstance(op.weight.owner, ConstantOp)
+        if not constant_kernels and not activation_kernels(op.weight):
+            return "convolution weights must be constants or an activation reshaped to kernels"
+        if op.bias is not None and not isinstance(op.bias.owner, ConstantOp):
+            return "convolution biases must be constants"
+        kernel, dilations = w[2:], ints(op.dilations)
+        if dense_dilation and constant_kernels and max(dilations) > target.conv.max_dilation:
+            extent = legality.dense_dilated_kernel(target, kernel, dilations)
+            if extent is not None:
+                kernel, dilations = extent, (1, 1)
+        return legality.conv_problem(target, kernel=kernel, strides=ints(op.strides), dilations=dilations,
+                                     pads=ints(op.pads), in_channels=w[1], depthwise=depthwise)
+
+
 @irdl_op_definition
 class Conv2dOp(FixedOp):
     """R13: i8 NCHW input * i8 OIHW weight (+ i32 bias of O) -> i32, exact accumulation."""
@@ -588,7 +777,7 @@ class Conv2dOp(FixedOp):
     dilations = prop_def(DenseArrayBase[I64])
     group = prop_def(IntegerAttr[I64])
     scale = opt_prop_def(ScaleAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FIRST_OPERAND, ConvForm())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
 
@@ -627,6 +816,46 @@ class Conv2dOp(FixedOp):
         expect_shape(self, expected)
 
 
+@dataclass(frozen=True)
+class ConvTransposeForm(UnitForm):
+    """4 convolutions by sub-kernels (one per output phase, R18), interleaved by the DMA: stride
+    2, dilation 1, a kernel of at least 2, constant weights and bias, phase convolutions within
+    the CONV unit's limits."""
+
+    needs = RESCALED
+    selected_with_consumer = True
+
+    def capability(self, op_name: str, target: TargetDescription) -> Capability:
+        return Capability(op_name, True, "stride 2, dilation 1, kernel >= 2: 4 CONVs by its phase "
+                          f"sub-kernels within the CONV limits ({_conv_limits(target)}), a DMA interleave")
+
+    def problem(self, op: Operation, target: TargetDescription) -> str | None:
+        assert isinstance(op, ConvTranspose2dOp)
+        strides, dilations = ints(op.strides), ints(op.dilations)
+        if tuple(strides) != (2, 2):
+            return f"transposed convolution stride {strides[0]}x{strides[1]}: the phase pattern is stride 2x2"
+        if any(d != 1 for d in dilations):
+            return "a dilated transposed convolution has no phase pattern"
+        if not isinstance(op.weight.owner, ConstantOp):
+            return "transposed convolution weights must be constants"
+        if op.bias is not None and not isinstance(op.bias.owner, ConstantOp):
+            return "transposed convolution biases must be constants"
+        axes = op.phase_axes()
+        if axes[0] is None or axes[1] is None:
+            return f"kernel {'x'.join(map(str, shape_of(op.weight)[2:]))} is smaller than the stride: a phase has no tap"
+        x, w, y = shape_of(op.input), shape_of(op.weight), shape_of(op.result)
+        group = op.group.value.data
+        depthwise = group > 1 and group == x[1] == y[1]
+        for rows in axes[0]:
+            for cols in axes[1]:
+                problem = legality.conv_problem(target, kernel=(rows.taps, cols.taps), strides=(1, 1),
+                                                dilations=(1, 1), pads=(rows.pads[0], cols.pads[0], rows.pads[1], cols.pads[1]),
+                                                in_channels=w[0] // group, depthwise=depthwise)
+                if problem:
+                    return f"phase convolution: {problem}"
+        return legality.interleave_problem(target, y[1], y[2:], strides)
+
+
 @irdl_op_definition
 class ConvTranspose2dOp(FixedOp):
     """R18: i8 NCHW input, i8 C x O/group x KH x KW weight (+ i32 bias of O) -> i32: ONNX's
@@ -643,7 +872,7 @@ class ConvTranspose2dOp(FixedOp):
     output_padding = prop_def(DenseArrayBase[I64])
     group = prop_def(IntegerAttr[I64])
     scale = opt_prop_def(ScaleAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FIRST_OPERAND, ConvTransposeForm())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
 
@@ -667,6 +896,13 @@ class ConvTranspose2dOp(FixedOp):
             properties={**conv_properties(strides, pads, dilations, group, output_padding), **_scale_props(scale)},
         )
 
+    def phase_axes(self):
+        """The phases (target/phases.py) of the output rows and columns (dilation 1): the
+        kernel taps and pads of the convolution computing each one; None where a phase has no tap."""
+        x, w, y = shape_of(self.input), shape_of(self.weight), shape_of(self.result)
+        strides, pads = ints(self.strides), ints(self.pads)
+        return tuple(transpose_axis(x[2 + i], y[2 + i], w[2 + i], strides[i], pads[i]) for i in range(2))
+
     def verify_fixed(self) -> None:
         _check_width(self, self.input, "input", (8,))
         _check_width(self, self.weight, "weight", (8,))
@@ -686,6 +922,31 @@ class ConvTranspose2dOp(FixedOp):
         expect_shape(self, expected)
 
 
+@dataclass(frozen=True)
+class GemmForm(UnitForm):
+    """A fully connected layer on the CONV unit (1x1, K input channels): constant weights and a
+    constant bias of one value per output column."""
+
+    needs = RESCALED
+    selected_with_consumer = True
+
+    def capability(self, op_name: str, target: TargetDescription) -> Capability:
+        return Capability(op_name, True, f"CONV 1x1, K <= {target.conv.max_channels}")
+
+    def problem(self, op: Operation, target: TargetDescription) -> str | None:
+        assert isinstance(op, GemmOp)
+        if not isinstance(op.b.owner, ConstantOp):
+            return "gemm B must be a constant (the weights)"
+        if op.bias is not None and not isinstance(op.bias.owner, ConstantOp):
+            return "gemm bias must be a constant"
+        columns = shape_of(op.result)[1]
+        bias = () if op.bias is None else shape_of(op.bias)
+        if op.bias is not None and bias not in ((columns,), (1, columns)) and math.prod(bias) != 1:
+            return f"gemm bias of shape {list(bias)} is not one value per output column"
+        return legality.conv_problem(target, kernel=(1, 1), strides=(1, 1), dilations=(1, 1), pads=(0, 0, 0, 0),
+                                     in_channels=shape_of(op.a)[1], depthwise=False)
+
+
 @irdl_op_definition
 class GemmOp(FixedOp):
     """R13: i8 A (M x K) @ op(B) + i32 bias (broadcast to M x N) -> i32; op = transpose if trans_b."""
@@ -697,7 +958,7 @@ class GemmOp(FixedOp):
     result = result_def(IntTensor)
     trans_b = prop_def(IntegerAttr[I64])
     scale = opt_prop_def(ScaleAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FIRST_OPERAND, GemmForm())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$a `,` $b (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
 
@@ -732,6 +993,40 @@ class GemmOp(FixedOp):
 # --------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class PoolForm(UnitForm):
+    """Max, average and global average pooling on the POOL unit, within its limits."""
+
+    selected_with_consumer = True
+
+    @staticmethod
+    def kind(op_name: str) -> str:
+        return {"fixed.max_pool": "max", "fixed.avg_pool": "avg", "fixed.global_avg_pool": "global_avg"}[op_name]
+
+    def capability(self, op_name: str, target: TargetDescription) -> Capability:
+        kind = self.kind(op_name)
+        if not target.supports_pool(kind):
+            return Capability(op_name, False, f"the POOL unit has no {kind} pooling")
+        p = target.pool
+        limits = "" if kind == "global_avg" else f", kernel <= {p.max_kernel}, stride <= {p.max_stride}, pad <= {p.max_pad}"
+        return Capability(op_name, True, f"POOL {kind}{limits}")
+
+    def problem(self, op: Operation, target: TargetDescription) -> str | None:
+        kind = self.kind(op.name)
+        if kind == "global_avg":
+            return legality.pool_problem(target, kind)
+        assert isinstance(op, WindowPoolOp)
+        if isinstance(op, MaxPoolOp) and any(d != 1 for d in op.pool_dilations()):
+            return "dilated max pooling has no instruction"
+        if width_of(op.result) != 8:
+            return "pooling must produce int8"
+        return legality.pool_problem(target, kind, ints(op.kernel_shape), ints(op.strides), ints(op.pads))
+
+    @property
+    def needs(self) -> str:  # type: ignore[override]
+        return "no POOL form (a global average's int32 sum must be rescaled to int8 by its only user)"
+
+
 class WindowPoolOp(FixedOp):
     input = operand_def(IntTensor)
     result = result_def(IntTensor)
@@ -740,7 +1035,7 @@ class WindowPoolOp(FixedOp):
     pads = prop_def(DenseArrayBase[I64])
     ceil_mode = prop_def(IntegerAttr[I64])
     scale = opt_prop_def(ScaleAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ELEMENTWISE, PoolForm())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
@@ -826,7 +1121,7 @@ class GlobalAvgPoolOp(FixedOp):
     input = operand_def(IntTensor)
     result = result_def(IntTensor)
     scale = opt_prop_def(ScaleAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ELEMENTWISE, PoolForm())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
@@ -844,6 +1139,22 @@ class GlobalAvgPoolOp(FixedOp):
         expect_shape(self, (*x[:2], *([1] * (len(x) - 2))))
 
 
+@dataclass(frozen=True)
+class TableForm(UnitForm):
+    """A 256-entry lookup of int8 codes on the TABLE unit (alone, or as a unit's epilogue)."""
+
+    needs = "the target has neither a clamp nor a table unit for it"
+    selected_with_consumer = True
+
+    def capability(self, op_name: str, target: TargetDescription) -> Capability:
+        return Capability(op_name, target.has_table, "TABLE unit, 256 entries" if target.has_table else "no table unit")
+
+    def problem(self, op: Operation, target: TargetDescription) -> str | None:
+        if width_of(op.operands[0]) != 8:
+            return "only int8 clamps and tables have an instruction"
+        return legality.unit_problem(target, "table")
+
+
 @irdl_op_definition
 class TableOp(FixedOp):
     """R15: i8 -> i8 lookup, result = table[q + 128]; 256 entries in [-127, 127]."""
@@ -853,7 +1164,7 @@ class TableOp(FixedOp):
     result = result_def(IntTensor)
     table = prop_def(DenseArrayBase)
     scale = opt_prop_def(ScaleAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ELEMENTWISE, TableForm())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
@@ -888,6 +1199,17 @@ def _same_element(op: Operation, a: SSAValue, b: SSAValue, what: str) -> None:
         raise VerifyException(f"{op.name}: {what} is i{width_of(b)} but the input is i{width_of(a)}")
 
 
+@dataclass(frozen=True)
+class MoveForm(UnitForm):
+    """Data movement the DMA does (a view of the row-major bytes, a layout change, a
+    concatenation): `how` it is done."""
+
+    how: str
+
+    def capability(self, op_name: str, target: TargetDescription) -> Capability:
+        return Capability(op_name, True, self.how)
+
+
 @irdl_op_definition
 class ReshapeOp(FixedOp):
     """R16: same elements, new static shape (the result type)."""
@@ -896,7 +1218,7 @@ class ReshapeOp(FixedOp):
     input = operand_def(IntTensor)
     result = result_def(IntTensor)
     scale = opt_prop_def(ScaleAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ReshapeSamples(), MoveForm("a view of row-major bytes (a DMA relayout at most)"))
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
@@ -925,7 +1247,7 @@ class FlattenOp(FixedOp):
     result = result_def(IntTensor)
     axis = prop_def(IntegerAttr[I64])
     scale = opt_prop_def(ScaleAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FlattenSamples(), MoveForm("a view of row-major bytes (a DMA relayout at most)"))
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
@@ -955,7 +1277,7 @@ class TransposeOp(FixedOp):
     result = result_def(IntTensor)
     perm = prop_def(DenseArrayBase[I64])
     scale = opt_prop_def(ScaleAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), TransposeSamples(), MoveForm("NCHW <-> NHWC views by DMA"))
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
@@ -985,7 +1307,7 @@ class ConcatOp(FixedOp):
     result = result_def(IntTensor)
     axis = prop_def(IntegerAttr[I64])
     scale = opt_prop_def(ScaleAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), SamplesUnlessAxisZero("axis", every_operand=True), MoveForm("channel concatenation by DMA"))
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$inputs attr-dict `:` functional-type(operands, results)"
 
@@ -1032,6 +1354,38 @@ def _resize_shapes(op: Operation) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return x, y
 
 
+def _not_phased(what: str, axes) -> str | None:
+    for name, axis in zip(("rows", "columns"), axes):
+        if axis is None:
+            return f"{what}: its output {name} read pixels or weights that vary with the position (as align_corners does); no unit computes them"
+    return None
+
+
+@dataclass(frozen=True)
+class ResizeForm(UnitForm):
+    """A nearest resize as DMA moves: every output phase a (clamped) shifted copy of the input
+    (an edge pad and strided stores); align_corners' position-dependent maps are not."""
+
+    needs = "no DMA form"
+    selected_with_consumer = True
+
+    def capability(self, op_name: str, target: TargetDescription) -> Capability:
+        return Capability(op_name, True, "nearest: the input (or its edge pad) stored once per output phase by strided "
+                          "DMA stores; not where the pixel read varies with the position inside a phase (align_corners "
+                          "beyond x2)")
+
+    def problem(self, op: Operation, target: TargetDescription) -> str | None:
+        assert isinstance(op, ResizeOp)
+        if width_of(op.input) != 8:
+            return "only int8 maps are moved by the DMA"
+        axes = op.phase_axes()
+        problem = _not_phased("nearest resize", axes)
+        if problem:
+            return problem
+        n, c, oh, ow = shape_of(op.result)
+        return legality.interleave_problem(target, c, (oh, ow), (axes[0].factor, axes[1].factor))
+
+
 @irdl_op_definition
 class ResizeOp(FixedOp):
     """R16: a nearest resize moves codes: result[n, c, i, j] = input[n, c, rows[i], cols[j]]
@@ -1043,7 +1397,7 @@ class ResizeOp(FixedOp):
     rows = prop_def(DenseArrayBase[I64])
     cols = prop_def(DenseArrayBase[I64])
     scale = opt_prop_def(ScaleAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ELEMENTWISE, ResizeForm())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
@@ -1055,12 +1409,50 @@ class ResizeOp(FixedOp):
             properties={"rows": i64_array(rows), "cols": i64_array(cols), **_scale_props(scale)},
         )
 
+    def phase_axes(self):
+        """The phases (target/phases.py) of its rows and columns; an axis without phases is None."""
+        h, w = shape_of(self.input)[2:]
+        return resize_axis(ints(self.rows), None, h), resize_axis(ints(self.cols), None, w)
+
     def verify_fixed(self) -> None:
         _check_width(self, self.input, "input")
         _same_element(self, self.input, self.result, "result")
         x, y = _resize_shapes(self)
         _check_sources(self, "rows", ints(self.rows), y[2], x[2])
         _check_sources(self, "cols", ints(self.cols), y[3], x[3])
+
+
+@dataclass(frozen=True)
+class ResizeLinearForm(UnitForm):
+    """4 depthwise 2x2 convolutions of the edge-padded input, one per output phase, interleaved
+    by the DMA: x2 in both axes with the same integer weights in every phase (half_pixel: 1, 3,
+    3, 9); align_corners' weights vary with the position."""
+
+    needs = "its int32 result must be rescaled to int8 by its only user (the unit writes int8)"
+    selected_with_consumer = True
+
+    def capability(self, op_name: str, target: TargetDescription) -> Capability:
+        if not target.conv.depthwise:
+            return Capability(op_name, False, "no depthwise convolution for its phases")
+        return Capability(op_name, True, "x2 with the same weights in every phase (half_pixel): an edge pad, "
+                          "4 depthwise 2x2 CONVs, a DMA interleave; not align_corners (weights vary with the position)")
+
+    def problem(self, op: Operation, target: TargetDescription) -> str | None:
+        assert isinstance(op, ResizeLinearOp)
+        axes = op.phase_axes()
+        problem = _not_phased("linear resize", axes)
+        if problem:
+            return problem
+        factors = (axes[0].factor, axes[1].factor)
+        if factors != (2, 2):
+            return f"linear resize by {factors[0]}x{factors[1]}: the phase pattern is x2 in both axes"
+        largest = max(a * b for p in axes[0].phases for q in axes[1].phases for a in p.weights for b in q.weights)
+        if largest > 127:
+            return f"linear resize kernel weight {largest} does not fit int8"
+        n, c, oh, ow = shape_of(op.result)
+        return (legality.conv_problem(target, kernel=(2, 2), strides=(1, 1), dilations=(1, 1), pads=(0, 0, 0, 0),
+                                      in_channels=1, depthwise=True)
+                or legality.interleave_problem(target, c, (oh, ow), factors))
 
 
 @irdl_op_definition
@@ -1078,7 +1470,7 @@ class ResizeLinearOp(FixedOp):
     cols = prop_def(DenseArrayBase[I64])
     col_weights = prop_def(DenseArrayBase[I64])
     scale = opt_prop_def(ScaleAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ELEMENTWISE, ResizeLinearForm())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
@@ -1096,6 +1488,12 @@ class ResizeLinearOp(FixedOp):
         """(rows, row_weights, cols, col_weights), each as an OH x 2 or OW x 2 array."""
         return tuple(np.asarray(ints(a), dtype=np.int64).reshape(-1, 2)  # type: ignore[return-value]
                      for a in (self.rows, self.row_weights, self.cols, self.col_weights))
+
+    def phase_axes(self):
+        """The phases (target/phases.py) of its rows and columns; an axis without phases is None."""
+        h, w = shape_of(self.input)[2:]
+        rows, row_weights, cols, col_weights = self.taps()
+        return resize_axis(rows, row_weights, h), resize_axis(cols, col_weights, w)
 
     def denominators(self) -> tuple[int, int]:
         _, row_weights, _, col_weights = self.taps()
@@ -1150,3 +1548,13 @@ FIXED = Dialect(
         ResizeLinearOp,
     ],
 )
+
+
+def op_capabilities(target: TargetDescription) -> dict[str, Capability]:
+    """Each fixed op's line of the supported-operators report on `target` (its UnitForm)."""
+    capabilities = {}
+    for op_type in FIXED.operations:
+        form = op_type.get_trait(UnitForm)
+        if form is not None:
+            capabilities[op_type.name] = form.capability(op_type.name, target)
+    return capabilities

@@ -48,7 +48,19 @@ from xdsl.printer import Printer
 from xdsl.traits import Commutative, ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
 
+from xnpu.core.lazy import LazyModule
 from xnpu.core.lazy import numpy as np
+from xnpu.dialects.traits import (
+    ClampsCodes,
+    ElementwiseSamples,
+    FirstOperandSamples,
+    FlattenSamples,
+    KeepsRange,
+    Rescales,
+    ReshapeSamples,
+    SamplesUnlessAxisZero,
+    TransposeSamples,
+)
 from xnpu.dialects.shapes import (  # noqa: F401  (re-exported: nn.shape_of, nn.ints, ... are public)
     broadcast_shapes,
     broadcasts_to,
@@ -77,6 +89,12 @@ from xnpu.dialects.shapes import (  # noqa: F401  (re-exported: nn.shape_of, nn.
 )
 
 F32Tensor = TensorType[Float32Type]
+
+# the float semantics; imported at first use, so that parsing and printing IR needs no numpy
+float_ops = LazyModule("xnpu.semantics.float_ops")
+
+ELEMENTWISE = ElementwiseSamples()
+FIRST_OPERAND = FirstOperandSamples()
 
 # ONNX Resize: the coordinate transformations each mode supports, and nearest's rounding
 RESIZE_COORDINATE_MODES = {
@@ -201,45 +219,106 @@ class UnaryOp(IRDLOperation):
         expect_shape(self, shape_of(self.input))
 
 
+class HasFlatRange:
+    """An op whose output no longer changes outside an interval of its input: calibration
+    measures the input over that interval only (transforms/calibrate.py, consumer_range)."""
+
+    def flat_range(self) -> tuple[float, float] | None:
+        """(low, high) outside which the op's output is constant; None: nowhere."""
+        return None
+
+
+class PointwiseOp(UnaryOp, HasFlatRange):
+    """An element-wise function of one tensor, defined by `function` (its float semantics):
+    the nn interpreter runs it, lower-nn-to-fixed makes it a 256-entry TABLE of it (R15:
+    int8 inputs have 256 values), and batching sees it as element-wise. A new activation is
+    a subclass with its name, its attributes and `function` (docs/extending.md)."""
+
+    traits = traits_def(Pure(), ELEMENTWISE)
+
+    def function(self, x: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
 @irdl_op_definition
-class ReluOp(UnaryOp):
-    """max(x, 0)."""
+class ReluOp(PointwiseOp):
+    """max(x, 0); lowered as a clamp of the codes rather than a table (R8)."""
 
     name = "nn.relu"
+    traits = traits_def(Pure(), ELEMENTWISE, ClampsCodes())
+
+    def function(self, x: np.ndarray) -> np.ndarray:
+        return float_ops.relu(x)
+
+    def flat_range(self) -> tuple[float, float]:
+        return (0.0, math.inf)
 
 
 @irdl_op_definition
-class SigmoidOp(UnaryOp):
+class SigmoidOp(PointwiseOp):
     """1 / (1 + exp(-x))."""
 
     name = "nn.sigmoid"
 
+    def function(self, x: np.ndarray) -> np.ndarray:
+        return float_ops.sigmoid(x)
+
 
 @irdl_op_definition
-class HardSwishOp(UnaryOp):
+class HardSwishOp(PointwiseOp):
     """x * clip(x / 6 + 1/2, 0, 1), as ONNX HardSwish."""
 
     name = "nn.hard_swish"
 
+    def function(self, x: np.ndarray) -> np.ndarray:
+        return float_ops.hard_swish(x)
+
+    def flat_range(self) -> tuple[float, float]:
+        return (-3.0, math.inf)  # x * relu6(x + 3) / 6 is 0 for x <= -3
+
 
 @irdl_op_definition
-class HardSigmoidOp(UnaryOp):
+class HardSigmoidOp(PointwiseOp):
     """clip(alpha * x + beta, 0, 1)."""
 
     name = "nn.hard_sigmoid"
     alpha = prop_def(FloatAttr)
     beta = prop_def(FloatAttr)
 
+    def function(self, x: np.ndarray) -> np.ndarray:
+        return float_ops.hard_sigmoid(x, self.alpha.value.data, self.beta.value.data)
+
+    def flat_range(self) -> tuple[float, float] | None:
+        alpha, beta = self.alpha.value.data, self.beta.value.data
+        if alpha == 0:
+            return None
+        low, high = sorted((-beta / alpha, (1.0 - beta) / alpha))
+        return (low, high)
+
 
 @irdl_op_definition
-class TanhOp(UnaryOp):
+class LeakyReluOp(PointwiseOp):
+    """x where x >= 0, alpha * x below, as ONNX LeakyRelu."""
+
+    name = "nn.leaky_relu"
+    alpha = prop_def(FloatAttr)
+
+    def function(self, x: np.ndarray) -> np.ndarray:
+        return float_ops.leaky_relu(x, self.alpha.value.data)
+
+
+@irdl_op_definition
+class TanhOp(PointwiseOp):
     """tanh(x)."""
 
     name = "nn.tanh"
 
+    def function(self, x: np.ndarray) -> np.ndarray:
+        return float_ops.tanh(x)
+
 
 @irdl_op_definition
-class ClipOp(IRDLOperation):
+class ClipOp(IRDLOperation, HasFlatRange):
     """clip(x, min, max); covers hard_tanh (-1, 1) and relu6 (0, 6). A missing bound is open.
 
     A bound is a constant attribute (`{min = 0.0 : f32}`) or, where the model computes it or
@@ -254,7 +333,7 @@ class ClipOp(IRDLOperation):
     result = result_def(F32Tensor)
     min = opt_prop_def(FloatAttr)
     max = opt_prop_def(FloatAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ELEMENTWISE, ClampsCodes())
     irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
     assembly_format = (
         "$input (`min` `(` $min_value^ `:` type($min_value) `)`)? (`max` `(` $max_value^ `:` type($max_value) `)`)?"
@@ -285,6 +364,9 @@ class ClipOp(IRDLOperation):
         high = math.inf if self.max is None else self.max.value.data
         return low, high
 
+    def flat_range(self) -> tuple[float, float] | None:
+        return None if self.has_operand_bounds else self.bounds()
+
     def verify_(self) -> None:
         expect_shape(self, shape_of(self.input))
         for role, attribute, operand in (("min", self.min, self.min_value), ("max", self.max, self.max_value)):
@@ -303,6 +385,7 @@ class SoftmaxOp(UnaryOp):
 
     name = "nn.softmax"
     axis = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure(), SamplesUnlessAxisZero("axis"))
 
     def verify_(self) -> None:
         super().verify_()
@@ -313,7 +396,7 @@ class BinaryOp(IRDLOperation):
     lhs = operand_def(F32Tensor)
     rhs = operand_def(F32Tensor)
     result = result_def(F32Tensor)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ELEMENTWISE, Rescales())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
 
@@ -335,7 +418,7 @@ class AddOp(BinaryOp):
     """lhs + rhs with ONNX broadcasting."""
 
     name = "nn.add"
-    traits = traits_def(Pure(), Commutative())
+    traits = traits_def(Pure(), Commutative(), ELEMENTWISE, Rescales())
 
 
 @irdl_op_definition
@@ -350,7 +433,7 @@ class MulOp(BinaryOp):
     """lhs * rhs with ONNX broadcasting (squeeze-excitation scales are a broadcast mul)."""
 
     name = "nn.mul"
-    traits = traits_def(Pure(), Commutative())
+    traits = traits_def(Pure(), Commutative(), ELEMENTWISE, Rescales())
 
 
 @irdl_op_definition
@@ -376,7 +459,7 @@ class ConvolutionOp(IRDLOperation):
     pads = prop_def(DenseArrayBase[I64])
     dilations = prop_def(DenseArrayBase[I64])
     group = prop_def(IntegerAttr[I64])
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FIRST_OPERAND, Rescales())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
 
@@ -485,7 +568,7 @@ class GemmOp(IRDLOperation):
     beta = prop_def(FloatAttr)
     trans_a = prop_def(IntegerAttr[I64])
     trans_b = prop_def(IntegerAttr[I64])
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FirstOperandSamples(unless=lambda op: bool(op.trans_a.value.data)), Rescales())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)"
 
@@ -535,7 +618,7 @@ class MatMulOp(IRDLOperation):
     lhs = operand_def(F32Tensor)
     rhs = operand_def(F32Tensor)
     result = result_def(F32Tensor)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FirstOperandSamples(unless=lambda op: len(shape_of(op.operands[0])) < 2), Rescales())
     assembly_format = "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute | None = None):
@@ -563,7 +646,7 @@ class BatchNormOp(IRDLOperation):
     var = operand_def(F32Tensor)
     result = result_def(F32Tensor)
     epsilon = prop_def(FloatAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FIRST_OPERAND, Rescales())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input `,` $scale `,` $bias `,` $mean `,` $var attr-dict `:` functional-type(operands, results)"
 
@@ -598,7 +681,6 @@ class WindowPoolOp(IRDLOperation):
     strides = prop_def(DenseArrayBase[I64])
     pads = prop_def(DenseArrayBase[I64])
     ceil_mode = prop_def(IntegerAttr[I64])
-    traits = traits_def(Pure())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
@@ -616,6 +698,7 @@ class MaxPoolOp(WindowPoolOp):
 
     name = "nn.max_pool"
     dilations = prop_def(DenseArrayBase[I64])
+    traits = traits_def(Pure(), ELEMENTWISE, KeepsRange())
 
     def __init__(self, input: SSAValue, kernel, strides, pads, dilations=(1, 1), ceil_mode=False, result_type=None):
         props = pool_properties(kernel, strides, pads, ceil_mode)
@@ -642,6 +725,7 @@ class AveragePoolOp(WindowPoolOp):
 
     name = "nn.average_pool"
     count_include_pad = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure(), ELEMENTWISE, Rescales())
 
     def __init__(self, input: SSAValue, kernel, strides, pads, count_include_pad=False, ceil_mode=False, result_type=None):
         props = pool_properties(kernel, strides, pads, ceil_mode)
@@ -660,7 +744,7 @@ class GlobalAveragePoolOp(IRDLOperation):
     name = "nn.global_average_pool"
     input = operand_def(F32Tensor)
     result = result_def(F32Tensor)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ELEMENTWISE, Rescales())
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue):
@@ -686,7 +770,7 @@ class ReshapeOp(IRDLOperation):
     name = "nn.reshape"
     input = operand_def(F32Tensor)
     result = result_def(F32Tensor)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ReshapeSamples(), KeepsRange())
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue, shape: Sequence[int]):
@@ -709,7 +793,7 @@ class FlattenOp(IRDLOperation):
     input = operand_def(F32Tensor)
     result = result_def(F32Tensor)
     axis = prop_def(IntegerAttr[I64])
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FlattenSamples(), KeepsRange())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
@@ -736,7 +820,7 @@ class TransposeOp(IRDLOperation):
     input = operand_def(F32Tensor)
     result = result_def(F32Tensor)
     perm = prop_def(DenseArrayBase[I64])
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), TransposeSamples(), KeepsRange())
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
@@ -770,7 +854,7 @@ class ResizeOp(IRDLOperation):
     mode = prop_def(StringAttr)
     coordinate_transformation_mode = prop_def(StringAttr)
     nearest_mode = opt_prop_def(StringAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ELEMENTWISE, KeepsRange(when=lambda op: op.mode.data == "nearest"))
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
@@ -832,7 +916,7 @@ class ConcatOp(IRDLOperation):
     inputs = var_operand_def(F32Tensor)
     result = result_def(F32Tensor)
     axis = prop_def(IntegerAttr[I64])
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), SamplesUnlessAxisZero("axis", every_operand=True))
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$inputs attr-dict `:` functional-type(operands, results)"
 
@@ -871,6 +955,7 @@ NN = Dialect(
         SigmoidOp,
         TanhOp,
         HardSigmoidOp,
+        LeakyReluOp,
         HardSwishOp,
         ClipOp,
         SoftmaxOp,

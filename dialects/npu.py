@@ -308,21 +308,6 @@ class ConvOp(UnitOp):
         return self.finish(y)
 
 
-def broadcast_kind(full: Sequence[int], other: Sequence[int]) -> str | None:
-    """How the ELTWISE unit reads its second operand: `none` (same elements), `channel` (one
-    value per channel of an NCHW map), `scalar`; None when it cannot."""
-    full, other = tuple(full), tuple(other)
-    if other == full:
-        return "none"
-    if math.prod(other) == 1:
-        return "scalar"
-    if len(full) == 4 and len(other) == 4 and other[0] == 1 and other[1] == full[1] and other[2] == other[3] == 1:
-        return "channel"
-    if len(full) == 2 and full[0] == 1 and len(other) in (1, 2) and other[-1] == full[-1] and math.prod(other) == full[-1]:
-        return "none"
-    return None
-
-
 @irdl_op_definition
 class EltwiseOp(UnitOp):
     """ELTWISE: `add`/`sub` (each input through its own (multiplier, shift) into int24,
@@ -369,7 +354,7 @@ class EltwiseOp(UnitOp):
         return tuple(self.properties[name].value.data for name in self.INPUT_RESCALES)  # type: ignore[return-value,attr-defined]
 
     def broadcast(self) -> str | None:
-        return broadcast_kind(shape_of(self.lhs), shape_of(self.rhs))
+        return legality.eltwise_broadcast(shape_of(self.lhs), shape_of(self.rhs))
 
     def verify_npu(self) -> None:
         if self.kind not in ELTWISE_OPS:

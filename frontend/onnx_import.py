@@ -568,24 +568,23 @@ def _binary(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
     importer.define(node, importer.emit(_BINARY[node.op_type](lhs, rhs)))
 
 
-_UNARY = {"Relu": nn.ReluOp, "Sigmoid": nn.SigmoidOp, "Tanh": nn.TanhOp, "HardSwish": nn.HardSwishOp}
+# ONNX op -> (nn op, its float attributes with their ONNX defaults)
+_POINTWISE = {
+    "Relu": (nn.ReluOp, {}),
+    "Sigmoid": (nn.SigmoidOp, {}),
+    "Tanh": (nn.TanhOp, {}),
+    "HardSwish": (nn.HardSwishOp, {}),
+    "HardSigmoid": (nn.HardSigmoidOp, {"alpha": 0.2, "beta": 0.5}),
+    "LeakyRelu": (nn.LeakyReluOp, {"alpha": 0.01}),
+}
 
 
-@converts(*_UNARY)
-def _unary(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
-    _reject_unknown(attrs, set())
-    importer.define(node, importer.emit(_UNARY[node.op_type](importer.operand(node.input[0]))))
-
-
-@converts("HardSigmoid")
-def _hard_sigmoid(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
-    _reject_unknown(attrs, {"alpha", "beta"})
-    op = nn.HardSigmoidOp(
-        importer.operand(node.input[0]),
-        alpha=nn.f32_attr(attrs.get("alpha", 0.2)),
-        beta=nn.f32_attr(attrs.get("beta", 0.5)),
-    )
-    importer.define(node, importer.emit(op))
+@converts(*_POINTWISE)
+def _pointwise(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    op_type, defaults = _POINTWISE[node.op_type]
+    _reject_unknown(attrs, set(defaults))
+    properties = {name: nn.f32_attr(attrs.get(name, default)) for name, default in defaults.items()}
+    importer.define(node, importer.emit(op_type(importer.operand(node.input[0]), **properties)))
 
 
 @converts("Clip")

@@ -1,4 +1,7 @@
-"""Runs `nn` ops on numpy arrays by calling the float semantics module."""
+"""Runs `nn` ops on numpy arrays by calling the float semantics module.
+
+A pointwise op (nn.PointwiseOp) runs its own `function`: the op's definition is its only
+home, so a new activation needs no implementation here."""
 
 from __future__ import annotations
 
@@ -18,7 +21,6 @@ def _out_hw(op: nn.WindowPoolOp) -> tuple[int, int]:
     return shape[2], shape[3]
 
 
-@register_impls
 class NNFunctions(InterpreterFunctions):
     def __init__(self) -> None:
         self.constants = ConstantCache()
@@ -26,26 +28,6 @@ class NNFunctions(InterpreterFunctions):
     @impl(nn.ConstantOp)
     def run_constant(self, interpreter: Interpreter, op: nn.ConstantOp, args: tuple[Any, ...]):
         return (self.constants.get(op, op.to_numpy),)
-
-    @impl(nn.ReluOp)
-    def run_relu(self, interpreter: Interpreter, op: nn.ReluOp, args: tuple[Any, ...]):
-        return (float_ops.relu(args[0]),)
-
-    @impl(nn.SigmoidOp)
-    def run_sigmoid(self, interpreter: Interpreter, op: nn.SigmoidOp, args: tuple[Any, ...]):
-        return (float_ops.sigmoid(args[0]),)
-
-    @impl(nn.HardSigmoidOp)
-    def run_hard_sigmoid(self, interpreter: Interpreter, op: nn.HardSigmoidOp, args: tuple[Any, ...]):
-        return (float_ops.hard_sigmoid(args[0], op.alpha.value.data, op.beta.value.data),)
-
-    @impl(nn.HardSwishOp)
-    def run_hard_swish(self, interpreter: Interpreter, op: nn.HardSwishOp, args: tuple[Any, ...]):
-        return (float_ops.hard_swish(args[0]),)
-
-    @impl(nn.TanhOp)
-    def run_tanh(self, interpreter: Interpreter, op: nn.TanhOp, args: tuple[Any, ...]):
-        return (float_ops.tanh(args[0]),)
 
     @impl(nn.ClipOp)
     def run_clip(self, interpreter: Interpreter, op: nn.ClipOp, args: tuple[Any, ...]):
@@ -163,3 +145,13 @@ class NNFunctions(InterpreterFunctions):
     @impl(nn.ConcatOp)
     def run_concat(self, interpreter: Interpreter, op: nn.ConcatOp, args: tuple[Any, ...]):
         return (float_ops.concat(args, op.axis.value.data),)
+
+
+def _run_pointwise(functions: NNFunctions, interpreter: Interpreter, op: nn.PointwiseOp, args: tuple[Any, ...]):
+    return (op.function(args[0]),)
+
+
+for _op_type in nn.NN.operations:
+    if issubclass(_op_type, nn.PointwiseOp):
+        setattr(NNFunctions, f"run_{_op_type.name.split('.')[1]}", impl(_op_type)(_run_pointwise))
+NNFunctions = register_impls(NNFunctions)

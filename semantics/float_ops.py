@@ -309,6 +309,10 @@ def hard_sigmoid(x: np.ndarray, alpha: float, beta: float) -> np.ndarray:
     return np.clip(np.float32(alpha) * x + np.float32(beta), 0, 1).astype(np.float32)
 
 
+def leaky_relu(x: np.ndarray, alpha: float) -> np.ndarray:
+    return np.where(x >= 0, x, np.float32(alpha) * x).astype(np.float32, copy=False)
+
+
 def hard_swish(x: np.ndarray) -> np.ndarray:
     return (x * hard_sigmoid(x, 1.0 / 6.0, 0.5)).astype(np.float32)
 

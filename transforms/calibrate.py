@@ -359,16 +359,8 @@ def consumer_range(value: SSAValue) -> tuple[float, float] | None:
         return None
     for use in value.uses:
         op = use.operation
-        if isinstance(op, nn.ReluOp):
-            bounds = (0.0, math.inf)
-        elif isinstance(op, nn.HardSwishOp):
-            bounds = (-3.0, math.inf)  # x * relu6(x + 3) / 6 is 0 for x <= -3
-        elif isinstance(op, nn.HardSigmoidOp) and op.alpha.value.data != 0:
-            alpha, beta = op.alpha.value.data, op.beta.value.data
-            bounds = tuple(sorted((-beta / alpha, (1.0 - beta) / alpha)))
-        elif isinstance(op, nn.ClipOp) and not op.has_operand_bounds:
-            bounds = op.bounds()
-        else:
+        bounds = op.flat_range() if isinstance(op, nn.HasFlatRange) else None
+        if bounds is None:
             return None
         low, high = min(low, bounds[0]), max(high, bounds[1])
     return low, high

@@ -33,13 +33,13 @@ from xdsl.passes import ModulePass
 from xdsl.transforms.dead_code_elimination import dce
 
 from xnpu.dialects import fixed, nn, npu
+from xnpu.dialects.traits import unit_form
 from xnpu.core.errors import XnpuError
 from xnpu.ir.io import describe_op
 from xnpu.lowering.fixed_to_npu.host import place_on_host, split_output_dequantizes
-from xnpu.lowering.fixed_to_npu.natives import PENDING
+from xnpu.lowering.fixed_to_npu.natives import pending
 from xnpu.pdl.driver import apply_patterns
 from xnpu.pdl.patterns import PatternContext, load_natives, load_patterns, split_paths
-from xnpu.target import legality
 from xnpu.target.description import TargetDescription, load_target
 
 PATTERN_DIR = Path(__file__).resolve().parent
@@ -55,37 +55,15 @@ class SelectionError(XnpuError):
 
 
 def why_not(op: Operation, ctx: PatternContext) -> str:
-    """Why no pattern selected a unit for `op` (the first reason that applies)."""
-    target = ctx.target
-    assert target is not None
+    """Why no pattern selected a unit for `op`: the op's own answer (its UnitForm), else what
+    selection needs beyond it."""
+    assert ctx.target is not None
     if op.dialect_name() == "nn":
         return f"'{op.name}' has no fixed-point lowering (it runs in float)"
-    if isinstance(op, (fixed.Conv2dOp, fixed.GemmOp, fixed.AddOp, fixed.SubOp, fixed.MulOp, fixed.GlobalAvgPoolOp)):
-        check = {fixed.Conv2dOp: legality.fixed_conv_problem, fixed.GemmOp: legality.fixed_gemm_problem,
-                 fixed.GlobalAvgPoolOp: legality.fixed_pool_problem}.get(type(op), legality.fixed_eltwise_problem)
-        problem = check(target, op)
-        if problem:
-            return problem
-        return "its wide result must be rescaled to int8 by its only user (the unit writes int8)"
-    if isinstance(op, (fixed.ConvTranspose2dOp, fixed.ResizeLinearOp)):
-        check = (legality.fixed_conv_transpose_problem if isinstance(op, fixed.ConvTranspose2dOp)
-                 else legality.fixed_resize_linear_problem)
-        return check(target, op) or "its int32 result must be rescaled to int8 by its only user (the unit writes int8)"
-    if isinstance(op, fixed.ResizeOp):
-        return legality.fixed_resize_problem(target, op) or "no DMA form"
-    if isinstance(op, (fixed.MaxPoolOp, fixed.AvgPoolOp)):
-        return legality.fixed_pool_problem(target, op) or "no POOL form"
-    if isinstance(op, fixed.ShiftOp):
-        return "only a truncating right shift by 0..15 to int16 between an add and its rescale fits the ELTWISE unit"
-    if isinstance(op, fixed.RescaleOp):
-        if fixed.width_of(op.input) != 8 or fixed.width_of(op.result) != 8:
-            return "a rescale runs in the output stage of the unit producing its input, or on int8 as a TABLE"
-        return legality.unit_problem(target, "table") or "a per-channel int8 rescale has no TABLE form"
-    if isinstance(op, (fixed.ClampOp, fixed.TableOp)):
-        if fixed.width_of(op.operands[0]) != 8:
-            return "only int8 clamps and tables have an instruction"
-        return "the target has neither a clamp nor a table unit for it"
-    return f"'{op.name}' has no accelerator operation"
+    form = unit_form(op)
+    if form is None:
+        return f"'{op.name}' has no accelerator operation"
+    return form.problem(op, ctx.target) or form.needs or f"'{op.name}' has no accelerator operation"
 
 
 def check_boundary(op: Operation) -> str | None:
@@ -150,7 +128,7 @@ def lower_fixed_to_npu(module: ModuleOp, target_name: str, extra_patterns=(), ho
         if not host_fallback:
             break
         left = {op for op in function.body.block.ops if op not in placed and unselected(op, ctx)}
-        waiting = {op for op in left for value in op.operands if value.owner in left and isinstance(value.owner, PENDING)}
+        waiting = {op for op in left for value in op.operands if value.owner in left and pending(value.owner)}
         ready = left - waiting
         if not ready:
             break

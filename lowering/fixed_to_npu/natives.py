@@ -15,6 +15,7 @@ from xdsl.rewriter import InsertPoint
 
 from xnpu.dialects import fixed, npu
 from xnpu.dialects.shapes import i64_array, i64_attr, ints, shape_of
+from xnpu.dialects.traits import unit_form
 import xnpu.lowering.common_natives  # noqa: F401  (single_use, is_i8)
 from xnpu.pdl.patterns import PatternContext, native_constraint, native_rewrite
 from xnpu.semantics import fixed_point
@@ -22,10 +23,20 @@ from xnpu.target import cost, legality
 from xnpu.transforms.constants import fused_location
 
 UNIT_OPS = (npu.ConvOp, npu.EltwiseOp, npu.PoolOp)
-# fixed ops a unit pattern consumes: a clamp or table after one waits until it is selected
-PENDING = (fixed.RescaleOp, fixed.ShiftOp, fixed.Conv2dOp, fixed.GemmOp, fixed.AddOp, fixed.SubOp, fixed.MulOp,
-           fixed.MaxPoolOp, fixed.AvgPoolOp, fixed.GlobalAvgPoolOp, fixed.TableOp, fixed.ClampOp,
-           fixed.ConvTranspose2dOp, fixed.ResizeOp, fixed.ResizeLinearOp)
+
+
+def pending(op: Operation) -> bool:
+    """A fixed op a unit pattern may still take together with its consumer (its UnitForm
+    says so): a clamp or table after it waits until that is decided."""
+    form = unit_form(op)
+    return form is not None and form.selected_with_consumer and npu.HOST_REASON not in op.attributes
+
+
+def _problem(ctx: PatternContext, op: Operation, **options) -> str | None:
+    """The op's own answer (its UnitForm, dialects/fixed.py) on the pass's target."""
+    form = unit_form(op)
+    assert form is not None, f"{op.name} has no UnitForm"
+    return form.problem(op, _target(ctx), **options)
 
 
 def _uses(value: SSAValue) -> int:
@@ -69,7 +80,7 @@ def int16_stage(ctx: PatternContext, shift: Operation) -> bool:
 def conv_fits(ctx: PatternContext, conv: Operation) -> bool:
     """The CONV unit takes this convolution (kernel, stride, dilation, pads, channels, depthwise)
     and its kernels are constants or an activation read as DW kernels (seed 002)."""
-    return legality.fixed_conv_problem(_target(ctx), conv) is None
+    return _problem(ctx, conv, dense_dilation=False) is None
 
 
 @native_constraint()
@@ -84,12 +95,12 @@ def dilation_beyond_unit(ctx: PatternContext, conv: Operation) -> bool:
 
 @native_constraint()
 def fully_connected_fits(ctx: PatternContext, gemm: Operation) -> bool:
-    return legality.fixed_gemm_problem(_target(ctx), gemm) is None
+    return _problem(ctx, gemm) is None
 
 
 @native_constraint()
 def eltwise_fits(ctx: PatternContext, op: Operation) -> bool:
-    return legality.fixed_eltwise_problem(_target(ctx), op) is None
+    return _problem(ctx, op) is None
 
 
 @native_constraint()
@@ -100,7 +111,7 @@ def full_shape_first(ctx: PatternContext, lhs: SSAValue, op: Operation) -> bool:
 
 @native_constraint()
 def pool_fits(ctx: PatternContext, pool: Operation) -> bool:
-    return legality.fixed_pool_problem(_target(ctx), pool) is None
+    return _problem(ctx, pool) is None
 
 
 @native_constraint()
@@ -156,7 +167,7 @@ def takes_epilogue(ctx: PatternContext, producer: Operation) -> bool:
 def input_selected(ctx: PatternContext, value: SSAValue) -> bool:
     """`value` does not come from a fixed op a unit pattern may still consume (one placed on the
     host will not be: lower-fixed-to-npu's host fallback marks it)."""
-    return not isinstance(value.owner, PENDING) or npu.HOST_REASON in value.owner.attributes
+    return not (isinstance(value.owner, Operation) and pending(value.owner))
 
 
 # --------------------------------------------------------------------------------------
@@ -307,26 +318,25 @@ def widening_add(ctx: PatternContext, op: Operation) -> bool:
 @native_constraint()
 def resize_fits(ctx: PatternContext, op: Operation) -> bool:
     """A nearest resize as DMA moves, or a linear one as phase convolutions, on this target."""
-    check = legality.fixed_resize_linear_problem if isinstance(op, fixed.ResizeLinearOp) else legality.fixed_resize_problem
-    return check(_target(ctx), op) is None
+    return _problem(ctx, op) is None
 
 
 @native_constraint()
 def replicates(ctx: PatternContext, op: Operation) -> bool:
     """Every output phase is the input itself (no edge pad): pixel replication."""
-    return all(axis is not None and axis.replicates for axis in legality.resize_axes(op))
+    return all(axis is not None and axis.replicates for axis in op.phase_axes())
 
 
 @native_constraint()
 def conv_transpose_fits(ctx: PatternContext, op: Operation) -> bool:
-    return legality.fixed_conv_transpose_problem(_target(ctx), op) is None
+    return _problem(ctx, op) is None
 
 
 @native_rewrite()
 def edge_pad(ctx: PatternContext, op: Operation):
     """The edge pad (top, left, bottom, right) that turns the phases' clamps into reads, and
     the padded map's type."""
-    rows, cols = legality.resize_axes(op)
+    rows, cols = op.phase_axes()
     pads = (rows.pad[0], cols.pad[0], rows.pad[1], cols.pad[1])
     n, c, h, w = shape_of(op.operands[0])
     return i64_array(pads), fixed.int_tensor(8, (n, c, h + pads[0] + pads[2], w + pads[1] + pads[3]))
@@ -335,7 +345,7 @@ def edge_pad(ctx: PatternContext, op: Operation):
 @native_rewrite()
 def nearest_phases(ctx: PatternContext, op: Operation, source: SSAValue):
     """A nearest resize's phases are all `source` (the input or its edge pad), read from their offsets."""
-    rows, cols = legality.resize_axes(op)
+    rows, cols = op.phase_axes()
     return [source] * (rows.factor * cols.factor)
 
 
@@ -343,11 +353,11 @@ def nearest_phases(ctx: PatternContext, op: Operation, source: SSAValue):
 def phase_interleave(ctx: PatternContext, op: Operation):
     """(factors, offsets) of the interleave of a resize's or a transposed convolution's phases."""
     if isinstance(op, fixed.ConvTranspose2dOp):
-        rows, cols = legality.transpose_axes(op)
+        rows, cols = op.phase_axes()
         factors = ints(op.strides)
         row_offsets, col_offsets = [p.offset for p in rows], [p.offset for p in cols]
     else:
-        row_axis, col_axis = legality.resize_axes(op)
+        row_axis, col_axis = op.phase_axes()
         factors = (row_axis.factor, col_axis.factor)
         row_offsets, col_offsets = row_axis.offsets(), col_axis.offsets()
     offsets = [v for top in row_offsets for left in col_offsets for v in (top, left)]
@@ -364,7 +374,7 @@ def linear_phase(ctx: PatternContext, op: Operation, row_phase: Attribute, col_p
     weights), the same for every channel, over the edge-padded input (valid: no zero pad);
     its group and its result type. The sums are the fixed op's, so its rescale applies as it is."""
     assert isinstance(op, fixed.ResizeLinearOp)
-    rows, cols = legality.resize_axes(op)
+    rows, cols = op.phase_axes()
     kernel = np.outer(rows.phases[_phase_index(row_phase)].weights, cols.phases[_phase_index(col_phase)].weights)
     n, c, h, w = shape_of(op.input)
     weight = _constant(ctx, np.broadcast_to(kernel, (c, 1, *kernel.shape)), 8)
@@ -382,7 +392,7 @@ def conv_transpose_phase(ctx: PatternContext, op: Operation, row_phase: Attribut
     from xnpu.semantics import float_ops
     from xnpu.target.phases import transpose_phase_kernel
 
-    rows, cols = (axis[_phase_index(p)] for axis, p in zip(legality.transpose_axes(op), (row_phase, col_phase)))
+    rows, cols = (axis[_phase_index(p)] for axis, p in zip(op.phase_axes(), (row_phase, col_phase)))
     weights = op.weight.owner.to_numpy()  # type: ignore[union-attr]
     conv_weight, _ = float_ops.conv_transpose_as_conv(weights, (0, 0, 0, 0), (1, 1), (0, 0), op.group.value.data)
     kernel = transpose_phase_kernel(conv_weight, rows, cols, ints(op.strides))

@@ -18,7 +18,7 @@ from xnpu.dialects import fixed
 from xnpu.dialects.nn import i64_array, i64_attr, ints, shape_of
 import xnpu.lowering.common_natives  # noqa: F401  (single_use, is_i8)
 from xnpu.pdl.patterns import PatternContext, native_constraint, native_rewrite
-from xnpu.driver.capabilities import is_native, op_capabilities
+from xnpu.dialects.traits import is_native
 
 
 def _text(attr: Attribute) -> str:
@@ -38,8 +38,9 @@ def _int(attr: Attribute) -> int:
 
 @native_constraint()
 def not_native(ctx: PatternContext, op: Operation) -> bool:
-    """The target has no instruction for this op instance (driver/capabilities.py)."""
-    return not is_native(ctx.target, op)
+    """The target has no instruction for this op instance: the op's own answer (its UnitForm),
+    the one unit selection gives."""
+    return not is_native(op, ctx.target)
 
 
 @native_constraint()
@@ -48,7 +49,7 @@ def target_has(ctx: PatternContext, what: Attribute) -> bool:
     name = _text(what)
     if name == "depthwise":
         return ctx.target.conv.depthwise
-    capability = op_capabilities(ctx.target).get(name)
+    capability = fixed.op_capabilities(ctx.target).get(name)
     if capability is None:
         raise AssertionError(f"target_has: unknown capability '{name}'")
     return capability.native

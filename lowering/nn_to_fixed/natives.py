@@ -17,7 +17,8 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from xnpu.dialects import fixed, nn
 from xnpu.dialects.nn import i64_array, i64_attr, ints, shape_of
-from xnpu.lowering.nn_to_fixed.scales import CLAMPS, DATA_BITS, scale_of
+from xnpu.dialects.traits import ClampsCodes
+from xnpu.lowering.nn_to_fixed.scales import DATA_BITS, scale_of
 import xnpu.lowering.common_natives  # noqa: F401  (the shared natives: is_i8, depthwise_1x1, ...)
 from xnpu.pdl.patterns import PatternContext, native_constraint, native_rewrite
 from xnpu.semantics import fixed_point, float_ops
@@ -37,21 +38,14 @@ def add_variant_is(ctx: PatternContext, variant: Attribute) -> bool:
 @native_constraint()
 def is_clamp(ctx: PatternContext, op: Operation) -> bool:
     """relu, or clip (relu6 and hard_tanh are clips) with constant bounds: a clamp of the codes (R8)."""
-    return isinstance(op, CLAMPS) and not (isinstance(op, nn.ClipOp) and op.has_operand_bounds)
-
-
-TABLE_FUNCTIONS = {
-    nn.SigmoidOp: lambda op: float_ops.sigmoid,
-    nn.TanhOp: lambda op: float_ops.tanh,
-    nn.HardSwishOp: lambda op: float_ops.hard_swish,
-    nn.HardSigmoidOp: lambda op: lambda x: float_ops.hard_sigmoid(x, op.alpha.value.data, op.beta.value.data),
-}
+    return op.has_trait(ClampsCodes) and not (isinstance(op, nn.ClipOp) and op.has_operand_bounds)
 
 
 @native_constraint()
 def is_table_function(ctx: PatternContext, op: Operation) -> bool:
-    """A pointwise float function with an entry in TABLE_FUNCTIONS: 256 possible results (R15)."""
-    return type(op) in TABLE_FUNCTIONS
+    """A pointwise float function (nn.PointwiseOp) other than a clamp: int8 inputs have 256
+    values, so its results are a table (R15)."""
+    return isinstance(op, nn.PointwiseOp) and not op.has_trait(ClampsCodes)
 
 
 # --------------------------------------------------------------------------------------
@@ -158,8 +152,8 @@ def clamp_bounds(ctx: PatternContext, op: Operation):
 @native_rewrite()
 def table_entries(ctx: PatternContext, op: Operation):
     """R15: entry i = quantize(f(dequantize(i - 128, s_in)), s_out) for the op's function f."""
-    function = TABLE_FUNCTIONS[type(op)](op)
-    table = fixed_point.build_table(lambda v: function(np.asarray(v, np.float32)), scale_of(op.operands[0]),
+    assert isinstance(op, nn.PointwiseOp)
+    table = fixed_point.build_table(lambda v: op.function(np.asarray(v, np.float32)), scale_of(op.operands[0]),
                                     scale_of(op.results[0]), DATA_BITS)
     return DenseArrayBase.from_list(i8, [int(v) for v in table])
 

@@ -14,6 +14,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from xnpu.core.errors import XnpuError
 from xnpu.dialects import fixed, nn
+from xnpu.dialects.traits import ClampsCodes, KeepsRange, Rescales
 from xnpu.ir.io import describe_op
 from xnpu.semantics import fixed_point
 
@@ -21,13 +22,6 @@ SCALE_ATTR = "nn.scale"
 WEIGHT_SCALES_ATTR = "nn.weight_scales"
 DATA_BITS = 8
 
-# activations that are a clamp of their input's codes (relu6 and hard_tanh are clips)
-CLAMPS = (nn.ReluOp, nn.ClipOp)
-# ops whose output range is a subset of their input's: the input scale serves the output
-RANGE_PRESERVING = (nn.MaxPoolOp, nn.ReshapeOp, nn.FlattenOp, nn.TransposeOp)
-# ops that end in a rescale of their own, so their output scale is free to choose
-RESCALING = (nn.Conv2dOp, nn.ConvTranspose2dOp, nn.GemmOp, nn.MatMulOp, nn.AddOp, nn.SubOp, nn.MulOp, nn.DivOp, nn.BatchNormOp,
-             nn.AveragePoolOp, nn.GlobalAveragePoolOp)
 
 
 def _arg_attrs(arg: BlockArgument) -> dict:
@@ -74,19 +68,17 @@ def _single_user(value: SSAValue) -> Operation | None:
     return uses[0].operation if len(uses) == 1 else None
 
 
-def moves_codes(op: Operation) -> bool:
-    """A nearest resize copies its input's pixels (R16): it keeps its input's scale."""
-    return isinstance(op, nn.ResizeOp) and op.mode.data == "nearest"
-
-
 def refine_scales(function: func.FuncOp) -> None:
-    """Choose each activation's integer scale so that no step rounds twice (see module doc)."""
+    """Choose each activation's integer scale so that no step rounds twice (see module doc):
+    each op's ScaleRule trait (dialects/traits.py) says how its scale may follow its input's."""
     for op in function.body.walk():
-        if isinstance(op, CLAMPS):
-            producer = op.input.owner
-            if isinstance(producer, RESCALING) and _single_user(op.input) is op:
+        if op.has_trait(ClampsCodes):
+            producer = op.operands[0].owner
+            if isinstance(producer, Operation) and producer.has_trait(Rescales) and _single_user(op.operands[0]) is op:
                 _set_scale(producer, scale_of(op.results[0]))
             else:
-                _set_scale(op, scale_of(op.input))
-        elif isinstance(op, RANGE_PRESERVING) or moves_codes(op):
-            _set_scale(op, scale_of(op.operands[0]))
+                _set_scale(op, scale_of(op.operands[0]))
+        else:
+            keeps = op.get_trait(KeepsRange)
+            if keeps is not None and keeps.holds(op):
+                _set_scale(op, scale_of(op.operands[0]))

@@ -22,7 +22,8 @@ from xnpu.lowering.legalize import LegalizePass, legalize_patterns
 from xnpu.pdl.driver import apply_patterns
 from xnpu.pdl.patterns import PatternContext
 from xnpu.driver.pipeline import lower_to_isa
-from xnpu.driver.capabilities import is_native, op_capabilities, supported_ops_document
+from xnpu.dialects.traits import is_native
+from xnpu.driver.capabilities import op_capabilities, supported_ops_document
 from xnpu.target.description import load_target, parse_target
 from xnpu.backend.emit import emit_binary
 from xnpu.backend.simulator import run_binary
@@ -316,7 +317,7 @@ builtin.module {
     for k, native in ((7, True), (9, False)):
         module = parse_ir(text.replace("%K", str(k)).replace("%H", str(20 - k + 1)))
         conv = next(op for op in module.walk() if op.name == "fixed.conv2d")
-        assert is_native(lite, conv) == native
+        assert is_native(conv, lite) == native
 
 
 def test_supported_ops_document_is_current():
