@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from xnpu.core.errors import XnpuError
+from xnpu.core.files import read_input_file
 from xnpu.target.encoding import WORD_BYTES, Instruction, decode_program, encode_program
 
 MAGIC = b"XNPU"
@@ -171,7 +172,6 @@ class Binary:
     @staticmethod
     def from_file(path) -> Binary:
         """The binary in file `path` (a regular file of bounded size); errors name the file."""
-        from xnpu.core.files import read_input_file
 
         data = read_input_file(path)
         try:

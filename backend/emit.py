@@ -17,11 +17,14 @@ import re
 
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
-from xnpu.dialects import isa
-from xnpu.core.errors import XnpuError
 from xnpu.backend.binary import Binary, CompressedWeights, HostSegment, IoTensor
+from xnpu.backend.host import segment_function
+from xnpu.core.errors import XnpuError
+from xnpu.dialects import isa
+from xnpu.ir.io import print_ir, verify_module
 from xnpu.ir.locations import location_names, location_of
 from xnpu.target.description import TargetDescription, list_targets, load_target
+from xnpu.transforms.compress_weights import regions_of
 
 
 def module_target_of(module: ModuleOp) -> TargetDescription:
@@ -33,7 +36,6 @@ def module_target_of(module: ModuleOp) -> TargetDescription:
 
 def emit_binary(module: ModuleOp) -> Binary:
     """The Binary of an isa module (verified first, so every word is valid for its target)."""
-    from xnpu.ir.io import verify_module
 
     verify_module(module)
     target = module_target_of(module)
@@ -71,15 +73,12 @@ def io_tensor(op: isa.IoOp) -> IoTensor:
 
 
 def host_segment(op: isa.HostSegmentOp) -> HostSegment:
-    from xnpu.ir.io import print_ir
-
     return HostSegment(op.token.value.data, [io_tensor(t) for t in op.tensors("input")],
                        [io_tensor(t) for t in op.tensors("output")], print_ir(op.function(), generic=True))
 
 
 def host_segment_op(segment: HostSegment) -> isa.HostSegmentOp:
     """The isa form of a binary's host segment (its body parsed: a corrupt one is one error line)."""
-    from xnpu.backend.host import segment_function
 
     tensors = [isa.IoOp(t.name, t.direction, t.shape, t.dtype, t.scale, t.zero_point, t.ddr_addr, t.layout)
                for t in (*segment.inputs, *segment.outputs)]
@@ -93,7 +92,6 @@ def compress_constants(module: ModuleOp, image: bytes) -> tuple[bytes, list[Comp
     b-bit ids into their int8 dictionary; the image keeps zero placeholders there."""
     import numpy as np
 
-    from xnpu.transforms.compress_weights import regions_of
 
     image = bytearray(image)
     compressed = []
@@ -155,7 +153,6 @@ def disassemble(binary: Binary, target: str | None = None, constants: bool = Tru
     With `constants=False` the constant image is summarised in a comment instead of printed
     (the text then no longer assembles to the same binary).
     """
-    from xnpu.ir.io import print_ir
 
     module = module_from_binary(binary, target)
     if not constants:

@@ -18,6 +18,9 @@ from xdsl.dialects import func
 
 from xnpu.backend.binary import Binary, HostSegment, IoTensor
 from xnpu.core.errors import XnpuError
+from xnpu.interpreters.function import CompiledFunction
+from xnpu.ir.io import parse_ir
+from xnpu.semantics.dtypes import numpy_dtype
 
 
 class TensorMemory(Protocol):
@@ -34,8 +37,6 @@ def _fail(segment: HostSegment, message: str) -> XnpuError:
 
 def segment_function(segment: HostSegment) -> func.FuncOp:
     """The segment's body parsed and verified: one func.func taking its inputs, returning its outputs."""
-    from xnpu.ir.io import parse_ir
-    from xnpu.semantics.dtypes import numpy_dtype
 
     try:
         module = parse_ir(segment.body, "body")
@@ -61,8 +62,6 @@ class HostSegments:
     """A binary's host segments by token, parsed once before the program runs, run against a Machine's DDR."""
 
     def __init__(self, binary: Binary):
-        from xnpu.interpreters.function import CompiledFunction
-
         self.binary = binary
         self.segments = {segment.token: segment for segment in binary.host_segments}
         self.programs: dict[int, CompiledFunction] = {}

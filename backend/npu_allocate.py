@@ -37,9 +37,6 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from xnpu.dialects import fixed, isa, npu
-from xnpu.dialects.shapes import ints, shape_of
-from xnpu.target.description import TargetDescription
 from xnpu.backend.npu_annotations import (
     ACTIVATION_BYTES,
     COMPRESSED,
@@ -64,6 +61,10 @@ from xnpu.backend.npu_annotations import (
     set_offsets,
 )
 from xnpu.backend.npu_tiling import per_position, sram_offsets, working_set
+from xnpu.dialects import fixed, isa, npu
+from xnpu.dialects.shapes import ints, shape_of
+from xnpu.target.description import TargetDescription
+from xnpu.transforms.compress_weights import codebook_of, regions_attr
 
 CONSTANT_ALIGNMENT = 64  # binary-format.md: every constant at a 64-byte aligned offset
 DDR_ALIGNMENT = 64
@@ -130,8 +131,6 @@ class Allocator:
     # constants -----------------------------------------------------------------------------
 
     def weights(self, op: npu.ConvOp) -> int:
-        from xnpu.transforms.compress_weights import codebook_of
-
         constant = op.weight.owner
         assert isinstance(constant, fixed.ConstantOp)
         blob = kernel_bytes(op, constant.to_numpy())
@@ -262,7 +261,6 @@ class Allocator:
         if self.image.data:
             self.module.body.block.insert_op_before(isa.ConstantsOp(bytes(self.image.data)), self.function)
         if self.compressed:
-            from xnpu.transforms.compress_weights import regions_attr
 
             regions = sorted((offset, size, bits, book) for offset, (size, bits, book) in self.compressed.items())
             self.module.attributes[COMPRESSED] = regions_attr(regions)

@@ -24,11 +24,12 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, Float32Type, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from xnpu.core.errors import XnpuError
 from xnpu.dialects import fixed, npu
 from xnpu.dialects.shapes import i64_array, ints, shape_of
-from xnpu.core.errors import XnpuError
 from xnpu.ir.io import describe_op
-from xnpu.semantics import fixed_point
+from xnpu.ir.locations import location_names
+from xnpu.semantics import fixed_point, units
 from xnpu.target.description import TargetDescription, load_target
 
 LAYOUT = "npu.layout"
@@ -59,7 +60,6 @@ def fail(op: Operation, message: str, target: TargetDescription) -> LoweringErro
 
 def node_names(op: Operation) -> str:
     """The ONNX nodes an op came from (`/l2/c2/Conv, /l2/Relu`), or the op itself when unknown."""
-    from xnpu.ir.locations import location_names
 
     return ", ".join(location_names(op.location)) or describe_op(op)
 
@@ -270,7 +270,7 @@ def epilogue_of(op: Operation, target: TargetDescription) -> Epilogue | None:
         if not target.has_table:
             raise fail(op, "a relu after pooling needs a clamp or a table unit", target)
         codes = np.arange(-fixed_point.TABLE_SIZE // 2, fixed_point.TABLE_SIZE // 2)
-        return Epilogue("table", entries=tuple(int(v) for v in op.finish(fixed_point.relu(codes))))
+        return Epilogue("table", entries=tuple(int(v) for v in op.finish(units.relu(codes))))
     bounds = op.clamp_bounds()
     if bounds is not None:
         return Epilogue("clamp", *bounds)

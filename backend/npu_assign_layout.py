@@ -33,10 +33,6 @@ from xdsl.dialects.builtin import ArrayAttr, FusedLoc, ModuleOp, StringAttr
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from xnpu.dialects import fixed, npu
-from xnpu.dialects.shapes import ints, shape_of
-from xnpu.interpreters.function import NAME_ATTR
-from xnpu.target.description import TargetDescription
 from xnpu.backend.npu_annotations import (
     LAYOUT,
     fail,
@@ -48,6 +44,10 @@ from xnpu.backend.npu_annotations import (
     row_major_layout,
     stored,
 )
+from xnpu.dialects import fixed, npu
+from xnpu.dialects.shapes import ints, shape_of
+from xnpu.interpreters.function import NAME_ATTR
+from xnpu.target.description import TargetDescription
 
 
 def argument_name(function: func.FuncOp, index: int, prefix: str, results: bool = False) -> str:

@@ -25,9 +25,6 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
-from xnpu.dialects import npu
-from xnpu.dialects.shapes import ints, shape_of
-from xnpu.target.description import TargetDescription
 from xnpu.backend.npu_annotations import (
     TILE,
     LoweringError,
@@ -52,6 +49,9 @@ from xnpu.backend.npu_tiling import (
     window_of,
     working_set,
 )
+from xnpu.dialects import npu
+from xnpu.dialects.shapes import ints, shape_of
+from xnpu.target.description import TargetDescription
 
 ANY_CHUNK = 1 << 16  # units without a channel limit of their own
 

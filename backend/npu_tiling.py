@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from xdsl.ir import Operation
 
+from xnpu.backend.npu_annotations import Epilogue, align, epilogue_of, hwc
 from xnpu.dialects import npu
 from xnpu.dialects.shapes import ints, shape_of
 from xnpu.target.description import TargetDescription
-from xnpu.backend.npu_annotations import Epilogue, align, epilogue_of, hwc
 
 SRAM_ALIGNMENT = 16  # every buffer of a working set starts at a multiple of 16 bytes
 INSTRUCTION_COST = 80  # cycles an extra instruction costs (overhead + DMA latency), for tiling

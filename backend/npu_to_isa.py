@@ -27,13 +27,6 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, UnknownLoc,
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from xnpu.dialects import fixed, isa, npu
-from xnpu.dialects.shapes import ints, shape_of
-from xnpu.target.description import TargetDescription
-from xnpu.semantics.dtypes import numpy_dtype
-from xnpu.ir.locations import location_names
-from xnpu.target.encoding import DMA_LAYOUTS, ELTWISE_OPS, POOL_KINDS
-from xnpu.transforms.constants import fused_location
 from xnpu.backend.npu_annotations import (
     ACTIVATION_BYTES,
     COMPRESSED,
@@ -56,6 +49,13 @@ from xnpu.backend.npu_annotations import (
 )
 from xnpu.backend.npu_assign_layout import argument_name
 from xnpu.backend.npu_tiling import TABLE_BYTES, bands, channel_chunks, per_position, window_of
+from xnpu.dialects import fixed, isa, npu
+from xnpu.dialects.shapes import ints, shape_of
+from xnpu.ir.locations import fused_location, location_names
+from xnpu.semantics.dtypes import numpy_dtype
+from xnpu.target.description import TargetDescription
+from xnpu.target.encoding import DMA_LAYOUTS, ELTWISE_OPS, POOL_KINDS
+from xnpu.transforms.compress_weights import COMPRESSED_REGIONS_ATTR
 
 RAW_ROW = 32768  # a RAW DMA moves d0 rows of d1 elements, both 16-bit fields
 BROADCASTS = {"none": 0, "channel": 1, "scalar": 2}
@@ -451,7 +451,6 @@ def lower_module(module: ModuleOp, target: TargetDescription) -> None:
     module.attributes["isa.activation_bytes"] = IntegerAttr(peak, i64)
     module.attributes["isa.layers"] = IntegerAttr(count, i64)
     if compressed is not None:
-        from xnpu.transforms.compress_weights import COMPRESSED_REGIONS_ATTR
 
         module.attributes[COMPRESSED_REGIONS_ATTR] = compressed
 

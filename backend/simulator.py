@@ -24,14 +24,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
-from xnpu.core.errors import XnpuError
-from xnpu.semantics import fixed_point as fp
 from xnpu.backend.binary import Binary, IoTensor
+from xnpu.backend.host import HostSegments
+from xnpu.core.errors import XnpuError
+from xnpu.interpreters.function import TensorSpec, bind_inputs
+from xnpu.semantics import convolution, units
+from xnpu.semantics import fixed_point as fp
 from xnpu.target.cost import conv_output_hw, decode_cycles, instruction_cycles
 from xnpu.target.description import TargetDescription, list_targets, load_target
-from xnpu.backend.host import HostSegments
 from xnpu.target.encoding import BROADCASTS, DMA_LAYOUTS, ELTWISE_OPS, POOL_KINDS, Instruction, decode_program
 
 # docs/isa.md section 1: a rescale record is uint16 M, int8 shift, one zero byte.
@@ -579,7 +580,7 @@ class Machine:
         dilations = (i["dilation_h"], i["dilation_w"])
         weights = self._conv_weights(i, depthwise)
         reduction = kh * kw * (1 if depthwise else c)
-        fp.conv_unit_nhwc(x, weights, self._requantization(i, reduction), strides, pads, dilations,
+        units.conv_unit_nhwc(x, weights, self._requantization(i, reduction), strides, pads, dilations,
                           out=self._output_map(i["out_addr"], oh, ow, o)[None])
 
     def _constant_origin(self, address: int, size: int) -> tuple | None:
@@ -590,8 +591,8 @@ class Machine:
                 return entry[1], address - start
         return None
 
-    def _requantization(self, i: Instruction, reduction: int) -> fp.Requantization:
-        """The CONV's bias and rescale records as fp.Requantization; once per binary when
+    def _requantization(self, i: Instruction, reduction: int) -> convolution.Requantization:
+        """The CONV's bias and rescale records as convolution.Requantization; once per binary when
         both came from the constant image."""
         o = i["out_c"]
         count = o if i["per_channel"] else 1
@@ -606,13 +607,13 @@ class Machine:
         bias = self._span(self._sram_array, "SRAM", i["bias_addr"], 4 * o).view("<i4") if i["bias"] else None
         multiplier, shift = self._rescale_records(i["rescale_addr"], count)
         low = 0 if i["relu"] else -fp.qmax(INT8_BITS)  # ReLU: R8's clamp to [0, 127] of the int8 result
-        prepared = fp.requantization(bias, reduction, multiplier, shift, low, fp.qmax(INT8_BITS))
+        prepared = convolution.requantization(bias, reduction, multiplier, shift, low, fp.qmax(INT8_BITS))
         if key is not None:
             self._prepared[key] = prepared
         return prepared
 
     def _conv_weights(self, i: Instruction, depthwise: bool):
-        """The CONV's weights: KH x KW x C int8 (depthwise), or fp.ExactWeights of the O x KH x
+        """The CONV's weights: KH x KW x C int8 (depthwise), or convolution.ExactWeights of the O x KH x
         KW x C block. Weights a LOAD brought from the constant image are prepared once per binary."""
         c, o, kh, kw, address = i["in_c"], i["out_c"], i["kernel_h"], i["kernel_w"], i["weight_addr"]
         if depthwise:
@@ -632,7 +633,7 @@ class Machine:
         weight = raw.reshape(cp, kh, kw)[:c].transpose(1, 2, 0) if depthwise else raw.reshape(op, kh, kw, ip)[:o, :, :, :c]
         if key is not None:
             weight = np.array(weight)  # a copy: what is kept must not follow later writes to this SRAM
-        prepared = weight if depthwise else fp.ExactWeights(weight)
+        prepared = weight if depthwise else convolution.ExactWeights(weight)
         if key is not None:
             self._prepared[key] = prepared
         return prepared
@@ -670,7 +671,7 @@ class Machine:
                 raise XnpuError("pre_shift must be 0 unless stage16 = 1")
             rescales = dict(a_multiplier=i["a_multiplier"], a_shift=i["a_shift"], b_multiplier=i["b_multiplier"],
                             b_shift=i["b_shift"], pre_shift=i["pre_shift"] if i["stage16"] else None)
-        y = fp.eltwise_unit(op, a, b, i["out_multiplier"], i["out_shift"], relu_flag=bool(i["relu"]), **rescales)
+        y = units.eltwise_unit(op, a, b, i["out_multiplier"], i["out_shift"], relu_flag=bool(i["relu"]), **rescales)
         self._write_feature_map(i["out_addr"], y)
 
     def _pool(self, i: Instruction) -> None:
@@ -700,7 +701,7 @@ class Machine:
                 multiplier, shift = self._rescale_records(i["rescale_addr"], out_hw[0] * out_hw[1])
             elif name == "avg":
                 fp.check_multiplier(multiplier, shift)
-        y = fp.pool_unit(name, x, kernel, strides, pads, out_hw, multiplier, shift)
+        y = units.pool_unit(name, x, kernel, strides, pads, out_hw, multiplier, shift)
         if name == "max" and y.size and y.min() < np.iinfo(np.int8).min:
             raise XnpuError("a max-pool window lies entirely in the padding")
         self._write_feature_map(i["out_addr"], y[0].transpose(1, 2, 0))
@@ -871,7 +872,6 @@ def simulate(
     trace: Trace | None = None,
 ) -> BinaryRun:
     """Quantize float inputs (R4, io scales), run every sample, dequantize the outputs."""
-    from xnpu.interpreters.function import TensorSpec, bind_inputs
 
     target = load_target(target) if isinstance(target, str) else target
     for tensor in binary.io:

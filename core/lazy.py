@@ -23,6 +23,14 @@ class LazyModule(types.ModuleType):
 numpy = LazyModule("numpy")
 
 
+def load(reference: str):
+    """The object a `package.module:name` reference names, its module imported now. Registries
+    (passes, dialects) list their entries by reference, as Python's entry points do, so that
+    listing them imports nothing."""
+    module, _, name = reference.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 class _PackageRunOnFirstUse(types.ModuleType):
     """A package whose `__init__` runs at the first read of a name it defines."""
 

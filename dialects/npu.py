@@ -65,7 +65,6 @@ from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from xnpu.dialects.shapes import (
-    broadcast_shapes,
     conv_output_shape,
     conv_properties,
     expect_len,
@@ -80,7 +79,7 @@ from xnpu.dialects.shapes import (
     verify_window,
 )
 from xnpu.dialects.targeting import enclosing_target
-from xnpu.semantics import fixed_point
+from xnpu.semantics import fixed_point, units
 from xnpu.target import legality
 
 TARGET_ATTRIBUTE = "npu.target"
@@ -193,7 +192,7 @@ class UnitOp(NpuOp):
 
     def finish(self, y: np.ndarray) -> np.ndarray:
         """The clamp or table after the unit's int8 result (its relu flag is the unit's own)."""
-        return fixed_point.epilogue(y, self.clamp_bounds(), self.table_entries())
+        return units.epilogue(y, self.clamp_bounds(), self.table_entries())
 
 
 def epilogue_properties(relu: bool = False, clamp: Sequence[int] | None = None, table=None) -> dict[str, Attribute]:
@@ -218,7 +217,7 @@ class ConvOp(UnitOp):
     layer of an N x K matrix by an M x K weight, with an optional int32 bias, exact int32
     accumulation and a rescale to int8 (one pair, or one per output channel).
 
-    `fixed_point.conv_unit` / `gemm_unit`, then the epilogue.
+    `units.conv_unit` / `gemm_unit`, then the epilogue.
     """
 
     name = "npu.conv"
@@ -301,9 +300,9 @@ class ConvOp(UnitOp):
         m, s = ints(self.multiplier), ints(self.shift)
         relu = self.relu is not None
         if self.is_gemm:
-            y = fixed_point.gemm_unit(x, weight, bias, m, s, relu)
+            y = units.gemm_unit(x, weight, bias, m, s, relu)
         else:
-            y = fixed_point.conv_unit(x, weight, bias, ints(self.strides), ints(self.pads), ints(self.dilations),
+            y = units.conv_unit(x, weight, bias, ints(self.strides), ints(self.pads), ints(self.dilations),
                                       self.group.value.data, m, s, relu)
         return self.finish(y)
 
@@ -315,7 +314,7 @@ class EltwiseOp(UnitOp):
     int16 product, then the output rescale). The first operand has the result's shape; the
     second the same shape, one value per channel, or one value.
 
-    `fixed_point.eltwise_unit`, then the epilogue.
+    `units.eltwise_unit`, then the epilogue.
     """
 
     name = "npu.eltwise"
@@ -392,7 +391,7 @@ class EltwiseOp(UnitOp):
         pre = None if self.pre_shift is None else self.pre_shift.value.data
         rescales = {} if self.kind == "mul" else dict(zip(("a_multiplier", "a_shift", "b_multiplier", "b_shift"),
                                                           self.input_rescales()))
-        y = fixed_point.eltwise_unit(self.kind, a, b, self.multiplier.value.data, self.shift.value.data,
+        y = units.eltwise_unit(self.kind, a, b, self.multiplier.value.data, self.shift.value.data,
                                      pre_shift=pre, relu_flag=self.relu is not None, **rescales)
         return self.finish(y)
 
@@ -402,7 +401,7 @@ class PoolOp(UnitOp):
     """POOL: `max` over windows (no rescale), `avg` (window sums times one (multiplier, shift)
     or one per output position) or `global_avg` (the sum over H x W, one pair).
 
-    `fixed_point.pool_unit`, then the epilogue.
+    `units.pool_unit`, then the epilogue.
     """
 
     name = "npu.pool"
@@ -480,10 +479,10 @@ class PoolOp(UnitOp):
 
     def compute(self, x) -> np.ndarray:
         kernel, strides, pads = ((), (), ()) if self.pool_kind == "global_avg" else self.window()
-        y = fixed_point.pool_unit(self.pool_kind, x, kernel, strides, pads, self.out_hw(),
+        y = units.pool_unit(self.pool_kind, x, kernel, strides, pads, self.out_hw(),
                                   ints(self.multiplier), ints(self.shift))
         # POOL has no relu flag: a relu here runs in the epilogue (one CLAMP or TABLE with the rest)
-        return self.finish(fixed_point.relu(y) if self.relu is not None else y)
+        return self.finish(units.relu(y) if self.relu is not None else y)
 
 
 @irdl_op_definition

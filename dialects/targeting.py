@@ -13,12 +13,11 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import VerifyException
 
 from xnpu.core.errors import XnpuError
+from xnpu.target.description import load_target
 
 
 @functools.lru_cache(maxsize=16)
 def cached_target(name: str):
-    from xnpu.target.description import load_target
-
     return load_target(name)
 
 

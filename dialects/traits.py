@@ -15,7 +15,7 @@ names of its own. xnpu's dialects attach these:
   supported-operators report all ask this one answer.
 
 The float semantics of a pointwise nn op is its `function` (nn.PointwiseOp); the integer
-semantics of every fixed and npu op is a function of semantics/fixed_point.py named in its
+semantics of every fixed and npu op is a function of the semantics package (semantics/) named in its
 docstring.
 """
 

@@ -12,10 +12,25 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from xnpu.ir.context import make_context
+from xnpu.backend.emit import emit_binary
+from xnpu.backend.npu_allocate import NpuAllocatePass
+from xnpu.backend.npu_assign_layout import NpuAssignLayoutPass
+from xnpu.backend.npu_tile import NpuTilePass
+from xnpu.backend.npu_to_isa import LowerNpuToIsaPass
 from xnpu.core.errors import XnpuError
+from xnpu.frontend.onnx_import import import_onnx
+from xnpu.ir.context import make_context
 from xnpu.ir.io import verify_module
-
+from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
+from xnpu.lowering.fixed_to_tosa import ConvertFixedToTosaPass
+from xnpu.lowering.legalize import LegalizePass
+from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass, LowerNNToFixedPass
+from xnpu.target.description import load_target
+from xnpu.transforms.calibrate import calibrate
+from xnpu.transforms.compress_weights import DEFAULT_MIN_ELEMENTS, CompressWeightsPass
+from xnpu.transforms.fold_batch_norm import FoldBatchNormPass
+from xnpu.transforms.fuse_activations import FuseActivationsPass
+from xnpu.transforms.remove_noop import RemoveNoOpPass
 
 AfterPass = Callable[[str, ModuleOp], None]
 
@@ -32,9 +47,6 @@ def _apply(module: ModuleOp, step: ModulePass, notify: AfterPass) -> None:
 def float_cleanup(module: ModuleOp, after_pass: AfterPass = _ignore) -> ModuleOp:
     """The float-level passes every compile starts with (batch norm folded into convs, no-ops gone,
     spelled-out activations fused)."""
-    from xnpu.transforms.fold_batch_norm import FoldBatchNormPass
-    from xnpu.transforms.fuse_activations import FuseActivationsPass
-    from xnpu.transforms.remove_noop import RemoveNoOpPass
 
     for step in (FoldBatchNormPass(), RemoveNoOpPass(), FuseActivationsPass()):
         _apply(module, step, after_pass)
@@ -66,8 +78,6 @@ def quantize(
     other `compress_*` options default to the pass's (step fitted per layer, layers under
     1000 weights left int8).
     """
-    from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass, LowerNNToFixedPass
-    from xnpu.transforms.calibrate import calibrate
 
     verify_module(module)  # what op verifiers leave out (tensor sizes, dominance) before anything runs
     float_cleanup(module, after_pass)
@@ -75,7 +85,6 @@ def quantize(
               **calibration_options)
     after_pass("calibrate", module)
     if compress_bits is not None:
-        from xnpu.transforms.compress_weights import DEFAULT_MIN_ELEMENTS, CompressWeightsPass
 
         min_elements = DEFAULT_MIN_ELEMENTS if compress_min_elements is None else compress_min_elements
         _apply(module, CompressWeightsPass(bits=compress_bits, step=compress_step, method=compress_method,
@@ -88,10 +97,6 @@ def quantize(
 
 def below_npu(target: str) -> list[ModulePass]:
     """The passes from the npu level to the isa program, one per job (docs/npu.md, "Below npu")."""
-    from xnpu.backend.npu_to_isa import LowerNpuToIsaPass
-    from xnpu.backend.npu_allocate import NpuAllocatePass
-    from xnpu.backend.npu_assign_layout import NpuAssignLayoutPass
-    from xnpu.backend.npu_tile import NpuTilePass
 
     return [NpuAssignLayoutPass(target=target), NpuTilePass(target=target), NpuAllocatePass(target=target),
             LowerNpuToIsaPass(target=target)]
@@ -108,7 +113,6 @@ def lower_to_isa(module: ModuleOp, target: str = "xnpu_default", after_pass: Aft
     """Lower a fixed module (changed in place) to an `isa` program for `target` (a name or a TOML
     path): lower-fixed-to-npu, npu-assign-layout, npu-tile, npu-allocate, lower-npu-to-isa.
     What the target cannot run goes to host segments (`host_fallback`), or is an error."""
-    from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
 
     _verified(module, [LowerFixedToNpuPass(target=str(target), host_fallback=host_fallback),
                        *below_npu(str(target))], after_pass)
@@ -124,7 +128,6 @@ def load_model(model, input_shapes: Mapping[str, Sequence[int]] | None = None) -
         if input_shapes:
             raise XnpuError("input_shapes applies to ONNX models only (IR has static shapes)")
         return model
-    from xnpu.frontend.onnx_import import import_onnx
 
     return import_onnx(model, input_shapes=input_shapes)
 
@@ -156,10 +159,6 @@ def compile(
     SYNC hand-offs; `xnpu.placement_of(result)` says where each op runs); False makes any
     such op one error.
     """
-    from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
-    from xnpu.lowering.legalize import LegalizePass
-    from xnpu.target.description import load_target
-    from xnpu.backend.emit import emit_binary
 
     if stop_at not in LEVELS:
         raise XnpuError(f"unknown level '{stop_at}' (levels: {', '.join(LEVELS)})")
@@ -175,7 +174,6 @@ def compile(
     if stop_at == "fixed":
         return module
     if stop_at == "tosa":
-        from xnpu.lowering.fixed_to_tosa import ConvertFixedToTosaPass
 
         _apply(module, ConvertFixedToTosaPass(), notify)
         return module

@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
+from xnpu.backend.binary import Binary
+from xnpu.backend.emit import emit_binary, target_name_for
+from xnpu.backend.host import segment_function
 from xnpu.core.errors import XnpuError
+from xnpu.dialects import isa, npu
+from xnpu.dialects.npu import HOST_REASON
+from xnpu.interpreters.function import entry_function
+from xnpu.ir.locations import location_names
 
 
 @dataclass(frozen=True)
@@ -51,9 +58,6 @@ class Placement:
 
 
 def _host_ops(segment: int, ops) -> list[HostPlacement]:
-    from xnpu.dialects.npu import HOST_REASON
-    from xnpu.ir.locations import location_names
-
     found = []
     for op in ops:
         reason = op.attributes.get(HOST_REASON)
@@ -67,10 +71,6 @@ def _add_nodes(nodes: list[str], names) -> None:
 
 
 def _of_npu(module: ModuleOp, target: str) -> Placement:
-    from xnpu.dialects import npu
-    from xnpu.interpreters.function import entry_function
-    from xnpu.ir.locations import location_names
-
     placement = Placement(target)
     for op in entry_function(module).body.block.ops:
         if isinstance(op, npu.HostOp):
@@ -82,8 +82,6 @@ def _of_npu(module: ModuleOp, target: str) -> Placement:
 
 
 def _of_binary(binary, target: str) -> Placement:
-    from xnpu.backend.host import segment_function
-
     placement = Placement(target)
     handoffs = {segment.token for segment in binary.host_segments}
     for index, instruction in enumerate(binary.instructions):
@@ -98,9 +96,6 @@ def _of_binary(binary, target: str) -> Placement:
 
 def placement_of(result: ModuleOp | object) -> Placement:
     """The placement of a compiled model: an npu or isa module, or a Binary."""
-    from xnpu.dialects import isa, npu
-    from xnpu.backend.binary import Binary
-    from xnpu.backend.emit import emit_binary, target_name_for
 
     if isinstance(result, Binary):
         return _of_binary(result, target_name_for(result))

@@ -25,7 +25,6 @@ discarded by the relu anyway, but they count as saturation and error of the conv
 
 from __future__ import annotations
 
-import colorsys
 import csv
 import io
 import json
@@ -43,37 +42,23 @@ from xdsl.dialects.builtin import FusedLoc, IntegerType, ModuleOp, NameLoc, Tens
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.printer import Printer
 
-from xnpu.dialects import fixed, nn
 from xnpu.core.errors import XnpuError
 from xnpu.core.files import write_atomically
-from xnpu.interpreters.function import CompiledFunction, batches, bind_inputs, default_batch, entry_function, signature
+from xnpu.dialects import fixed, nn
+from xnpu.driver.layer_stats import INPUT_PREFIX, LayerStats, db_text, sqnr_colour, worst_layer
+from xnpu.driver.pipeline import float_cleanup
+from xnpu.driver.report_html import report_html
+from xnpu.interpreters.function import (
+    CompiledFunction,
+    batches,
+    bind_inputs,
+    default_batch,
+    entry_function,
+    signature,
+    value_names,
+)
 
 REPORT_FILES = ("report.txt", "report.csv", "report.json", "report.html", "report.dot", "report.svg")
-GOOD_SQNR_DB = 40.0  # green at and above
-BAD_SQNR_DB = 10.0  # red at and below
-INPUT_PREFIX = "input:"  # graph inputs in LayerStats.inputs, apart from layer names
-
-
-@dataclass
-class LayerStats:
-    name: str  # the location: ONNX node name(s)
-    op: str  # the float op, without the dialect prefix
-    scale: float | list[float]  # the int8 output's scale (one per channel where per-channel)
-    bits: int  # width of the integer output
-    samples: int
-    elements: int  # per sample
-    cosine: float
-    sqnr_db: float
-    max_error_lsb: float
-    saturated: float  # fraction of float values beyond the int range
-    inputs: list[str] = field(default_factory=list)  # producer layers (or INPUT_PREFIX + graph input)
-    runs_on: str = "accelerator"  # where placement puts the layer: "accelerator" or "host"
-
-    @property
-    def scale_text(self) -> str:
-        if isinstance(self.scale, list):
-            return f"{min(self.scale):.4g}..{max(self.scale):.4g}" if len(self.scale) > 1 else f"{self.scale[0]:.4g}"
-        return f"{self.scale:.4g}"
 
 
 # --------------------------------------------------------------------------------------
@@ -129,10 +114,8 @@ def _producers(value: SSAValue, own: Attribute, layer_of: Mapping[Attribute, _La
 
 
 def _argument_name(argument: BlockArgument) -> str:
-    from xnpu.interpreters.function import _names  # the runner's rule for naming inputs
-
     function = argument.block.parent_op()
-    return _names(function.arg_attrs, len(argument.block.args), "input")[argument.index]
+    return value_names(function.arg_attrs, len(argument.block.args), "input")[argument.index]
 
 
 def match_layers(float_module: ModuleOp, fixed_module: ModuleOp) -> tuple[list[_Layer], list[str]]:
@@ -250,7 +233,6 @@ def layer_report(
     the quantizer starts with (batch norm folding, no-op removal) is applied to a copy so
     the locations of the two modules match. `samples` limits the run to the first N.
     """
-    from xnpu.driver.pipeline import float_cleanup
     from tqdm import tqdm
 
 
@@ -321,14 +303,6 @@ def layer_report(
     return stats
 
 
-def worst_layer(stats: list[LayerStats]) -> LayerStats | None:
-    """The layer with the lowest SQNR (the lowest cosine among equals); the earliest on ties."""
-    candidates = [s for s in stats if not math.isnan(s.sqnr_db)]
-    if not candidates:
-        return None
-    return min(candidates, key=lambda s: (s.sqnr_db, s.cosine))
-
-
 # --------------------------------------------------------------------------------------
 # Writers
 # --------------------------------------------------------------------------------------
@@ -341,17 +315,7 @@ def _number(value: float) -> float | str:
     return value
 
 
-def db_text(value: float) -> str:
-    return f"{value:.2f}" if math.isfinite(value) else ("inf" if value > 0 else "-inf")
 
-
-def sqnr_colour(sqnr_db: float) -> str:
-    """Green at >= GOOD_SQNR_DB through yellow to red at <= BAD_SQNR_DB, as #rrggbb."""
-    if math.isnan(sqnr_db):
-        return "#cccccc"
-    position = min(max((sqnr_db - BAD_SQNR_DB) / (GOOD_SQNR_DB - BAD_SQNR_DB), 0.0), 1.0)
-    red, green, blue = colorsys.hsv_to_rgb(position / 3.0, 0.55, 1.0)  # hue 0 (red) .. 1/3 (green)
-    return "#{:02x}{:02x}{:02x}".format(round(red * 255), round(green * 255), round(blue * 255))
 
 
 TEXT_COLUMNS = ("layer", "op", "runs on", "scale", "cosine", "SQNR dB", "max err LSB", "saturated %")
@@ -477,8 +441,6 @@ def render_svg(dot_text: str) -> tuple[bytes | None, str | None]:
 
 def write_report(stats: list[LayerStats], directory: str | Path, title: str = "", notes: list[str] = ()) -> list[Path]:
     """Write report.{txt,csv,json,html,dot} (and .svg where Graphviz is installed) into `directory`."""
-    from xnpu.driver.report_html import report_html
-
     directory = Path(directory)
     try:
         directory.mkdir(parents=True, exist_ok=True)

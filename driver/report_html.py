@@ -2,7 +2,7 @@
 installed (no script, no network, no Graphviz).
 
 Three parts, all drawn here: the layer graph as SVG, each layer filled with the colour of its
-SQNR (quant_report.sqnr_colour: green >= 40 dB, red <= 10 dB), laid out in layers (a node's
+SQNR (layer_stats.sqnr_colour: green >= 40 dB, red <= 10 dB), laid out in layers (a node's
 row is the longest path from a graph input, rows ordered by the barycentre of their
 neighbours to cut crossings); a bar chart of SQNR per layer (SVG); and the table, with the
 column "runs on" (where placement puts the layer: the accelerator unless told otherwise).
@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from html import escape
 
-from xnpu.driver.quant_report import INPUT_PREFIX, LayerStats, db_text, sqnr_colour, worst_layer
+from xnpu.driver.layer_stats import INPUT_PREFIX, LayerStats, db_text, sqnr_colour, worst_layer
 
 NODE_WIDTH, NODE_HEIGHT, NODE_GAP, ROW_GAP, MARGIN = 168, 52, 24, 44, 20
 PLACEHOLDER_WIDTH = 12  # the slot an edge takes in a row it passes through

@@ -11,7 +11,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from xnpu.backend.binary import Binary
+from xnpu.backend.simulator import run_binary
+from xnpu.driver.tosa_export import IreeProgram
 from xnpu.interpreters.function import TensorSpec, entry_function, run_function, signature
+from xnpu.ir.io import print_ir
 
 __all__ = ["TensorSpec", "run", "signature"]
 
@@ -24,10 +28,8 @@ def run(module, inputs: np.ndarray | Mapping[str, np.ndarray], batch: int | None
     function keeps samples apart along axis 0 (xnpu.interpreters.batching), else one at a time.
     A Binary runs on the simulator of the target it was compiled for.
     """
-    from xnpu.backend.binary import Binary
 
     if isinstance(module, Binary):
-        from xnpu.backend.simulator import run_binary
 
         return run_binary(module, inputs)
     return run_function(module, inputs, batch, call_for=_iree_call if _is_tosa(module) else None)
@@ -39,8 +41,6 @@ def _is_tosa(module) -> bool:
 
 def _iree_call(module):
     """The TOSA export runs on IREE (docs/tosa.md)."""
-    from xnpu.driver.tosa_export import IreeProgram
-    from xnpu.ir.io import print_ir
 
     program = IreeProgram(print_ir(module, generic=True), entry_function(module).sym_name.data)
     return lambda args: tuple(program(*args))

@@ -13,14 +13,14 @@ from __future__ import annotations
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from xnpu.ir.context import make_context
 from xnpu.core.errors import XnpuError
+from xnpu.ir.context import make_context
 from xnpu.ir.io import print_ir
+from xnpu.lowering.fixed_to_tosa import ConvertFixedToTosaPass
 
 
 def to_tosa(module: ModuleOp) -> str:
     """`convert-fixed-to-tosa` on `module` (changed in place), printed in MLIR's generic form."""
-    from xnpu.lowering.fixed_to_tosa import ConvertFixedToTosaPass
 
     ConvertFixedToTosaPass().apply(make_context(), module)
     return print_ir(module, generic=True)

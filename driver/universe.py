@@ -7,7 +7,7 @@ always agree on what exists.
 
 from xdsl.universe import Universe
 
-from xnpu.ir.context import XNPU_DIALECTS
 from xnpu.driver.registry import all_passes
+from xnpu.ir.context import XNPU_DIALECTS
 
 XNPU_UNIVERSE = Universe(all_dialects=dict(XNPU_DIALECTS), all_passes=all_passes())

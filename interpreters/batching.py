@@ -22,6 +22,7 @@ from xdsl.ir import Operation, SSAValue
 
 from xnpu.dialects.traits import SampleBatching, carries_samples
 
+
 def _keeps_samples(op: Operation, batched: Sequence[bool]) -> bool:
     """The op's own answer (its SampleBatching trait, dialects/traits.py); an op without one
     is not known to keep samples apart."""

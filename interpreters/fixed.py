@@ -12,10 +12,11 @@ from typing import Any
 import numpy as np
 from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 
-from xnpu.interpreters.batching import batch_shape
 from xnpu.dialects import fixed
 from xnpu.dialects.nn import ints
 from xnpu.interpreters import ConstantCache
+from xnpu.interpreters.batching import batch_shape
+from xnpu.semantics import convolution, windows
 from xnpu.semantics import fixed_point as fp
 
 
@@ -74,7 +75,7 @@ class FixedFunctions(InterpreterFunctions):
     @impl(fixed.Conv2dOp)
     def run_conv2d(self, interpreter: Interpreter, op: fixed.Conv2dOp, args: tuple[Any, ...]):
         bias = args[2] if op.bias is not None else None
-        values = fp.conv2d_int(
+        values = convolution.conv2d_int(
             args[0], args[1], bias, ints(op.strides), ints(op.pads), ints(op.dilations), op.group.value.data, _bits(op)
         )
         return (_store(op, values),)
@@ -82,7 +83,7 @@ class FixedFunctions(InterpreterFunctions):
     @impl(fixed.ConvTranspose2dOp)
     def run_conv_transpose2d(self, interpreter: Interpreter, op: fixed.ConvTranspose2dOp, args: tuple[Any, ...]):
         bias = args[2] if op.bias is not None else None
-        values = fp.conv_transpose2d_int(
+        values = convolution.conv_transpose2d_int(
             args[0], args[1], bias, ints(op.strides), ints(op.pads), ints(op.dilations), ints(op.output_padding),
             op.group.value.data, _bits(op),
         )
@@ -91,18 +92,18 @@ class FixedFunctions(InterpreterFunctions):
     @impl(fixed.GemmOp)
     def run_gemm(self, interpreter: Interpreter, op: fixed.GemmOp, args: tuple[Any, ...]):
         bias = args[2] if op.bias is not None else None
-        return (_store(op, fp.gemm_int(args[0], args[1], bias, bool(op.trans_b.value.data), _bits(op))),)
+        return (_store(op, convolution.gemm_int(args[0], args[1], bias, bool(op.trans_b.value.data), _bits(op))),)
 
     @impl(fixed.MaxPoolOp)
     def run_max_pool(self, interpreter: Interpreter, op: fixed.MaxPoolOp, args: tuple[Any, ...]):
-        values = fp.max_pool_int(
+        values = windows.max_pool_int(
             args[0], ints(op.kernel_shape), ints(op.strides), ints(op.pads), op.pool_dilations(), op.out_hw()
         )
         return (_store(op, values),)
 
     @impl(fixed.AvgPoolOp)
     def run_avg_pool(self, interpreter: Interpreter, op: fixed.AvgPoolOp, args: tuple[Any, ...]):
-        values = fp.avg_pool_int(
+        values = windows.avg_pool_int(
             args[0], ints(op.kernel_shape), ints(op.strides), ints(op.pads), op.out_hw(),
             ints(op.multiplier), ints(op.shift), _bits(op),
         )
@@ -110,7 +111,7 @@ class FixedFunctions(InterpreterFunctions):
 
     @impl(fixed.GlobalAvgPoolOp)
     def run_global_avg_pool(self, interpreter: Interpreter, op: fixed.GlobalAvgPoolOp, args: tuple[Any, ...]):
-        return (_store(op, fp.saturate(fp.global_avg_pool_sum_int(args[0]), _bits(op))),)
+        return (_store(op, fp.saturate(windows.global_avg_pool_sum_int(args[0]), _bits(op))),)
 
     @impl(fixed.TableOp)
     def run_table(self, interpreter: Interpreter, op: fixed.TableOp, args: tuple[Any, ...]):
@@ -138,4 +139,4 @@ class FixedFunctions(InterpreterFunctions):
 
     @impl(fixed.ResizeLinearOp)
     def run_resize_linear(self, interpreter: Interpreter, op: fixed.ResizeLinearOp, args: tuple[Any, ...]):
-        return (_store(op, fp.saturate(fp.resize_linear_sum(args[0], *op.taps()), _bits(op))),)
+        return (_store(op, fp.saturate(windows.resize_linear_sum(args[0], *op.taps()), _bits(op))),)

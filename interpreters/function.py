@@ -22,6 +22,12 @@ from xdsl.interpreter import Interpreter
 from xdsl.ir import SSAValue
 
 from xnpu.core.errors import XnpuError
+from xnpu.core.lazy import defer_package_init
+from xnpu.interpreters.batching import runs_batched
+from xnpu.interpreters.fixed import FixedFunctions
+from xnpu.interpreters.nn import NNFunctions
+from xnpu.interpreters.npu import NpuFunctions
+from xnpu.semantics.dtypes import numpy_dtype
 
 NAME_ATTR = "nn.name"
 
@@ -46,7 +52,7 @@ def entry_function(module: ModuleOp) -> func.FuncOp:
     raise XnpuError("the module has no func.func @main to run")
 
 
-def _names(attrs: ArrayAttr[DictionaryAttr] | None, count: int, prefix: str) -> list[str]:
+def value_names(attrs: ArrayAttr[DictionaryAttr] | None, count: int, prefix: str) -> list[str]:
     names = []
     for index in range(count):
         name = None
@@ -61,7 +67,6 @@ def _names(attrs: ArrayAttr[DictionaryAttr] | None, count: int, prefix: str) -> 
 def _spec(name: str, type_) -> TensorSpec:
     if not isinstance(type_, TensorType):
         raise XnpuError(f"'{name}' has type {type_}; only tensors can be passed in or out")
-    from xnpu.semantics.dtypes import numpy_dtype
 
     return TensorSpec(name, tuple(type_.get_shape()), numpy_dtype(type_.get_element_type()))
 
@@ -70,8 +75,8 @@ def signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
     function = entry_function(module)
     inputs = function.function_type.inputs.data
     outputs = function.function_type.outputs.data
-    input_names = _names(function.arg_attrs, len(inputs), "input")
-    output_names = _names(function.res_attrs, len(outputs), "output")
+    input_names = value_names(function.arg_attrs, len(inputs), "input")
+    output_names = value_names(function.res_attrs, len(outputs), "output")
     return (
         [_spec(n, t) for n, t in zip(input_names, inputs)],
         [_spec(n, t) for n, t in zip(output_names, outputs)],
@@ -81,9 +86,6 @@ def signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
 def interpreter_functions():
     """The interpreter functions of xnpu's dialects (xDSL's `func` is only needed by its own
     Interpreter, and importing xdsl.interpreters loads every xDSL interpreter: seconds)."""
-    from xnpu.interpreters.fixed import FixedFunctions
-    from xnpu.interpreters.nn import NNFunctions
-    from xnpu.interpreters.npu import NpuFunctions
 
     return [NNFunctions(), FixedFunctions(), NpuFunctions()]
 
@@ -149,8 +151,6 @@ class CompiledFunction:
         pass
 
     def __init__(self, module: ModuleOp, listeners=()) -> None:
-        from xnpu.interpreters.batching import runs_batched
-
         self.function = entry_function(module)
         self.listeners = tuple(listeners)
         block = self.function.body.blocks.first
@@ -221,7 +221,6 @@ class CompiledFunction:
 def _value_bytes(value: SSAValue) -> int:
     if not isinstance(value.type, TensorType):
         return 0
-    from xnpu.semantics.dtypes import numpy_dtype
 
     return math.prod(value.type.get_shape()) * numpy_dtype(value.type.get_element_type()).itemsize
 
@@ -281,7 +280,6 @@ def run_function(module: ModuleOp, inputs: np.ndarray | Mapping[str, np.ndarray]
 
 def xdsl_interpreter_call(module: ModuleOp):
     """xDSL's Interpreter on the entry function (for functions CompiledFunction cannot take)."""
-    from xnpu.core.lazy import defer_package_init
 
     defer_package_init("xdsl.interpreters")
     from xdsl.interpreters.func import FuncFunctions

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 
-from xnpu.interpreters.batching import batch_shape
 from xnpu.dialects import nn
 from xnpu.interpreters import ConstantCache
+from xnpu.interpreters.batching import batch_shape
 from xnpu.semantics import float_ops
 
 

@@ -5,57 +5,28 @@ parsing a file of float ops never imports the fixed or isa dialects (nor numpy),
 tools start fast however many dialects are added.
 """
 
+import functools
 from collections.abc import Callable
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin
 from xdsl.ir import Dialect
 
-
-def _nn() -> Dialect:
-    from xnpu.dialects.nn import NN
-
-    return NN
-
-
-def _fixed() -> Dialect:
-    from xnpu.dialects.fixed import FIXED
-
-    return FIXED
-
-
-def _npu() -> Dialect:
-    from xnpu.dialects.npu import NPU
-
-    return NPU
-
-
-def _isa() -> Dialect:
-    from xnpu.dialects.isa import ISA
-
-    return ISA
-
-
-def _tosa() -> Dialect:
-    # the export's dialect (dialects/tosa.py): xnpu's context only, xdsl-opt has its own `tosa`
-    from xnpu.dialects.tosa import TOSA
-
-    return TOSA
-
-
-def _func() -> Dialect:
-    from xdsl.dialects.func import Func
-
-    return Func
-
+from xnpu.core.lazy import load
 
 # Every dialect xnpu defines, by name, in pipeline order (float graph first).
-XNPU_DIALECTS: dict[str, Callable[[], Dialect]] = {"nn": _nn, "fixed": _fixed, "npu": _npu, "isa": _isa}
+XNPU_DIALECTS: dict[str, Callable[[], Dialect]] = {
+    name: functools.partial(load, reference)
+    for name, reference in (("nn", "xnpu.dialects.nn:NN"), ("fixed", "xnpu.dialects.fixed:FIXED"),
+                            ("npu", "xnpu.dialects.npu:NPU"), ("isa", "xnpu.dialects.isa:ISA"))
+}
+# the export's dialect (dialects/tosa.py): xnpu's context only, xdsl-opt has its own `tosa`
+_OTHERS = {"func": functools.partial(load, "xdsl.dialects.func:Func"), "tosa": functools.partial(load, "xnpu.dialects.tosa:TOSA")}
 
 
 def make_context() -> Context:
     ctx = Context()
     ctx.load_dialect(Builtin)
-    for name, load in {"func": _func, **XNPU_DIALECTS, "tosa": _tosa}.items():
-        ctx.register_dialect(name, load)
+    for name, loader in {"func": _OTHERS["func"], **XNPU_DIALECTS, "tosa": _OTHERS["tosa"]}.items():
+        ctx.register_dialect(name, loader)
     return ctx

@@ -24,9 +24,9 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
 
-from xnpu.ir.context import make_context
 from xnpu.core.errors import XnpuError, first_line
 from xnpu.core.files import read_input_file
+from xnpu.ir.context import make_context
 
 
 def parse_error_line(error: ParseError) -> str:

@@ -30,9 +30,9 @@ from xdsl.dialects.builtin import DenseArrayBase, FunctionType, IntegerAttr, Mod
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from xnpu.core.errors import XnpuError
 from xnpu.dialects import fixed, nn, tosa
 from xnpu.dialects.shapes import ints, shape_of
-from xnpu.core.errors import XnpuError
 from xnpu.ir.io import describe_op
 from xnpu.lowering import tosa_build as tb
 from xnpu.semantics import fixed_point as fp

@@ -39,10 +39,10 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from xnpu.core.errors import XnpuError
 from xnpu.dialects import tosa
 from xnpu.dialects.fixed import dense_from_ints
 from xnpu.dialects.shapes import broadcast_shapes, shape_of
-from xnpu.core.errors import XnpuError
 from xnpu.semantics import fixed_point as fp
 
 INT32_MAX = (1 << 31) - 1

@@ -22,6 +22,9 @@ from pathlib import Path
 
 import xdsl
 
+from xnpu.core.errors import XnpuError
+from xnpu.core.files import write_atomically
+
 FORMAT = 1  # raise when what is pickled (pdl/patterns.py: Pattern) changes shape
 
 
@@ -75,8 +78,6 @@ def load(path: Path, text: str) -> object | None:
 
 def store(path: Path, text: str, value: object) -> None:
     """Keep `value` (the parse of `text`) for `path` in the first place that can be written."""
-    from xnpu.core.errors import XnpuError
-    from xnpu.core.files import write_atomically
 
     if sys.dont_write_bytecode:
         return

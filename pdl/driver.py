@@ -42,15 +42,15 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 from xdsl.traits import Commutative, ConstantLike
 from xdsl.utils.exceptions import InterpretationError, VerifyException
 
-from xnpu.ir.context import make_context
 from xnpu.core.errors import XnpuError
 from xnpu.core.lazy import defer_package_init
+from xnpu.ir.context import make_context
 
 defer_package_init("xdsl.interpreters")  # the PDL interpreter only, not every xDSL interpreter
 from xdsl.interpreters.pdl import PDLMatcher, PDLRewriteFunctions  # noqa: E402
-from xnpu.pdl.patterns import NATIVE_CONSTRAINTS, NATIVE_REWRITES, Pattern, PatternContext
-from xnpu.transforms.constants import fused_location
 
+from xnpu.ir.locations import fused_location
+from xnpu.pdl.patterns import NATIVE_CONSTRAINTS, NATIVE_REWRITES, Pattern, PatternContext
 
 # --------------------------------------------------------------------------------------
 # Matching

@@ -28,7 +28,6 @@ from xnpu.core.errors import XnpuError
 from xnpu.pdl import cache as pdl_cache
 from xnpu.target.description import TargetDescription
 
-
 # --------------------------------------------------------------------------------------
 # Native function registries
 # --------------------------------------------------------------------------------------

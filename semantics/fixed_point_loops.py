@@ -1,6 +1,6 @@
-"""The loops of fixed_point.py that numpy cannot run at memory speed, compiled by numba.
+"""The loops of the integer semantics that numpy cannot run at memory speed, compiled by numba.
 
-Only `fixed_point` imports this module (lazily: numba costs ~0.3 s to import, paid by the
+Only `convolution.compiled_loops` imports this module (lazily: numba costs ~0.3 s to import, paid by the
 processes that run a convolution or an ELTWISE at an integer level). Each kernel is the rule its
 fixed_point caller cites, written as the loop the rule describes; they are the one
 implementation of that arithmetic, not a faster copy of a numpy one.

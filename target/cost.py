@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from xnpu.core.errors import XnpuError
 from xnpu.target.description import TargetDescription
-from xnpu.target.encoding import DMA_LAYOUTS, ELTWISE_OPS, POOL_KINDS, Instruction
+from xnpu.target.encoding import DMA_LAYOUTS, ELTWISE_OPS, POOL_KINDS, Instruction, make_instruction
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -89,7 +89,6 @@ def decode_cycles(decoded_bytes: int, bits: int, target: TargetDescription) -> i
 def depthwise_scale_cycles(target: TargetDescription, h: int, w: int, channels: int) -> int:
     """An H x W x C map times one value per channel on the CONV unit: the depthwise 1x1 CONV and
     the loads of its C kernels and its rescale record (the map's own DMA is the same either way)."""
-    from xnpu.target.encoding import make_instruction
 
     conv = make_instruction("CONV", depthwise=1, in_h=h, in_w=w, in_c=channels, out_c=channels, kernel_h=1, kernel_w=1,
                             stride_h=1, stride_w=1, dilation_h=1, dilation_w=1)
@@ -100,7 +99,6 @@ def depthwise_scale_cycles(target: TargetDescription, h: int, w: int, channels: 
 
 def eltwise_scale_cycles(target: TargetDescription, h: int, w: int, channels: int) -> int:
     """The same on the ELTWISE unit: the mul and the load of the C per-channel values."""
-    from xnpu.target.encoding import make_instruction
 
     mul = make_instruction("ELTWISE", op=ELTWISE_OPS["mul"], h=h, w=w, c=channels)
     values = make_instruction("LOAD", layout=DMA_LAYOUTS["NHWC"], d0=1, d1=1, d2=channels)

@@ -17,8 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from xnpu.core.errors import XnpuError
+from xnpu.core.files import read_input_file
+from xnpu.target.encoding import DMA_LAYOUTS, FORMATS, Instruction
+from xnpu.target.encoding import ELTWISE_OPS as ELTWISE_OP_CODES
+from xnpu.target.encoding import POOL_KINDS as POOL_KIND_CODES
 from xnpu.target.legality import conv_problem, eltwise_problem, pool_problem, unit_problem
-from xnpu.target.encoding import DMA_LAYOUTS, ELTWISE_OPS as ELTWISE_OP_CODES, FORMATS, POOL_KINDS as POOL_KIND_CODES, Instruction
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -331,7 +334,6 @@ def load_target(name_or_path: str | Path) -> TargetDescription:
         path = TARGET_DIR / f"{text}.toml"
         if not path.is_file():
             raise XnpuError(f"unknown target '{text}' (known: {', '.join(list_targets())})")
-    from xnpu.core.files import read_input_file
 
     raw = read_input_file(path)  # a regular file of bounded size: not a FIFO, not /dev/zero
     try:

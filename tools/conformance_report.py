@@ -27,7 +27,10 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+import xnpu
 from xnpu.core.errors import XnpuError
+from xnpu.core.files import write_atomically
+from xnpu.frontend.onnx_import import SUPPORTED_OPS, import_onnx
 
 DOC_PATH = Path(__file__).resolve().parents[1] / "docs" / "conformance.md"
 RTOL = 1e-4
@@ -111,9 +114,6 @@ def freeze_parameters(case) -> tuple[onnx.ModelProto, list[np.ndarray], list[str
 
 
 def run_case(case) -> Outcome:
-    import xnpu
-    from xnpu.frontend.onnx_import import import_onnx
-
     if len(case.data_sets) != 1:
         return Outcome(case.name, "unsupported", f"{len(case.data_sets)} data sets (the report handles one)")
     model, inputs, frozen = freeze_parameters(case)
@@ -149,8 +149,6 @@ def run_case(case) -> Outcome:
 
 
 def build_report(cases=None) -> Report:
-    from xnpu.frontend.onnx_import import SUPPORTED_OPS
-
     cases = collect_cases() if cases is None else cases
     report = Report(onnx.__version__, len(cases))
     for case in sorted(cases, key=lambda c: c.name):
@@ -160,8 +158,6 @@ def build_report(cases=None) -> Report:
 
 
 def markdown(report: Report) -> str:
-    from xnpu.frontend.onnx_import import SUPPORTED_OPS
-
     lines = [
         "# ONNX backend node conformance",
         "",
@@ -211,7 +207,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{args.output} is out of date; rerun without --check", file=sys.stderr)
             return 1
         return 0
-    from xnpu.core.files import write_atomically
 
     write_atomically(args.output, text)
     return 0

@@ -57,6 +57,16 @@ from pathlib import Path
 
 import numpy as np
 
+import xnpu
+import xnpu.backend.npu_to_isa  # noqa: F401
+import xnpu.backend.simulator  # noqa: F401
+import xnpu.driver.pipeline  # noqa: F401
+import xnpu.driver.runner  # noqa: F401
+import xnpu.frontend.onnx_import  # noqa: F401
+import xnpu.lowering.fixed_to_npu  # noqa: F401
+from xnpu.driver.pipeline import compile as compile_model
+from xnpu.tools import xnpu_compile, xnpu_objdump, xnpu_opt, xnpu_quantize, xnpu_run, xnpu_translate
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 CATEGORIES = ("ir-nn", "ir-fixed", "ir-npu", "ir-isa", "binary", "onnx", "numpy", "paths")
 CLEAN = ("ok", "error")
@@ -98,9 +108,6 @@ class Base:
 
     @staticmethod
     def build() -> Base:
-        import xnpu
-        from xnpu.driver.pipeline import compile as compile_model
-
         model = EXAMPLES / "tiny_cnn.onnx"
         calibration = np.load(EXAMPLES / "tiny_calib.npy")[:8]
         nn_module = xnpu.import_onnx(model)
@@ -521,13 +528,6 @@ def make_case(base: Base, seed: int, index: int) -> Case:
 
 def tool_mains() -> dict[str, Callable]:
     """Every tool's `main`, with the modules its work needs imported before the forks."""
-    import xnpu.frontend.onnx_import  # noqa: F401
-    import xnpu.lowering.fixed_to_npu  # noqa: F401
-    import xnpu.backend.npu_to_isa  # noqa: F401
-    import xnpu.driver.pipeline  # noqa: F401
-    import xnpu.driver.runner  # noqa: F401
-    import xnpu.backend.simulator  # noqa: F401
-    from xnpu.tools import xnpu_compile, xnpu_objdump, xnpu_opt, xnpu_quantize, xnpu_run, xnpu_translate
 
     return {"xnpu-compile": xnpu_compile.main, "xnpu-objdump": xnpu_objdump.main, "xnpu-opt": xnpu_opt.main,
             "xnpu-quantize": xnpu_quantize.main, "xnpu-run": xnpu_run.main, "xnpu-translate": xnpu_translate.main}

@@ -26,10 +26,16 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from xnpu.core.array_io import load_arrays
 from xnpu.core.errors import XnpuError
 from xnpu.driver.pipeline import LEVELS
+from xnpu.driver.pipeline import compile as compile_model
+from xnpu.driver.placement import placement_of
+from xnpu.ir.io import print_ir
+from xnpu.target.description import list_targets
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors, write_output
 from xnpu.tools.shape_option import add_input_shape_option, input_shapes
+from xnpu.tools.xnpu_quantize import write_layer_report
 
 PROG = "xnpu-compile"
 
@@ -72,8 +78,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _load_calibration(path: str, limit: int | None):
-    from xnpu.core.array_io import load_arrays
-
     data = load_arrays(path)
     if limit is not None:
         if limit < 1:
@@ -83,9 +87,6 @@ def _load_calibration(path: str, limit: int | None):
 
 
 def compile_main(args: argparse.Namespace) -> None:
-    from xnpu.ir.io import print_ir
-    from xnpu.driver.pipeline import compile as compile_model
-
     if args.model is None:
         raise XnpuError("no model given (xnpu-compile model.onnx --calibration calib.npy -o model.xnb)")
     inputs = (args.model, args.calibration, args.target)
@@ -119,13 +120,11 @@ def compile_main(args: argparse.Namespace) -> None:
     )
     placement = None
     if args.emit in ("npu", "isa", "bin"):
-        from xnpu.driver.placement import placement_of
 
         placement = placement_of(result)
         if placement.host and not args.quiet:  # all on the accelerator is the quiet normal case
             sys.stderr.write(placement.summary() + "\n")
     if args.report is not None:  # before the output: a failed report leaves no output behind
-        from xnpu.tools.xnpu_quantize import write_layer_report
 
         if "fold-quantize-pairs" not in report_modules:
             raise XnpuError("--report needs the int8 model: compile to --emit=fixed or below")
@@ -141,7 +140,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def action():
         if args.list_targets:
-            from xnpu.target.description import list_targets
 
             sys.stdout.write("".join(f"{name}\n" for name in list_targets()))
             return

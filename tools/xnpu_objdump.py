@@ -13,6 +13,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from xnpu.backend.binary import Binary
+from xnpu.backend.emit import disassemble
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors, write_output
 
 PROG = "xnpu-objdump"
@@ -27,11 +29,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def action():
-        from xnpu.backend.emit import disassemble
-
         inputs = (args.binary, args.target)
         check_output(args.output, inputs)
-        from xnpu.backend.binary import Binary
 
         text = disassemble(Binary.from_file(args.binary), args.target, constants=not args.no_constants)
         write_output(args.output, text, inputs)

@@ -20,9 +20,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import xnpu
 from xnpu.core.errors import XnpuError
+from xnpu.core.files import write_atomically
+from xnpu.driver.pipeline import float_cleanup
+from xnpu.driver.quant_report import layer_report, match_layers, write_report
+from xnpu.ir.io import load_ir, print_ir
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors
 from xnpu.tools.shape_option import add_input_shape_option, input_shapes
+from xnpu.transforms.calibrate import bind_archive, load_calibration_data
 
 PROG = "xnpu-quantize"
 METHODS = ("mse", "minmax", "percentile", "entropy")  # transforms/calibrate.py, default first
@@ -35,7 +41,6 @@ def load_model(path: Path, shapes: dict[str, tuple[int, ...]] | None = None):
 
         return import_onnx(path, input_shapes=shapes)
     if path.suffix == ".mlir":
-        from xnpu.ir.io import load_ir
 
         if shapes:
             raise XnpuError("--input-shape applies to ONNX models only (IR has static shapes)")
@@ -45,8 +50,6 @@ def load_model(path: Path, shapes: dict[str, tuple[int, ...]] | None = None):
 
 
 def load_calibration(path: Path, module):
-    from xnpu.transforms.calibrate import bind_archive, load_calibration_data
-
     data = load_calibration_data(path)
     return bind_archive(module, data) if isinstance(data, dict) else data
 
@@ -71,10 +74,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def quantize_file(args: argparse.Namespace) -> list[Path]:
-    import xnpu
-    from xnpu.core.files import write_atomically
-    from xnpu.ir.io import print_ir
-
     if args.report_samples is not None and args.report is None:
         raise XnpuError("--report-samples needs --report DIR")
     if args.report_samples is not None and args.report_samples < 1:
@@ -97,8 +96,6 @@ def quantize_file(args: argparse.Namespace) -> list[Path]:
 
 def write_layer_report(args: argparse.Namespace, float_module, fixed_module, calibration, placement=None) -> list[Path]:
     """The per-layer report; with a `placement` (xnpu-compile for a target) each layer says where it runs."""
-    from xnpu.driver.pipeline import float_cleanup
-    from xnpu.driver.quant_report import layer_report, match_layers, write_report
 
     stats = layer_report(float_module, fixed_module, calibration, samples=args.report_samples)
     if placement is not None:

@@ -21,11 +21,14 @@ from pathlib import Path
 
 import numpy as np
 
+from xnpu.backend.emit import emit_binary, module_target_of
+from xnpu.backend.simulator import BinaryModel
 from xnpu.core.array_io import load_arrays
 from xnpu.core.errors import XnpuError
 from xnpu.core.files import write_atomically
-from xnpu.ir.io import load_ir
+from xnpu.dialects import isa
 from xnpu.driver.runner import run
+from xnpu.ir.io import load_ir
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors
 
 PROG = "xnpu-run"
@@ -38,11 +41,8 @@ def load_ir_model(path: Path) -> ModelRunner:
     """IR of any level: nn, fixed and npu run through their interpreters; an isa program (a
     module naming its `isa.target`) is assembled and runs on the simulator, as its binary would."""
     module = load_ir(path)
-    from xnpu.dialects import isa
 
     if isa.TARGET_ATTRIBUTE in module.attributes:
-        from xnpu.backend.emit import emit_binary, module_target_of
-        from xnpu.backend.simulator import BinaryModel
 
         try:
             return BinaryModel(emit_binary(module), module_target_of(module))
@@ -53,7 +53,6 @@ def load_ir_model(path: Path) -> ModelRunner:
 
 def load_binary_model(path: Path) -> ModelRunner:
     # imported here so that running IR does not pay for the target package
-    from xnpu.backend.simulator import BinaryModel
 
     return BinaryModel.from_file(path)
 

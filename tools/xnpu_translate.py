@@ -16,8 +16,11 @@ import argparse
 import sys
 from collections.abc import Callable
 
+from xnpu.backend.binary import Binary
+from xnpu.backend.emit import disassemble as _disassemble
+from xnpu.backend.emit import emit_binary as _emit
 from xnpu.core.errors import XnpuError
-from xnpu.ir.io import print_ir
+from xnpu.ir.io import load_ir, print_ir
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors, write_output
 from xnpu.tools.shape_option import add_input_shape_option, input_shapes
 
@@ -31,16 +34,10 @@ def import_onnx(args: argparse.Namespace) -> str:
 
 
 def emit_binary(args: argparse.Namespace) -> bytes:
-    from xnpu.ir.io import load_ir
-    from xnpu.backend.emit import emit_binary as _emit
-
     return _emit(load_ir(args.input)).to_bytes()
 
 
 def disassemble(args: argparse.Namespace) -> str:
-    from xnpu.backend.binary import Binary
-    from xnpu.backend.emit import disassemble as _disassemble
-
     return _disassemble(Binary.from_file(args.input))
 
 

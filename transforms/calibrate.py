@@ -72,8 +72,9 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from xnpu.dialects import nn
+from xnpu.core.array_io import load_arrays
 from xnpu.core.errors import XnpuError
+from xnpu.dialects import nn
 from xnpu.interpreters.function import CompiledFunction, bind_inputs, default_batch, entry_function, signature
 from xnpu.semantics import float_ops
 
@@ -675,7 +676,6 @@ def calibrate(
 def load_calibration_data(path: str | Path) -> np.ndarray | dict[str, np.ndarray]:
     """An .npy array (memory-mapped, so samples are read as they run) or an .npz of named
     arrays, read by the loader every tool shares (xnpu.core.array_io)."""
-    from xnpu.core.array_io import load_arrays
 
     if not Path(path).exists():
         raise XnpuError(f"{path}: calibration data file not found")

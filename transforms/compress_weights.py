@@ -42,8 +42,11 @@ from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, DictionaryAttr, Int
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
-from xnpu.dialects import nn
 from xnpu.core.errors import XnpuError
+from xnpu.dialects import nn
+from xnpu.ir.io import describe_op
+from xnpu.ir.locations import location_names
+from xnpu.semantics import fixed_point
 
 METHODS = ("seed003", "frequency", "kmeans")
 MAX_BITS = 8
@@ -206,15 +209,12 @@ def per_tensor_scale(dictionary: np.ndarray) -> float:
 
 def int8_dictionary(dictionary: np.ndarray, scale: float) -> np.ndarray:
     """Each entry quantized exactly as lower-nn-to-fixed quantizes the (f32) weights: R4 at 8 bits."""
-    from xnpu.semantics import fixed_point
 
     entries = np.asarray(dictionary, dtype=np.float32).astype(np.float64)
     return fixed_point.quantize(entries / float(np.float32(scale)), 1.0, 8).astype(np.int8)
 
 
 def layer_names(op: Operation) -> tuple[str, ...]:
-    from xnpu.ir.locations import location_names
-
     return location_names(op.location)
 
 
@@ -325,7 +325,6 @@ def carry_codebook(layer: Operation, weight: Operation) -> None:
     entries = np.asarray(dictionary.get_values(), dtype=np.int64)
     codes = weight.to_numpy()
     if entries.size != 1 << bits.value.data or not np.isin(codes, entries).all():
-        from xnpu.ir.io import describe_op
 
         raise XnpuError(f"{describe_op(layer)}: its int8 weights are not its codebook; run compress-weights after calibrate")
     weight.attributes[FIXED_CODEBOOK_BITS_ATTR] = bits

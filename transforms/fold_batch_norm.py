@@ -23,10 +23,11 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from xnpu.dialects import nn
 from xnpu.core.errors import XnpuError
+from xnpu.dialects import nn
 from xnpu.ir.io import describe_op
-from xnpu.transforms.constants import constant_array, fused_location
+from xnpu.ir.locations import fused_location
+from xnpu.transforms.constants import constant_array
 
 
 class FoldBatchNormIntoConv(RewritePattern):

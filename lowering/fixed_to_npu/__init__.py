@@ -32,9 +32,9 @@ from xdsl.ir import BlockArgument, Operation
 from xdsl.passes import ModulePass
 from xdsl.transforms.dead_code_elimination import dce
 
+from xnpu.core.errors import XnpuError
 from xnpu.dialects import fixed, nn, npu
 from xnpu.dialects.traits import unit_form
-from xnpu.core.errors import XnpuError
 from xnpu.ir.io import describe_op
 from xnpu.lowering.fixed_to_npu.host import place_on_host, split_output_dequantizes
 from xnpu.lowering.fixed_to_npu.natives import pending

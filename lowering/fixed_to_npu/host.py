@@ -16,10 +16,8 @@ its use (a segment stands where its last op stood, its users after it).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from xnpu.dialects import fixed, nn, npu

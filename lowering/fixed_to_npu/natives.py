@@ -13,14 +13,15 @@ from xdsl.dialects.builtin import StringAttr, UnitAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
+import xnpu.lowering.common_natives  # noqa: F401  (single_use, is_i8)
 from xnpu.dialects import fixed, npu
 from xnpu.dialects.shapes import i64_array, i64_attr, ints, shape_of
 from xnpu.dialects.traits import unit_form
-import xnpu.lowering.common_natives  # noqa: F401  (single_use, is_i8)
+from xnpu.ir.locations import fused_location
 from xnpu.pdl.patterns import PatternContext, native_constraint, native_rewrite
-from xnpu.semantics import fixed_point
+from xnpu.semantics import fixed_point, float_ops
 from xnpu.target import cost, legality
-from xnpu.transforms.constants import fused_location
+from xnpu.target.phases import transpose_phase_kernel
 
 UNIT_OPS = (npu.ConvOp, npu.EltwiseOp, npu.PoolOp)
 
@@ -389,8 +390,6 @@ def conv_transpose_phase(ctx: PatternContext, op: Operation, row_phase: Attribut
     (transposed per group, flipped) with the phase's taps, its zero pads and result type. The
     sums are the fixed op's without the inserted zeros' products, so its rescale applies as it is."""
     assert isinstance(op, fixed.ConvTranspose2dOp)
-    from xnpu.semantics import float_ops
-    from xnpu.target.phases import transpose_phase_kernel
 
     rows, cols = (axis[_phase_index(p)] for axis, p in zip(op.phase_axes(), (row_phase, col_phase)))
     weights = op.weight.owner.to_numpy()  # type: ignore[union-attr]

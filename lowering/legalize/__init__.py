@@ -18,6 +18,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+import xnpu.lowering.legalize.natives  # noqa: F401  (registers by decoration)
 from xnpu.core.errors import XnpuError
 from xnpu.pdl.driver import apply_patterns
 from xnpu.pdl.patterns import PatternContext, load_natives, load_patterns, split_paths
@@ -29,7 +30,6 @@ CLAMP_METHODS = ("auto", "saturate", "bias")
 
 def legalize_patterns(extra=()):
     """The shipped legalizations and those in `extra` (files or directories), by decreasing benefit."""
-    import xnpu.lowering.legalize.natives  # noqa: F401  (registers by decoration)
 
     return load_patterns([PATTERN_DIR, *extra])
 

@@ -14,11 +14,11 @@ import numpy as np
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, StringAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
+import xnpu.lowering.common_natives  # noqa: F401  (single_use, is_i8)
 from xnpu.dialects import fixed
 from xnpu.dialects.nn import i64_array, i64_attr, ints, shape_of
-import xnpu.lowering.common_natives  # noqa: F401  (single_use, is_i8)
-from xnpu.pdl.patterns import PatternContext, native_constraint, native_rewrite
 from xnpu.dialects.traits import is_native
+from xnpu.pdl.patterns import PatternContext, native_constraint, native_rewrite
 
 
 def _text(attr: Attribute) -> str:

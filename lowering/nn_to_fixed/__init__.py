@@ -37,8 +37,6 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.transforms.dead_code_elimination import dce
-from xdsl.rewriter import InsertPoint
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -46,15 +44,25 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.rewriter import InsertPoint
+from xdsl.transforms.dead_code_elimination import dce
 
-from xnpu.dialects import fixed, nn
 from xnpu.core.errors import XnpuError
+from xnpu.dialects import fixed, nn
 from xnpu.ir.io import describe_op
-from xnpu.pdl.driver import PatternSet
 from xnpu.lowering.nn_to_fixed import natives  # noqa: F401  (registers the pattern files' natives)
-from xnpu.lowering.nn_to_fixed.scales import DATA_BITS, SCALE_ATTR, WEIGHT_SCALES_ATTR, refine_scales, scale_of, symmetric_scale
+from xnpu.lowering.nn_to_fixed.scales import (
+    DATA_BITS,
+    SCALE_ATTR,
+    WEIGHT_SCALES_ATTR,
+    refine_scales,
+    scale_of,
+    symmetric_scale,
+)
+from xnpu.pdl.driver import PatternSet
 from xnpu.pdl.patterns import Pattern, PatternContext, load_natives, load_patterns, split_paths
 from xnpu.semantics import fixed_point, float_ops
+from xnpu.transforms.compress_weights import carry_codebook
 
 # --------------------------------------------------------------------------------------
 # Building blocks shared by the patterns
@@ -114,7 +122,6 @@ def weight_scales(op: Operation, weights: np.ndarray, axis: int) -> np.ndarray:
 
 def weight_constant(op: Operation, codes: np.ndarray) -> fixed.ConstantOp:
     """The int8 weight constant; a compress-weights layer's codebook marker moves onto it."""
-    from xnpu.transforms.compress_weights import carry_codebook
 
     constant = fixed.ConstantOp(codes, DATA_BITS)
     carry_codebook(op, constant)

@@ -15,13 +15,13 @@ import numpy as np
 from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, StringAttr, i8
 from xdsl.ir import Attribute, Operation, SSAValue
 
+import xnpu.lowering.common_natives  # noqa: F401  (the shared natives: is_i8, depthwise_1x1, ...)
 from xnpu.dialects import fixed, nn
 from xnpu.dialects.nn import i64_array, i64_attr, ints, shape_of
 from xnpu.dialects.traits import ClampsCodes
 from xnpu.lowering.nn_to_fixed.scales import DATA_BITS, scale_of
-import xnpu.lowering.common_natives  # noqa: F401  (the shared natives: is_i8, depthwise_1x1, ...)
 from xnpu.pdl.patterns import PatternContext, native_constraint, native_rewrite
-from xnpu.semantics import fixed_point, float_ops
+from xnpu.semantics import fixed_point, float_ops, windows
 
 # --------------------------------------------------------------------------------------
 # Constraints
@@ -211,7 +211,7 @@ def linear_resize_taps(ctx: PatternContext, op: Operation):
     """R17: (rows, row_weights, cols, col_weights) of the exact integer taps, the scale of the
     int32 sums (s_in / (Dy * Dx)) and their type."""
     axes, coordinates = _resize_axes(op)
-    taps = [fixed_point.linear_resize_taps(size, out, coordinates) for size, out in axes]
+    taps = [windows.linear_resize_taps(size, out, coordinates) for size, out in axes]
     (rows, row_weights, dy), (cols, col_weights, dx) = taps
     arrays = (i64_array(a.reshape(-1)) for a in (rows, row_weights, cols, col_weights))
     return (*arrays, fixed.scale_attr(scale_of(op.operands[0]) / (dy * dx)), fixed.int_tensor(32, shape_of(op.results[0])))
@@ -221,5 +221,5 @@ def linear_resize_taps(ctx: PatternContext, op: Operation):
 def linear_resize_rescale(ctx: PatternContext, op: Operation):
     """R17: (multiplier, shift) of s_in / (Dy * Dx * s_out)."""
     axes, coordinates = _resize_axes(op)
-    area = math.prod(fixed_point.linear_resize_taps(size, out, coordinates)[2] for size, out in axes)
+    area = math.prod(windows.linear_resize_taps(size, out, coordinates)[2] for size, out in axes)
     return _rescale(*fixed_point.multiplier_from_scale(scale_of(op.operands[0]) / (area * scale_of(op.results[0]))))

@@ -2,10 +2,9 @@
 
 import numpy as np
 import pytest
-
 from test_fixed_point import _conv_reference  # the direct-loop definition of R13
 
-from xnpu.semantics import fixed_point
+from xnpu.semantics import convolution, fixed_point
 
 
 @pytest.mark.parametrize(
@@ -19,7 +18,7 @@ def test_float32_and_float64_paths_equal_the_definition(channels, kernel, group,
     w = rng.choice([-128, 127, -127, 1], size=(out_channels, channels // group, kernel, kernel))
     expected = _conv_reference(x, w, np.zeros(out_channels, np.int64), 1, 1, group)
     for dtype in (np.float32, np.float64):
-        got = fixed_point.conv2d_accumulate_exact(x, w, (1, 1), (1, 1, 1, 1), (1, 1), group, dtype)
+        got = convolution.conv2d_accumulate_exact(x, w, (1, 1), (1, 1, 1, 1), (1, 1), group, dtype)
         np.testing.assert_array_equal(got, expected)
 
 
@@ -30,14 +29,14 @@ def test_a_single_float32_gemm_would_round_where_chunks_do_not():
     w[0, 0, 0, 0] = 2  # an odd total above 2^24 cannot be represented in float32
     exact = int((x * w).sum())
     assert exact > 2**24 and float(np.float32(exact)) != exact
-    got = fixed_point.conv2d_accumulate_exact(x, w, (1, 1), (0, 0, 0, 0), (1, 1), 1, np.float32)
+    got = convolution.conv2d_accumulate_exact(x, w, (1, 1), (0, 0, 0, 0), (1, 1), 1, np.float32)
     assert int(got.reshape(-1)[0]) == exact
 
 
 def test_chunks_keep_every_partial_sum_below_2_to_the_24():
     rng = np.random.default_rng(5)
     w = rng.integers(-127, 128, (6, 3, 3, 700))  # OHWI
-    weights = fixed_point.ExactWeights(w)
+    weights = convolution.ExactWeights(w)
     max_abs = rng.integers(0, 129, 700).astype(np.float64)
     chunks = weights.channel_chunks(max_abs)
     assert len(chunks) > 1 and chunks[0][0] == 0 and chunks[-1][1] == 700
@@ -50,7 +49,7 @@ def test_chunks_keep_every_partial_sum_below_2_to_the_24():
     # small inputs need no chunking at all
     assert weights.channel_chunks(np.ones(700)) == [(0, 700)]
     # a 32 x 32 kernel of extreme codes cannot be proven exact in float32 even per channel
-    huge = fixed_point.ExactWeights(np.full((1, 32, 32, 2), -128))
+    huge = convolution.ExactWeights(np.full((1, 32, 32, 2), -128))
     assert huge.channel_chunks(np.full(2, 128.0)) is None
 
 
@@ -61,7 +60,7 @@ def test_a_conv_whose_float32_sums_cannot_be_proven_exact_uses_float64():
     expected = _conv_reference(x, w, np.zeros(1, np.int64), 1, 0, 1)
     total = int(expected.reshape(-1)[0])
     assert total > 2**24 and float(np.float32(total)) != total
-    got = fixed_point.conv2d_accumulate_exact(x, w, (1, 1), (0, 0, 0, 0), (1, 1), 1)
+    got = convolution.conv2d_accumulate_exact(x, w, (1, 1), (0, 0, 0, 0), (1, 1), 1)
     assert np.array_equal(got, expected)
 
 
@@ -84,11 +83,11 @@ def test_requantization_saturates_the_accumulator_when_the_bias_can_reach_int32(
     acc = np.array([[1000.0, -1000.0, 5.0]])
     bias = np.array([2**31 - 10, -(2**31) + 10, 7])
     multiplier, shift = np.array([16384, 16384, 16384]), np.array([20, 20, 15])
-    requantize = fixed_point.requantization(bias, 1, multiplier, shift, -127, 127)
+    requantize = convolution.requantization(bias, 1, multiplier, shift, -127, 127)
     assert requantize.bias is not None  # 2^14 + |bias| exceeds int32: the slow, saturating path
     expected = fixed_point.rescale(fixed_point.saturate(acc.astype(np.int64) + bias, 32), multiplier, shift, 8, axis=1)
     assert np.array_equal(requantize(acc), expected)
-    folded = fixed_point.requantization(np.array([3, -4, 7]), 9, multiplier, shift, 0, 127)
+    folded = convolution.requantization(np.array([3, -4, 7]), 9, multiplier, shift, 0, 127)
     assert folded.bias is None
     expected = fixed_point.clamp(fixed_point.rescale(acc.astype(np.int64) + [3, -4, 7], multiplier, shift, 8, axis=1), 0, 127)
     assert np.array_equal(folded(acc), expected)
@@ -99,7 +98,7 @@ def test_requantization_into_int8_equals_its_float_result(low):
     rng = np.random.default_rng(9)
     acc = rng.integers(-(2**20), 2**20, (6, 5, 4)).astype(np.float32)
     multiplier, shift = rng.integers(2**14, 2**15, 4), rng.integers(10, 24, 4)
-    requantize = fixed_point.requantization(rng.integers(-999, 999, 4), 64, multiplier, shift, low, 127)
+    requantize = convolution.requantization(rng.integers(-999, 999, 4), 64, multiplier, shift, low, 127)
     out = np.full(acc.shape, 99, np.int8)
     assert requantize(acc, out=out) is out
     assert np.array_equal(out, requantize(acc).astype(np.int8))

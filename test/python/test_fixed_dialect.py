@@ -12,8 +12,9 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, Modul
 from xdsl.ir import Block, Region, SSAValue
 
 import xnpu
-from xnpu.dialects import fixed
 from xnpu.core.errors import XnpuError
+from xnpu.dialects import fixed
+from xnpu.semantics import convolution, windows
 from xnpu.semantics import fixed_point as fp
 
 SEED_LHS = np.array([0.5348, 0.1911, 0.0784], dtype=np.float32)
@@ -174,13 +175,13 @@ func.func @main(%x: tensor<1x4x6x6xi8> {nn.name = "x"}, %f: tensor<1x4x6x6xf32> 
 TANH_TABLE = fp.build_table(np.tanh, 0.125, 1 / 128)
 
 
-AVG_COUNTS = fp.avg_pool_counts((6, 6), (3, 3), (1, 1), (1, 1, 1, 1), (6, 6), count_include_pad=False)
-AVG_M, AVG_S = fp.avg_pool_multipliers(AVG_COUNTS, 1.0, 2.0)  # s_in / (count * s_out) = 1 / (2 * count)
+AVG_COUNTS = windows.avg_pool_counts((6, 6), (3, 3), (1, 1), (1, 1, 1, 1), (6, 6), count_include_pad=False)
+AVG_M, AVG_S = windows.avg_pool_multipliers(AVG_COUNTS, 1.0, 2.0)  # s_in / (count * s_out) = 1 / (2 * count)
 
 
 CT_WEIGHT = (np.arange(4 * 2 * 3 * 3) % 17 - 8).reshape(4, 2, 3, 3)
-LIN_ROWS, LIN_ROW_WEIGHTS, _ = fp.linear_resize_taps(6, 12, "half_pixel")
-LIN_COLS, LIN_COL_WEIGHTS, _ = fp.linear_resize_taps(6, 12, "align_corners")
+LIN_ROWS, LIN_ROW_WEIGHTS, _ = windows.linear_resize_taps(6, 12, "half_pixel")
+LIN_COLS, LIN_COL_WEIGHTS, _ = windows.linear_resize_taps(6, 12, "align_corners")
 
 
 def all_ops_module():
@@ -210,18 +211,18 @@ def test_r13_r14_r15_interpreter_equals_semantics():
     f = rng.uniform(-20, 20, size=(1, 4, 6, 6)).astype(np.float32)
     out = xnpu.run(module, {"x": x, "f": f})
     const = {op.results[0].name_hint: op.to_numpy() for op in module.walk() if isinstance(op, fixed.ConstantOp)}
-    acc = fp.conv2d_int(x, const["w"], const["b"], (2, 2), (1, 1, 0, 0), (1, 1), 1)
+    acc = convolution.conv2d_int(x, const["w"], const["b"], (2, 2), (1, 1, 0, 0), (1, 1), 1)
     conv = fp.rescale(acc, [16384, 20000, 30000, 0], [20, 21, 22, 0], 8, axis=1)
     relu = fp.clamp(conv, 0, 127)
     assert out["output0"].dtype == np.int8 and (out["output0"] == relu).all()
-    assert (out["output1"] == fp.max_pool_int(x, (2, 2), (2, 2), (0, 0, 0, 0), (1, 1), (3, 3))).all()
-    avg = fp.avg_pool_int(x, (3, 3), (1, 1), (1, 1, 1, 1), (6, 6), AVG_M, AVG_S, 8)
+    assert (out["output1"] == windows.max_pool_int(x, (2, 2), (2, 2), (0, 0, 0, 0), (1, 1), (3, 3))).all()
+    avg = windows.avg_pool_int(x, (3, 3), (1, 1), (1, 1, 1, 1), (6, 6), AVG_M, AVG_S, 8)
     assert (out["output2"] == avg).all()
-    sums = fp.avg_pool_sum_int(x, (3, 3), (1, 1), (1, 1, 1, 1), (6, 6))
+    sums = windows.avg_pool_sum_int(x, (3, 3), (1, 1), (1, 1, 1, 1), (6, 6))
     assert np.abs(out["output2"] - np.floor(sums / (2 * AVG_COUNTS) + 0.5)).max() <= 1
-    fc = fp.gemm_int(relu.reshape(1, 36), np.full((2, 36), 3), np.array([[1, -1]]), trans_b=True)
+    fc = convolution.gemm_int(relu.reshape(1, 36), np.full((2, 36), 3), np.array([[1, -1]]), trans_b=True)
     assert out["output3"].dtype == np.int32 and (out["output3"] == fc).all()
-    assert (out["output4"] == fp.rescale(fp.global_avg_pool_sum_int(x), 29127, 20, 8)).all()
+    assert (out["output4"] == fp.rescale(windows.global_avg_pool_sum_int(x), 29127, 20, 8)).all()
     assert (out["output5"] == np.concatenate([x, avg], axis=1)).all()
     assert (out["output6"] == np.transpose(x, (1, 0, 2, 3))).all()
     q = fp.quantize(f, 0.125)
@@ -239,11 +240,11 @@ def test_r16_r17_r18_upsampling_ops_equal_semantics():
     module = all_ops_module()
     x = np.random.default_rng(1).integers(-127, 128, size=(1, 4, 6, 6)).astype(np.int8)
     out = xnpu.run(module, {"x": x, "f": np.zeros((1, 4, 6, 6), np.float32)})
-    ct = fp.conv_transpose2d_int(x, CT_WEIGHT, np.array([7, -7, 70, -70]), (2, 2), (1, 1, 1, 1), (1, 1), (1, 1), 2)
+    ct = convolution.conv_transpose2d_int(x, CT_WEIGHT, np.array([7, -7, 70, -70]), (2, 2), (1, 1, 1, 1), (1, 1), (1, 1), 2)
     assert out["output10"].dtype == np.int32 and (out["output10"] == ct).all()
     rows, cols = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5], [0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 5]
     assert out["output11"].dtype == np.int8 and (out["output11"] == x[:, :, rows][:, :, :, cols]).all()
-    sums = fp.resize_linear_sum(x, LIN_ROWS, LIN_ROW_WEIGHTS, LIN_COLS, LIN_COL_WEIGHTS)
+    sums = windows.resize_linear_sum(x, LIN_ROWS, LIN_ROW_WEIGHTS, LIN_COLS, LIN_COL_WEIGHTS)
     assert out["output12"].dtype == np.int32 and (out["output12"] == sums).all()
     linear = next(op for op in module.walk() if isinstance(op, fixed.ResizeLinearOp))
     assert linear.denominators() == (4, 11)

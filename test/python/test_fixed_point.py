@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xnpu.core.errors import XnpuError
+from xnpu.semantics import convolution, units, windows
 from xnpu.semantics import fixed_point as fp
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,17 +54,18 @@ def test_every_rule_of_the_contract_is_cited_by_a_test():
     assert not missing, f"rules cited by no test: {missing}"
 
 
-def test_every_semantics_function_cites_a_rule():
-    """Each public function of the semantics module names the contract rule it implements."""
+@pytest.mark.parametrize("module", [fp, convolution, windows, units], ids=lambda m: m.__name__.rsplit(".", 1)[1])
+def test_every_semantics_function_cites_a_rule(module):
+    """Each public function of the semantics package names the contract rule it implements."""
     import inspect
 
     rules = set(re.findall(r"^### (R\d+)\b", CONTRACT.read_text(), flags=re.MULTILINE))
-    for name, function in inspect.getmembers(fp, inspect.isfunction):
-        if name.startswith("_") or function.__module__ != fp.__name__ or name == "multiplier_value":
+    for name, function in inspect.getmembers(module, inspect.isfunction):
+        if name.startswith("_") or function.__module__ != module.__name__ or name == "multiplier_value":
             continue
         cited = set(re.findall(r"\bR\d+\b", function.__doc__ or ""))
-        assert cited, f"{name} cites no rule"
-        assert cited <= rules, f"{name} cites unknown rules {cited - rules}"
+        assert cited, f"{module.__name__}.{name} cites no rule"
+        assert cited <= rules, f"{module.__name__}.{name} cites unknown rules {cited - rules}"
 
 
 # --------------------------------------------------------------------------------------
@@ -376,7 +378,7 @@ def test_r13_conv2d_int_is_exact(group):
     x = rng.integers(-127, 128, size=(2, 4, 6, 5))
     w = rng.integers(-127, 128, size=(4, 4 // group, 3, 3))
     bias = rng.integers(-(2**20), 2**20, size=4)
-    out = fp.conv2d_int(x, w, bias, (2, 2), (1, 1, 1, 1), (1, 1), group)
+    out = convolution.conv2d_int(x, w, bias, (2, 2), (1, 1, 1, 1), (1, 1), group)
     assert out.dtype == np.int64
     assert (out == _conv_reference(x, w, bias, 2, 1, group)).all()
 
@@ -385,46 +387,46 @@ def test_r13_accumulator_bound_at_the_largest_reduction():
     """R13: K = 131071 products of 127 * 127 (and of -128 * -128) sum exactly."""
     k = fp.MAX_REDUCTION
     a = np.full((1, k), -128)
-    out = fp.gemm_int(a, np.full((k, 1), -128), None)
+    out = convolution.gemm_int(a, np.full((k, 1), -128), None)
     assert out.tolist() == [[k * 16384]] and k * 16384 < 2**31 - 1
     with pytest.raises(XnpuError, match="reduction length"):
-        fp.gemm_int(np.ones((1, k + 1)), np.ones((k + 1, 1)), None)
+        convolution.gemm_int(np.ones((1, k + 1)), np.ones((k + 1, 1)), None)
 
 
 def test_r13_gemm_int_with_bias_and_trans_b():
     rng = np.random.default_rng(3)
     a, b = rng.integers(-127, 128, (3, 7)), rng.integers(-127, 128, (5, 7))
     bias = rng.integers(-1000, 1000, (5,))
-    assert (fp.gemm_int(a, b, bias, trans_b=True) == a @ b.T + bias).all()
-    assert fp.gemm_int(np.array([[1]]), np.array([[1]]), np.array([2**31 + 5])).tolist() == [[2**31 - 1]]
+    assert (convolution.gemm_int(a, b, bias, trans_b=True) == a @ b.T + bias).all()
+    assert convolution.gemm_int(np.array([[1]]), np.array([[1]]), np.array([2**31 + 5])).tolist() == [[2**31 - 1]]
 
 
 def test_r14_max_pool_padding_never_wins():
     x = np.full((1, 1, 2, 2), -100)
-    out = fp.max_pool_int(x, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), (2, 2))
+    out = windows.max_pool_int(x, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), (2, 2))
     assert out.tolist() == [[[[-100, -100], [-100, -100]]]]
 
 
 def test_r14_avg_pool_per_position_counts():
     x = np.arange(16).reshape(1, 1, 4, 4) - 8
     kernel, strides, pads, out_hw = (3, 3), (1, 1), (1, 1, 1, 1), (4, 4)
-    counts = fp.avg_pool_counts((4, 4), kernel, strides, pads, out_hw, count_include_pad=False)
+    counts = windows.avg_pool_counts((4, 4), kernel, strides, pads, out_hw, count_include_pad=False)
     assert counts.tolist() == [[4, 6, 6, 4], [6, 9, 9, 6], [6, 9, 9, 6], [4, 6, 6, 4]]
     s_in, s_out = 0.1, 0.05
-    m, s = fp.avg_pool_multipliers(counts, s_in, s_out)
+    m, s = windows.avg_pool_multipliers(counts, s_in, s_out)
     assert m.shape == (16,)
-    out = fp.avg_pool_int(x, kernel, strides, pads, out_hw, m, s, 8)
-    sums = fp.avg_pool_sum_int(x, kernel, strides, pads, out_hw)
+    out = windows.avg_pool_int(x, kernel, strides, pads, out_hw, m, s, 8)
+    sums = windows.avg_pool_sum_int(x, kernel, strides, pads, out_hw)
     exact = np.floor(sums * s_in / (counts * s_out) + 0.5)
     assert np.abs(out - exact).max() <= 1
-    uniform = fp.avg_pool_counts((4, 4), kernel, strides, pads, out_hw, count_include_pad=True)
-    m1, _ = fp.avg_pool_multipliers(uniform, s_in, s_out)
+    uniform = windows.avg_pool_counts((4, 4), kernel, strides, pads, out_hw, count_include_pad=True)
+    m1, _ = windows.avg_pool_multipliers(uniform, s_in, s_out)
     assert m1.shape == (1,)
 
 
 def test_r14_global_avg_pool_sum():
     x = np.arange(24).reshape(1, 2, 3, 4)
-    assert fp.global_avg_pool_sum_int(x).reshape(-1).tolist() == [66, 210]
+    assert windows.global_avg_pool_sum_int(x).reshape(-1).tolist() == [66, 210]
 
 
 def test_r15_table_lookup_indexes_q_plus_128():
@@ -476,7 +478,7 @@ def test_r16_pad_edge_and_interleave():
 
 def test_r17_linear_taps_half_pixel_x2():
     """R17: half_pixel x2 weighs neighbours 3 and 1 over D = 4; the edges read one pixel (4, 0)."""
-    sources, weights, denominator = fp.linear_resize_taps(3, 6, "half_pixel")
+    sources, weights, denominator = windows.linear_resize_taps(3, 6, "half_pixel")
     assert denominator == 4
     assert sources.tolist() == [[0, 1], [0, 1], [0, 1], [1, 2], [1, 2], [2, 2]]
     assert weights.tolist() == [[4, 0], [3, 1], [1, 3], [3, 1], [1, 3], [4, 0]]
@@ -487,7 +489,7 @@ def test_r17_linear_taps_half_pixel_x2():
 def test_r17_linear_taps_are_the_exact_onnx_coordinates(coordinates, size):
     """R17: weight[1] / D is the fraction of ONNX's clamped source coordinate, exactly (Fraction)."""
     out_size = 2 * size
-    sources, weights, denominator = fp.linear_resize_taps(size, out_size, coordinates)
+    sources, weights, denominator = windows.linear_resize_taps(size, out_size, coordinates)
     assert (weights.sum(axis=1) == denominator).all()
     for o in range(out_size):
         if coordinates == "half_pixel":
@@ -507,11 +509,11 @@ def test_r17_linear_sum_is_exact_and_matches_float(coordinates):
     from xnpu.semantics import float_ops
 
     x = np.random.default_rng(6).integers(-127, 128, (2, 3, 7, 4))
-    (rows, row_w, dy), (cols, col_w, dx) = (fp.linear_resize_taps(n, 2 * n, coordinates) for n in (7, 4))
-    sums = fp.resize_linear_sum(x, rows, row_w, cols, col_w)
+    (rows, row_w, dy), (cols, col_w, dx) = (windows.linear_resize_taps(n, 2 * n, coordinates) for n in (7, 4))
+    sums = windows.resize_linear_sum(x, rows, row_w, cols, col_w)
     reference = float_ops.resize(x.astype(np.float32), (14, 8), "linear", coordinates, None)
     assert np.abs(sums / (dy * dx) - reference).max() < 1e-4
-    extreme = fp.resize_linear_sum(np.full((1, 1, 7, 4), -128), rows, row_w, cols, col_w)
+    extreme = windows.resize_linear_sum(np.full((1, 1, 7, 4), -128), rows, row_w, cols, col_w)
     assert (extreme == -128 * dy * dx).all() and 128 * dy * dx <= fp.MAX_RESIZE_DENOMINATOR * 128 < 2**31
 
 
@@ -542,7 +544,7 @@ def test_r18_conv_transpose2d_int_is_exact(kernel, stride, pad, output_padding, 
     x = rng.integers(-127, 128, (2, 4, 5, 3))
     w = rng.integers(-127, 128, (4, 8 // group if group < 4 else 1, kernel, kernel))
     bias = rng.integers(-(2**20), 2**20, w.shape[1] * group)
-    out = fp.conv_transpose2d_int(x, w, bias, (stride, stride), (pad,) * 4, (1, 1), (output_padding,) * 2, group)
+    out = convolution.conv_transpose2d_int(x, w, bias, (stride, stride), (pad,) * 4, (1, 1), (output_padding,) * 2, group)
     assert out.dtype == np.int64
     assert (out == _conv_transpose_reference(x, w, bias, stride, pad, output_padding, group)).all()
 
@@ -583,6 +585,6 @@ def test_eltwise_unit_is_r10_r7_r9_and_the_relu_flag_composed(op, am, ash, bm, b
             wide = fp.saturate(fp.shift_arithmetic(wide, pre, rounding=False), 16)
         rescales = dict(a_multiplier=am, a_shift=ash, b_multiplier=bm, b_shift=bsh, pre_shift=pre)
     expected = fp.rescale(wide, m, sh, 8)
-    expected = fp.relu(expected) if relu else expected
-    got = fp.eltwise_unit(op, a, b, m, sh, relu_flag=relu, **rescales)
+    expected = units.relu(expected) if relu else expected
+    got = units.eltwise_unit(op, a, b, m, sh, relu_flag=relu, **rescales)
     assert got.shape == expected.shape and np.array_equal(got, expected)

@@ -18,9 +18,10 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType
 
 import xnpu
-from xnpu.dialects import fixed, nn
 from xnpu.core.errors import XnpuNote
+from xnpu.dialects import fixed, nn
 from xnpu.semantics import fixed_point as fp
+from xnpu.semantics import windows
 
 pytest.importorskip("iree.compiler", reason="IREE is in the test extras: pip install -e '.[test]'")
 pytest.importorskip("iree.runtime", reason="IREE is in the test extras: pip install -e '.[test]'")
@@ -233,8 +234,8 @@ def test_r17_linear_resize_sums_exactly_in_iree(modes, sizes, via):
         rows = (rng.integers(0, h, (oh, 2)), np.array([[5, 2], [0, 7], [3, 4], [7, 0]]))
         cols = (rng.integers(0, w, (ow, 2)), np.array([[1, 2], [3, 0], [2, 1]]))
     else:
-        rows = fp.linear_resize_taps(h, oh, modes[0])[:2]
-        cols = fp.linear_resize_taps(w, ow, modes[1])[:2]
+        rows = windows.linear_resize_taps(h, oh, modes[0])[:2]
+        cols = windows.linear_resize_taps(w, ow, modes[1])[:2]
     t_in, t_sum, t_out = f"tensor<1x2x{h}x{w}xi8>", f"tensor<1x2x{oh}x{ow}xi32>", f"tensor<1x2x{oh}x{ow}xi8>"
     module = xnpu.parse_ir(
         f"builtin.module {{\n  func.func @main(%x: {t_in}) -> ({t_sum}, {t_out}) {{\n"

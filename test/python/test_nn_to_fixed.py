@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import xnpu
-from xnpu.ir.context import make_context
-from xnpu.dialects import fixed
 from xnpu.core.errors import XnpuError
+from xnpu.dialects import fixed
+from xnpu.ir.context import make_context
 from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass, LowerNNToFixedPass
 from xnpu.transforms.calibrate import calibrate
 
@@ -109,6 +109,7 @@ def conv_module(group: int, pads, strides, with_relu: bool):
 
     module = xnpu.parse_ir(f"func.func @main(%x: {x} {{nn.name = \"x\"}}) -> {x} {{\n  func.return %x : {x}\n}}")
     from xdsl.dialects import func
+
     from xnpu.dialects import nn
 
     function = next(op for op in module.ops if isinstance(op, func.FuncOp))
@@ -233,7 +234,6 @@ def test_division_by_a_constant_lowers_and_by_a_tensor_stays_float_or_is_rejecte
 
 
 def single_node_model(node, input_shape, output_shape, initializers=()):
-    import onnx
     from onnx import TensorProto, helper
 
     graph = helper.make_graph(

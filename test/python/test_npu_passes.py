@@ -11,30 +11,30 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from models import random_conv_parameters
+from test_lower_to_isa import SMALL_TARGET, small_target
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, NameLoc, NoneAttr, StringAttr, TensorType, f32
 from xdsl.ir import Block, Region
 
 import xnpu
-from xnpu.ir.context import make_context
-from xnpu.dialects import fixed, isa, npu
-from xnpu.dialects.shapes import shape_of
-from xnpu.core.errors import XnpuError
-from xnpu.ir.io import parse_ir, print_ir, verify_module
-from xnpu.backend.npu_to_isa import Emitter, LowerNpuToIsaPass
-from xnpu.interpreters.function import entry_function
-from xnpu.semantics import fixed_point as fp
-from xnpu.target.description import load_target
 from xnpu.backend.emit import emit_binary
-from xnpu.backend.simulator import run_binary
 from xnpu.backend.npu_allocate import NpuAllocatePass
 from xnpu.backend.npu_annotations import TILE, get_ints, layers
 from xnpu.backend.npu_assign_layout import NpuAssignLayoutPass
 from xnpu.backend.npu_tile import NpuTilePass
 from xnpu.backend.npu_tiling import Tiling, choose_tiling, most_rows, sram_offsets, working_set
-
-from models import random_conv_parameters
-from test_lower_to_isa import SMALL_TARGET, small_target
+from xnpu.backend.npu_to_isa import Emitter, LowerNpuToIsaPass
+from xnpu.backend.simulator import run_binary
+from xnpu.core.errors import XnpuError
+from xnpu.dialects import fixed, isa, npu
+from xnpu.dialects.shapes import shape_of
+from xnpu.interpreters.function import entry_function
+from xnpu.ir.context import make_context
+from xnpu.ir.io import parse_ir, print_ir, verify_module
+from xnpu.semantics import convolution, windows
+from xnpu.semantics import fixed_point as fp
+from xnpu.target.description import load_target
 
 BELOW_NPU = (NpuAssignLayoutPass, NpuTilePass, NpuAllocatePass)
 
@@ -114,7 +114,7 @@ def random_npu_module(seed: int, target: str) -> tuple[ModuleOp, np.ndarray]:
     b = ModuleBuilder(target, x=(1, c, h, w))
     weights = rng.integers(-127, 128, (out_c, c // group, k, k))
     bias = rng.integers(-2000, 2000, out_c)
-    accumulator = fp.conv2d_int(fp.quantize(x[:1], 0.05), weights, bias, (s, s), pads, (d, d), group)
+    accumulator = convolution.conv2d_int(fp.quantize(x[:1], 0.05), weights, bias, (s, s), pads, (d, d), group)
     m, sh = pairs_for(accumulator, out_c if rng.random() < 0.5 else None)
     epilogue = [{"relu": True}, {"clamp": (-50, 90)}, {"table": np.clip(np.arange(-128, 128) // 2 + 7, -127, 127)}][
         int(rng.integers(0, 3))]
@@ -129,8 +129,8 @@ def random_npu_module(seed: int, target: str) -> tuple[ModuleOp, np.ndarray]:
             pool = npu.PoolOp("max", last, kernel=kernel, strides=strides, pads=[0, 0, 0, 0], **relu)
         else:
             probe = npu.PoolOp("avg", last, [16384], [14], kernel=kernel, strides=strides, pads=pool_pads)
-            counts = fp.avg_pool_counts((oh, ow), kernel, strides, pool_pads, shape_of(probe.result)[2:], False)
-            pm, ps = fp.avg_pool_multipliers(counts, 1.0, 1.0)
+            counts = windows.avg_pool_counts((oh, ow), kernel, strides, pool_pads, shape_of(probe.result)[2:], False)
+            pm, ps = windows.avg_pool_multipliers(counts, 1.0, 1.0)
             pool = npu.PoolOp("avg", last, np.reshape(pm, -1), np.reshape(ps, -1), kernel=kernel, strides=strides,
                               pads=pool_pads, **relu)
         last = b.add(pool, "pool")

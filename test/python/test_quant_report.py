@@ -19,22 +19,14 @@ import pytest
 from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, f32, i64
 
 import xnpu
-from xnpu.ir.context import make_context
 from xnpu.dialects import fixed
-from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass, LowerNNToFixedPass
+from xnpu.driver.layer_stats import LayerStats, sqnr_colour, worst_layer
 from xnpu.driver.pipeline import float_cleanup
-from xnpu.transforms.calibrate import calibrate
-from xnpu.driver.quant_report import (
-    LayerStats,
-    layer_report,
-    location_name,
-    report_dot,
-    sqnr_colour,
-    worst_layer,
-    write_report,
-)
-
+from xnpu.driver.quant_report import layer_report, location_name, report_dot, write_report
 from xnpu.driver.report_html import NODE_WIDTH, layered_layout  # noqa: E402
+from xnpu.ir.context import make_context
+from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass, LowerNNToFixedPass
+from xnpu.transforms.calibrate import calibrate
 
 pytestmark = pytest.mark.float_sums  # results went through float sums: `make blas-variance` reruns them
 

@@ -18,13 +18,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xnpu.core.errors import XnpuError
-from xnpu.semantics import fixed_point as fp
 from xnpu.backend.binary import Binary, IoTensor
+from xnpu.backend.simulator import Machine, run_binary, simulate
+from xnpu.core.errors import XnpuError
+from xnpu.semantics import convolution, windows
+from xnpu.semantics import fixed_point as fp
 from xnpu.target.cost import instruction_cycles, program_cycles
 from xnpu.target.description import TARGET_DIR, load_target, parse_target
 from xnpu.target.encoding import Instruction, make_instruction
-from xnpu.backend.simulator import Machine, run_binary, simulate
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -118,7 +119,7 @@ def test_conv_3x3_stride2_padded_per_channel_bias_relu():
         out_addr=0x10000, in_h=h, in_w=w, in_c=c, out_c=o, kernel_h=3, kernel_w=3, stride_h=2, stride_w=2,
         pad_top=1, pad_left=1, pad_bottom=1, pad_right=1))
     m.execute([conv])
-    acc = fp.conv2d_int(nchw(x), weight.transpose(0, 3, 1, 2), bias, (2, 2), (1, 1, 1, 1), (1, 1), 1)
+    acc = convolution.conv2d_int(nchw(x), weight.transpose(0, 3, 1, 2), bias, (2, 2), (1, 1, 1, 1), (1, 1), 1)
     expected = fp.clamp(fp.rescale(acc, mult, shift, 8, axis=1), 0, 127)
     got = get_map(m, 0x10000, 6, 5, o)
     assert np.array_equal(got, hwc(expected))
@@ -139,7 +140,7 @@ def test_conv_asymmetric_pads_and_dilation_one_record():
         in_addr=0, weight_addr=0x4000, rescale_addr=0x8000, out_addr=0x10000, in_h=h, in_w=w, in_c=c, out_c=o,
         kernel_h=3, kernel_w=2, dilation_h=2, dilation_w=3, pad_top=2, pad_left=0, pad_bottom=1, pad_right=3))
     m.execute([conv])
-    acc = fp.conv2d_int(nchw(x), weight.transpose(0, 3, 1, 2), None, (1, 1), (2, 0, 1, 3), (2, 3), 1)
+    acc = convolution.conv2d_int(nchw(x), weight.transpose(0, 3, 1, 2), None, (1, 1), (2, 0, 1, 3), (2, 3), 1)
     oh, ow = acc.shape[2:]
     assert np.array_equal(get_map(m, 0x10000, oh, ow, o), hwc(fp.rescale(acc, 18000, 16, 8)))
 
@@ -162,7 +163,7 @@ def test_depthwise_conv():
         out_addr=0x10000, in_h=h, in_w=w, in_c=c, out_c=c, kernel_h=3, kernel_w=3, stride_h=2, stride_w=1,
         pad_top=1, pad_left=1, pad_bottom=1, pad_right=1))
     m.execute([conv])
-    acc = fp.conv2d_int(nchw(x), weight[:, None], bias, (2, 1), (1, 1, 1, 1), (1, 1), c)
+    acc = convolution.conv2d_int(nchw(x), weight[:, None], bias, (2, 1), (1, 1, 1, 1), (1, 1), c)
     expected = fp.rescale(acc, mult, shift, 8, axis=1)
     assert np.array_equal(get_map(m, 0x10000, 5, 9, c), hwc(expected))
 
@@ -180,7 +181,7 @@ def test_pointwise_conv():
     conv = make_instruction("CONV", **conv_fields(
         in_addr=0, weight_addr=0x4000, rescale_addr=0x8000, out_addr=0x10000, in_h=h, in_w=w, in_c=c, out_c=o))
     m.execute([conv])
-    acc = fp.conv2d_int(nchw(x), weight.transpose(0, 3, 1, 2), None, (1, 1), (0, 0, 0, 0), (1, 1), 1)
+    acc = convolution.conv2d_int(nchw(x), weight.transpose(0, 3, 1, 2), None, (1, 1), (0, 0, 0, 0), (1, 1), 1)
     assert np.array_equal(get_map(m, 0x10000, h, w, o), hwc(fp.rescale(acc, 25000, 19, 8)))
 
 
@@ -200,7 +201,7 @@ def test_gemm_is_a_1x1_conv_over_a_row():
         bias=1, in_addr=0, weight_addr=0x4000, bias_addr=0x5000, rescale_addr=0x5100, out_addr=0x10000,
         in_h=1, in_w=n, in_c=k, out_c=cols))
     m.execute([conv])
-    expected = fp.rescale(fp.gemm_int(a, b, bias), 30000, 18, 8)
+    expected = fp.rescale(convolution.gemm_int(a, b, bias), 30000, 18, 8)
     assert np.array_equal(get_map(m, 0x10000, 1, n, cols)[0], expected)
 
 
@@ -302,7 +303,7 @@ def test_max_pool_3x3_stride2_padding_never_wins():
     put_map(m, 0, x)
     m.execute([pool(0, in_h=9, in_w=10, c=20, out_h=5, out_w=5, kernel_h=3, kernel_w=3, stride_h=2, stride_w=2,
                     pad_top=1, pad_left=1, pad_bottom=1, pad_right=1)])
-    expected = fp.max_pool_int(nchw(x), (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), (5, 5))
+    expected = windows.max_pool_int(nchw(x), (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), (5, 5))
     got = get_map(m, 0x8000, 5, 5, 20)
     assert np.array_equal(got, hwc(expected)) and got.max() < 0
 
@@ -312,15 +313,15 @@ def test_avg_pool_per_position_records_and_ceil_mode():
     h, w, c = 7, 7, 12
     x = rng_codes(rng, (h, w, c))
     kernel, strides, pads, out_hw = (3, 3), (2, 2), (1, 1, 0, 0), (4, 4)  # last windows overhang: ceil mode
-    counts = fp.avg_pool_counts((h, w), kernel, strides, pads, out_hw, count_include_pad=False)
-    mult, shift = fp.avg_pool_multipliers(counts, 0.04, 0.03)
+    counts = windows.avg_pool_counts((h, w), kernel, strides, pads, out_hw, count_include_pad=False)
+    mult, shift = windows.avg_pool_multipliers(counts, 0.04, 0.03)
     assert np.size(mult) == 16
     m = machine()
     put_map(m, 0, x)
     put_bytes(m, 0x4000, records(mult, shift))
     m.execute([pool(1, per_position=1, rescale_addr=0x4000, in_h=h, in_w=w, c=c, out_h=4, out_w=4,
                     kernel_h=3, kernel_w=3, stride_h=2, stride_w=2, pad_top=1, pad_left=1)])
-    expected = fp.avg_pool_int(nchw(x), kernel, strides, pads, out_hw, mult, shift)
+    expected = windows.avg_pool_int(nchw(x), kernel, strides, pads, out_hw, mult, shift)
     assert np.array_equal(get_map(m, 0x8000, 4, 4, c), hwc(expected))
 
 
@@ -331,12 +332,12 @@ def test_avg_pool_immediate_pair_and_global_avg():
     put_map(m, 0, x)
     m.execute([pool(1, in_h=6, in_w=6, c=40, out_h=3, out_w=3, kernel_h=2, kernel_w=2, stride_h=2, stride_w=2,
                     out_multiplier=16384, out_shift=16)])
-    expected = fp.avg_pool_int(nchw(x), (2, 2), (2, 2), (0, 0, 0, 0), (3, 3), 16384, 16)
+    expected = windows.avg_pool_int(nchw(x), (2, 2), (2, 2), (0, 0, 0, 0), (3, 3), 16384, 16)
     assert np.array_equal(get_map(m, 0x8000, 3, 3, 40), hwc(expected))
 
     mult, shift = fp.multiplier_from_scale(0.04 / (36 * 0.01))
     m.execute([pool(2, in_h=6, in_w=6, c=40, out_h=1, out_w=1, out_multiplier=mult, out_shift=shift)])
-    expected = fp.rescale(fp.global_avg_pool_sum_int(nchw(x)), mult, shift, 8)
+    expected = fp.rescale(windows.global_avg_pool_sum_int(nchw(x)), mult, shift, 8)
     assert np.array_equal(get_map(m, 0x8000, 1, 1, 40), hwc(expected))
 
 
@@ -502,9 +503,9 @@ def small_network(rng) -> tuple[Binary, dict]:
     )
 
     def reference(q):
-        acc = fp.conv2d_int(q, weight.transpose(0, 3, 1, 2), bias, (1, 1), (1, 1, 1, 1), (1, 1), 1)
+        acc = convolution.conv2d_int(q, weight.transpose(0, 3, 1, 2), bias, (1, 1), (1, 1, 1, 1), (1, 1), 1)
         y = fp.clamp(fp.rescale(acc, mult, shift, 8, axis=1), 0, 127)
-        return fp.rescale(fp.global_avg_pool_sum_int(y), gap_m, gap_s, 8).reshape(1, o)
+        return fp.rescale(windows.global_avg_pool_sum_int(y), gap_m, gap_s, 8).reshape(1, o)
 
     return binary, reference
 

@@ -19,16 +19,16 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import xnpu
-from xnpu.ir.context import make_context
-from xnpu.dialects import npu
 from xnpu.core.errors import XnpuError
+from xnpu.dialects import npu
+from xnpu.ir.context import make_context
 from xnpu.ir.io import parse_ir, print_ir
+from xnpu.ir.locations import location_names
 from xnpu.lowering.fixed_to_npu import lower_fixed_to_npu
 from xnpu.lowering.legalize import LegalizePass
 from xnpu.target import phases
 from xnpu.target.cost import conv_cycles
 from xnpu.target.description import load_target
-from xnpu.ir.locations import location_names
 
 TARGETS = ("xnpu_default", "xnpu_lite", str(Path(__file__).resolve().parent / "data" / "xnpu_test_16k.toml"))
 BENCH = Path(__file__).resolve().parents[3] / "shared" / "bench" / "imagenet_like"
@@ -200,9 +200,9 @@ BINARY_CASES = [("upsample", target) for target in TARGETS] + [
 def test_binary_is_bit_identical_to_the_fixed_level(name, target):
     """segnet_like does not fit the 16 KiB target at all (conv_26's 3x3x128 kernels of one
     16-channel chunk need 18 KiB); upsample_large is tiled there, the upsampling layers included."""
-    from xnpu.driver.pipeline import lower_to_isa
     from xnpu.backend.emit import emit_binary
     from xnpu.backend.simulator import run_binary
+    from xnpu.driver.pipeline import lower_to_isa
 
     banded = []  # interleaves and pads moved in bands of fewer rows than their sources have
 
@@ -312,10 +312,10 @@ def test_phases_cost_a_quarter_of_the_zero_inserted_convolution(target, kernel, 
 def test_linear_phases_cost_about_a_quarter_of_the_zero_inserted_filter(target):
     """half_pixel x2: four 2 x 2 phase kernels over the (H + 1) x (W + 1) valid positions of the
     edge pad against the 4 x 4 filter outer([1, 3, 3, 1]) at every one of the 2H x 2W outputs."""
-    from xnpu.semantics import fixed_point
+    from xnpu.semantics import windows
 
     description = load_target(target)
-    axis = phases.resize_axis(*fixed_point.linear_resize_taps(56, 112, "half_pixel")[:2], 56)
+    axis = phases.resize_axis(*windows.linear_resize_taps(56, 112, "half_pixel")[:2], 56)
     phase = cycles(description, phases.resize_linear_phase_shapes((56, 56), axis, axis, 32))
     zero_inserted = cycles(description, phases.zero_insert_shape((112, 112), (4, 4), 32, 32, True))
     assert 3.5 * phase < zero_inserted
