@@ -18,11 +18,17 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, TensorType
-from xdsl.interpreter import Interpreter
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    ReturnedValues,
+    impl_callable,
+    impl_terminator,
+    register_impls,
+)
 from xdsl.ir import SSAValue
 
 from xnpu.core.errors import XnpuError
-from xnpu.core.lazy import defer_package_init
 from xnpu.interpreters.batching import runs_batched
 from xnpu.interpreters.fixed import FixedFunctions
 from xnpu.interpreters.nn import NNFunctions
@@ -84,9 +90,7 @@ def signature(module: ModuleOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
 
 
 def interpreter_functions():
-    """The interpreter functions of xnpu's dialects (xDSL's `func` is only needed by its own
-    Interpreter, and importing xdsl.interpreters loads every xDSL interpreter: seconds)."""
-
+    """The interpreter functions of xnpu's dialects."""
     return [NNFunctions(), FixedFunctions(), NpuFunctions()]
 
 
@@ -278,12 +282,23 @@ def run_function(module: ModuleOp, inputs: np.ndarray | Mapping[str, np.ndarray]
     return _stack_outputs(output_specs, per_batch, samples)
 
 
+@register_impls
+class FuncFunctions(InterpreterFunctions):
+    """`func.func` and `func.return` for xDSL's Interpreter (the implementations xDSL ships
+    are in xdsl.interpreters, whose package imports every interpreter xDSL has: seconds)."""
+
+    @impl_terminator(func.ReturnOp)
+    def run_return(self, interpreter: Interpreter, op: func.ReturnOp, args: tuple):
+        return ReturnedValues(args), ()
+
+    @impl_callable(func.FuncOp)
+    def call_func(self, interpreter: Interpreter, op: func.FuncOp, args: tuple):
+        return interpreter.run_ssacfg_region(op.body, args, op.sym_name.data)
+
+
 def xdsl_interpreter_call(module: ModuleOp):
-    """xDSL's Interpreter on the entry function (for functions CompiledFunction cannot take)."""
-
-    defer_package_init("xdsl.interpreters")
-    from xdsl.interpreters.func import FuncFunctions
-
+    """xDSL's Interpreter on the entry function (for functions CompiledFunction cannot take:
+    several blocks, ops with regions such as npu.host)."""
     function = entry_function(module)
     interpreter = Interpreter(module)
     for functions in (FuncFunctions(), *interpreter_functions()):

@@ -16,11 +16,13 @@ Matching extends xDSL's `PDLMatcher` with what MLIR's PDL has and xnpu's pattern
   native constraints accept one;
 - `pdl.apply_native_constraint` runs the registered Python function on the matched values.
 
-Rewriting is xDSL's `PDLRewriteFunctions` run by xDSL's interpreter over the `pdl.rewrite`
-region, extended with `pdl.apply_native_rewrite` (the registry), constant `pdl.type`s,
-operand ranges, and the root's location and name hint on every created op (the ONNX
-provenance, and the value names `PatternRewriter.replace` would give). Created
-ops are verified; a failure names the pattern.
+Rewriting runs the `pdl.rewrite` region op by op (`Rewrite`): `pdl.operation` creates an op,
+`pdl.replace` / `pdl.erase` change the IR, always through the walk's `PatternRewriter`, so the
+walk sees every change; `pdl.apply_native_rewrite` calls the registry, whose functions only
+compute values: attributes, types, existing IR values, or a new op built from matched ones
+and not yet in the IR, which the `pdl.replace` naming it inserts (with any new op it reads).
+Every created op gets the root's location and name hint (the ONNX provenance, and the value
+names `PatternRewriter.replace` would give) and is verified; a failure names the pattern.
 
 Patterns are tried per op by decreasing `benefit`, then file order; the first that matches
 rewrites, and the walk repeats until nothing changes (`apply_patterns`).
@@ -30,25 +32,19 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects import pdl
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.interpreter import Interpreter, impl, register_impls
 from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 from xdsl.traits import Commutative, ConstantLike
-from xdsl.utils.exceptions import InterpretationError, VerifyException
+from xdsl.utils.exceptions import VerifyException
 
 from xnpu.core.errors import XnpuError
-from xnpu.core.lazy import defer_package_init
 from xnpu.ir.context import make_context
-
-defer_package_init("xdsl.interpreters")  # the PDL interpreter only, not every xDSL interpreter
-from xdsl.interpreters.pdl import PDLMatcher, PDLRewriteFunctions  # noqa: E402
-
 from xnpu.ir.locations import fused_location
 from xnpu.pdl.patterns import NATIVE_CONSTRAINTS, NATIVE_REWRITES, Pattern, PatternContext
 
@@ -91,10 +87,55 @@ def _parts(pattern: pdl.OperationOp) -> _Parts:
     return parts
 
 
-class PatternMatcher(PDLMatcher):
-    """xDSL's PDLMatcher as a backtracking search: each `_match_*` generator yields once per
-    way the pattern fits, leaving its bindings in `matching_context` while suspended and
-    restoring the context it found before it tries the next way or gives up."""
+class PatternMatcher:
+    """A backtracking search for the ways a pattern fits at an op: each `_match_*` generator
+    yields once per way, leaving its bindings (PDL value -> op, value, attribute or type) in
+    `matching_context` while suspended and restoring the context it found before it tries
+    the next way or gives up."""
+
+    def __init__(self) -> None:
+        self.matching_context: dict[SSAValue, Any] = {}
+
+    def match_operand(self, pattern_value: SSAValue, pattern: pdl.OperandOp, value: SSAValue) -> bool:
+        if pattern_value in self.matching_context:
+            return self.matching_context[pattern_value] == value
+        if pattern.value_type is not None:
+            type_op = pattern.value_type.owner
+            assert isinstance(type_op, pdl.TypeOp)
+            if not self.match_type(pattern.value_type, type_op, value.type):
+                return False
+        self.matching_context[pattern_value] = value
+        return True
+
+    def match_type(self, pattern_value: SSAValue, pattern: pdl.TypeOp, type_: Attribute) -> bool:
+        if pattern_value in self.matching_context:
+            return self.matching_context[pattern_value] == type_
+        if pattern.constantType is not None and pattern.constantType != type_:
+            return False
+        self.matching_context[pattern_value] = type_
+        return True
+
+    def match_attribute(self, pattern_value: SSAValue, pattern: pdl.AttributeOp, attribute: Attribute) -> bool:
+        if pattern_value in self.matching_context:
+            return self.matching_context[pattern_value] == attribute
+        if pattern.value is not None and pattern.value != attribute:
+            return False
+        self.matching_context[pattern_value] = attribute
+        return True
+
+    def constant_or_matched(self, value: SSAValue):
+        """What a PDL value stands for: its match, or the constant a `pdl.attribute` or
+        `pdl.type` gives."""
+        if value in self.matching_context:
+            return self.matching_context[value]
+        owner = value.owner
+        if isinstance(owner, pdl.AttributeOp) and owner.value is not None:
+            return owner.value
+        if isinstance(owner, pdl.TypeOp) and owner.constantType is not None:
+            return owner.constantType
+        if isinstance(owner, pdl.TypesOp) and owner.constantTypes is not None:
+            return list(owner.constantTypes.data)
+        raise LookupError("expected a constant or a matched value")
 
     def _restore(self, saved: dict) -> None:
         self.matching_context.clear()
@@ -115,7 +156,7 @@ class PatternMatcher(PDLMatcher):
         for name, attr_value in parts.attributes:
             attr = op.get_attr_or_prop(name)
             assert isinstance(attr_value.owner, pdl.AttributeOp)
-            if attr is None or not self.match_attribute(attr_value, attr_value.owner, name, attr):
+            if attr is None or not self.match_attribute(attr_value, attr_value.owner, attr):
                 self._restore(saved)
                 return
         with_attributes = dict(self.matching_context)
@@ -207,8 +248,8 @@ class PatternMatcher(PDLMatcher):
 
     def value(self, pattern: Pattern, value: SSAValue):
         try:
-            return self.get_constant_or_matched_value(value)
-        except InterpretationError as error:
+            return self.constant_or_matched(value)
+        except LookupError as error:
             raise _fail(pattern, f"{error} for {value.owner.name}") from None
 
 
@@ -235,67 +276,112 @@ def _constraint_holds(pattern: Pattern, constraint: pdl.ApplyNativeConstraintOp,
 # --------------------------------------------------------------------------------------
 
 
-@register_impls
-@dataclass
-class RewriteFunctions(PDLRewriteFunctions):
-    """xDSL's rewrite semantics plus native rewrites, constant types, operand ranges and the
-    root's location on every created op."""
+class Rewrite:
+    """One run of a pattern's `pdl.rewrite` region: its values, the ops it created."""
 
-    pattern: Pattern | None = None
-    context: PatternContext | None = None
-    created: list[Operation] = field(default_factory=list)
+    def __init__(self, pattern: Pattern, matcher: PatternMatcher, ir_ctx, ctx: PatternContext, rewriter: PatternRewriter):
+        self.pattern, self.ir_ctx, self.ctx, self.rewriter = pattern, ir_ctx, ctx, rewriter
+        self.values: dict[SSAValue, Any] = dict(matcher.matching_context)
+        self.created: list[Operation] = []  # by pdl.operation: they take the root's location
+        self.built: list[Operation] = []  # by native rewrites: they keep the location they were built with
 
-    @impl(pdl.OperationOp)
-    def run_operation(self, interpreter: Interpreter, op: pdl.OperationOp, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        assert op.opName is not None and self.pattern is not None and self.context is not None
-        op_type = self.ctx.get_optional_op(op.opName.data)
+    def get(self, value: SSAValue):
+        if value in self.values:
+            return self.values[value]
+        owner = value.owner
+        if isinstance(owner, pdl.AttributeOp) and owner.value is not None:
+            return owner.value
+        if isinstance(owner, pdl.TypeOp) and owner.constantType is not None:
+            return owner.constantType
+        raise _fail(self.pattern, f"{owner.name} is neither matched nor a constant")
+
+    def run(self) -> None:
+        for op in self.pattern.rewrite.body.block.ops:
+            step = self.STEPS.get(type(op))
+            if step is None:
+                raise _fail(self.pattern, f"{op.name} is not supported in a rewrite")
+            results = step(self, op)
+            for result, value in zip(op.results, results):
+                self.values[result] = value
+
+    def operation(self, op: pdl.OperationOp) -> tuple[Operation]:
+        assert op.opName is not None
+        op_type = self.ir_ctx.get_optional_op(op.opName.data)
         if op_type is None:
             raise _fail(self.pattern, f"cannot create unknown op '{op.opName.data}'")
-        operands = _flatten(interpreter.get_values(op.operand_values))
-        result_types = _flatten(interpreter.get_values(op.type_values))
+        operands = _flatten([self.get(v) for v in op.operand_values])
+        result_types = _flatten([self.get(v) for v in op.type_values])
         property_names = op_type.get_irdl_definition().properties.keys() if issubclass(op_type, IRDLOperation) else ()
         attributes: dict[str, Attribute] = {}
         properties: dict[str, Attribute] = {}
-        names = [n.data for n in op.attributeValueNames.data]
-        for key, value in zip(names, interpreter.get_values(op.attribute_values)):
-            (properties if key in property_names else attributes)[key] = value
+        for key, value in zip((n.data for n in op.attributeValueNames.data), op.attribute_values):
+            (properties if key in property_names else attributes)[key] = self.get(value)
         new = op_type.create(operands=operands, result_types=result_types, attributes=attributes, properties=properties)
-        assert self.context.root is not None
-        new.location = self.context.root.location
+        assert self.ctx.root is not None
+        new.location = self.ctx.root.location
         self.rewriter.insert(new)
         self.created.append(new)
         return (new,)
 
-    @impl(pdl.ReplaceOp)
-    def run_replace(self, interpreter: Interpreter, op: pdl.ReplaceOp, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        """xDSL's replace, then, as `PatternRewriter.replace(op, new_ops)` does, the ops the
-        rewrite created take the replaced op's name hint, so the IR keeps reading after it."""
-        (old,) = interpreter.get_values((op.op_value,))
+    def result(self, op: pdl.ResultOp) -> tuple[SSAValue]:
+        parent = self.get(op.parent_)
+        return (parent.results[op.index.value.data],)
+
+    def constant(self, op: pdl.AttributeOp | pdl.TypeOp) -> tuple[Attribute]:
+        return (self.get(op.results[0]),)
+
+    def native(self, op: pdl.ApplyNativeRewriteOp) -> tuple[Any, ...]:
+        name = op.constraint_name.data
+        function = NATIVE_REWRITES.get(name)
+        if function is None:
+            raise _fail(self.pattern, f"native rewrite '{name}' is not registered")
+        results = function(self.ctx, *(self.get(v) for v in op.args))
+        results = () if results is None else results if isinstance(results, tuple) else (results,)
+        if len(results) != len(op.res):
+            raise _fail(self.pattern, f"native rewrite '{name}' returned {len(results)} values, the pattern expects {len(op.res)}")
+        return results
+
+    def replace(self, op: pdl.ReplaceOp) -> tuple[()]:
+        """The op's results become the replacement's; a new op a native built (not in the IR
+        yet) is inserted first, with the new ops it reads. The created ops take the replaced
+        op's name hint, as `PatternRewriter.replace` gives it."""
+        old = self.get(op.op_value)
         hint = old.results[0].name_hint if len(old.results) == 1 else None
-        PDLRewriteFunctions.run_replace(self, interpreter, op, args)
+        if op.repl_operation is not None:
+            new_op = self.get(op.repl_operation)
+            inserted = _not_inserted(new_op)
+            self.built += inserted
+            self.rewriter.replace(old, inserted, new_op.results)
+        else:
+            new_values = _flatten([self.get(v) for v in op.repl_values])
+            for new in _flatten([_not_inserted(v.owner) for v in new_values if isinstance(v.owner, Operation)]):
+                self.rewriter.insert(new)
+                self.built.append(new)
+            self.rewriter.replace(old, [], new_values)
         for new in self.created:
             for result in new.results:
                 if hint is not None and result.name_hint is None:
                     result.name_hint = hint
         return ()
 
-    @impl(pdl.TypeOp)
-    def run_type(self, interpreter: Interpreter, op: pdl.TypeOp, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        assert op.constantType is not None
-        return (op.constantType,)
+    def erase(self, op: pdl.EraseOp) -> tuple[()]:
+        self.rewriter.erase(self.get(op.op_value))
+        return ()
 
-    @impl(pdl.ApplyNativeRewriteOp)
-    def run_native_rewrite(self, interpreter: Interpreter, op: pdl.ApplyNativeRewriteOp, args: tuple[Any, ...]):
-        assert self.pattern is not None
-        name = op.constraint_name.data
-        function = NATIVE_REWRITES.get(name)
-        if function is None:
-            raise _fail(self.pattern, f"native rewrite '{name}' is not registered")
-        results = function(self.context, *args)
-        results = () if results is None else results if isinstance(results, tuple) else (results,)
-        if len(results) != len(op.res):
-            raise _fail(self.pattern, f"native rewrite '{name}' returned {len(results)} values, the pattern expects {len(op.res)}")
-        return results
+    STEPS = {pdl.OperationOp: operation, pdl.ResultOp: result, pdl.AttributeOp: constant, pdl.TypeOp: constant,
+             pdl.ApplyNativeRewriteOp: native, pdl.ReplaceOp: replace, pdl.EraseOp: erase}
+
+
+def _not_inserted(op: Operation) -> list[Operation]:
+    """`op` and the new ops it reads that are in no block yet, producers first (a native's
+    new op may read other new ops: the phase units of a new interleave)."""
+    if op.parent is not None:
+        return []
+    found: list[Operation] = []
+    for operand in op.operands:
+        if isinstance(operand.owner, Operation):
+            found += [new for new in _not_inserted(operand.owner) if new not in found]
+    return found + [op]
 
 
 def _flatten(values: Sequence[Any]) -> list[Any]:
@@ -314,8 +400,6 @@ class PatternSet(RewritePattern):
         self.by_root: dict[str | None, list[Pattern]] = {}
         for pattern in patterns:
             self.by_root.setdefault(pattern.root_name, []).append(pattern)
-        self.functions = RewriteFunctions(self.ir_ctx, context=ctx)
-        self.interpreters: dict[Operation, Interpreter] = {}
         self.fired: list[str] = []
 
     def candidates(self, op: Operation) -> list[Pattern]:
@@ -334,25 +418,13 @@ class PatternSet(RewritePattern):
                 return
 
     def rewrite(self, pattern: Pattern, matcher: PatternMatcher, rewriter: PatternRewriter) -> None:
-        functions = self.functions
-        functions.pattern, functions.rewriter, functions.created = pattern, rewriter, []
-        file_module = pattern.op.parent_op()
-        interpreter = self.interpreters.get(file_module)  # type: ignore[arg-type]
-        if interpreter is None:
-            interpreter = self.interpreters[file_module] = Interpreter(file_module)  # type: ignore[index,arg-type]
-            interpreter.register_implementations(functions)
-        interpreter.push_scope("rewrite")
-        interpreter.set_values(matcher.matching_context.items())
-        try:
-            interpreter.run_ssacfg_region(pattern.rewrite.body, ())
-        except InterpretationError as error:
-            raise _fail(pattern, str(error).strip().splitlines()[-1]) from None
-        interpreter.pop_scope()
+        rewrite = Rewrite(pattern, matcher, self.ir_ctx, self.ctx, rewriter)
+        rewrite.run()
         location = fused_location(*_absorbed(matcher), self.ctx.root) if self.ctx.root is not None else None
-        for new in functions.created:
+        for new in rewrite.created + rewrite.built:
             if new.parent is None:
                 continue  # created and erased again by the same rewrite
-            if location is not None:
+            if location is not None and new in rewrite.created:
                 new.location = location
             try:
                 new.verify()

@@ -401,14 +401,22 @@ def add_plan(s_lhs: float, s_rhs: float, s_out: float, variant: str = "two_stage
     exact = (MULTIPLIER_MIN, -1)  # 2^14 * 2^1 == 2^15
     lhs = exact if s_lhs >= s_rhs else multiplier_from_scale(s_lhs / base)
     rhs = exact if s_rhs > s_lhs else multiplier_from_scale(s_rhs / base)
-    r_res = base / s_out
     if variant == "two_stage":
-        pre_shift = int(np.clip(math.ceil(TWO_STAGE_TARGET - math.log2(r_res)), 0, 8))
-        multiplier, shift = multiplier_from_scale(r_res * (1 << pre_shift))
+        pre_shift, multiplier, shift = two_stage_requantization(base, s_out)
     else:
         pre_shift = 0
-        multiplier, shift = multiplier_from_scale(r_res)
+        multiplier, shift = multiplier_from_scale(base / s_out)
     return AddPlan(base, *lhs, *rhs, variant, pre_shift, multiplier, shift, subtract)
+
+
+def two_stage_requantization(base_scale: float, s_out: float) -> tuple[int, int, int]:
+    """R11 two_stage: the int24 sum at `base_scale` goes to int16 by a truncating right shift
+    rs1 = clip(ceil(-8 - log2(r_res)), 0, 8) (r_res = base_scale / s_out), then to int8 by
+    (M2, shift2) for r_res * 2^rs1. Returns (rs1, M2, shift2)."""
+    r_res = base_scale / s_out
+    pre_shift = int(np.clip(math.ceil(TWO_STAGE_TARGET - math.log2(r_res)), 0, 8))
+    multiplier, shift = multiplier_from_scale(r_res * (1 << pre_shift))
+    return pre_shift, int(multiplier), int(shift)
 
 
 def add_with_plan(q_lhs, q_rhs, plan: AddPlan, trace: dict | None = None) -> np.ndarray:

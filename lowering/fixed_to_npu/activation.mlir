@@ -3,14 +3,30 @@
 // own they are a CLAMP or TABLE over the whole map. Every unit saturates its result to the
 // target's range (R3), so a clamp to that range is nothing at all.
 
-// a clamp to the saturation range every unit applies anyway: removed
+// a clamp to the saturation range every unit applies anyway, after an op: removed, its
+// producer's location naming it too (profiles attribute its node)
+pdl.pattern @saturation_clamp_after_op : benefit(5) {
+  %producer = pdl.operation
+  %x = pdl.result 0 of %producer
+  %t = pdl.type
+  %clamp = pdl.operation "fixed.clamp"(%x : !pdl.value) -> (%t : !pdl.type)
+  pdl.apply_native_constraint "is_saturation"(%clamp : !pdl.operation)
+  pdl.apply_native_constraint "names_nodes"(%producer : !pdl.operation)
+  pdl.rewrite %clamp {
+    %named = pdl.apply_native_rewrite "naming_the_root"(%producer : !pdl.operation) : !pdl.operation
+    pdl.replace %producer with %named
+    %y = pdl.result 0 of %named
+    pdl.replace %clamp with (%y : !pdl.value)
+  }
+}
+
+// a clamp to the saturation range of a program input: removed
 pdl.pattern @saturation_clamp : benefit(4) {
   %x = pdl.operand
   %t = pdl.type
   %clamp = pdl.operation "fixed.clamp"(%x : !pdl.value) -> (%t : !pdl.type)
   pdl.apply_native_constraint "is_saturation"(%clamp : !pdl.operation)
   pdl.rewrite %clamp {
-    pdl.apply_native_rewrite "name_in_producer"(%x : !pdl.value)
     pdl.replace %clamp with (%x : !pdl.value)
   }
 }
@@ -24,8 +40,10 @@ pdl.pattern @relu_flag : benefit(3) {
   pdl.apply_native_constraint "is_relu"(%clamp : !pdl.operation)
   pdl.apply_native_constraint "flags_relu"(%unit : !pdl.operation)
   pdl.rewrite %clamp {
-    pdl.apply_native_rewrite "set_relu"(%unit : !pdl.operation)
-    pdl.replace %clamp with (%y : !pdl.value)
+    %fused = pdl.apply_native_rewrite "with_relu"(%unit : !pdl.operation) : !pdl.operation
+    pdl.replace %unit with %fused
+    %z = pdl.result 0 of %fused
+    pdl.replace %clamp with (%z : !pdl.value)
   }
 }
 
@@ -38,8 +56,10 @@ pdl.pattern @clamp_epilogue : benefit(2) {
   pdl.apply_native_constraint "takes_epilogue"(%unit : !pdl.operation)
   pdl.apply_native_constraint "clamp_or_table_unit"(%clamp : !pdl.operation)
   pdl.rewrite %clamp {
-    pdl.apply_native_rewrite "fuse_clamp"(%unit, %clamp : !pdl.operation, !pdl.operation)
-    pdl.replace %clamp with (%y : !pdl.value)
+    %fused = pdl.apply_native_rewrite "with_clamp"(%unit, %clamp : !pdl.operation, !pdl.operation) : !pdl.operation
+    pdl.replace %unit with %fused
+    %z = pdl.result 0 of %fused
+    pdl.replace %clamp with (%z : !pdl.value)
   }
 }
 
@@ -53,8 +73,10 @@ pdl.pattern @table_epilogue : benefit(2) {
   %unit_name = pdl.attribute = "table"
   pdl.apply_native_constraint "has_unit"(%unit_name : !pdl.attribute)
   pdl.rewrite %table {
-    pdl.apply_native_rewrite "fuse_table"(%unit, %table : !pdl.operation, !pdl.operation)
-    pdl.replace %table with (%y : !pdl.value)
+    %fused = pdl.apply_native_rewrite "with_table"(%unit, %table : !pdl.operation, !pdl.operation) : !pdl.operation
+    pdl.replace %unit with %fused
+    %z = pdl.result 0 of %fused
+    pdl.replace %table with (%z : !pdl.value)
   }
 }
 

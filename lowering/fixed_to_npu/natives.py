@@ -255,47 +255,63 @@ def clamp_table_rewrite(ctx: PatternContext, clamp: Operation):
     return npu.table_attr(clamp_table(*clamp.bounds()))
 
 
-def _absorb(ctx: PatternContext, producer: Operation) -> None:
-    """The unit now also computes the pattern's root: its location names both ONNX nodes."""
-    producer.location = fused_location(producer, ctx.root)  # type: ignore[arg-type]
+def _with(ctx: PatternContext, op: Operation, **properties: Attribute) -> Operation:
+    """A new `op` (not in the IR: the pattern's `pdl.replace` inserts it) that also computes the
+    pattern's root: the given properties set, its location naming both ONNX nodes."""
+    new = type(op).create(operands=list(op.operands), result_types=[r.type for r in op.results],
+                          properties={**op.properties, **properties}, attributes=dict(op.attributes))
+    new.location = fused_location(op, ctx.root)  # type: ignore[arg-type]
+    return new
+
+
+def _with_epilogue(ctx: PatternContext, producer: Operation, **epilogue: Attribute) -> Operation:
+    """The producer rebuilt with the epilogue in its output stage: a unit, or an interleave of
+    new phase units (an element-wise epilogue commutes with the moves that interleave them)."""
+    units = epilogue_units(producer)
+    if units == [producer]:
+        return _with(ctx, producer, **epilogue)
+    phases = [_with(ctx, unit, **epilogue).results[0] for unit in units]
+    interleave = type(producer).create(operands=phases, result_types=[r.type for r in producer.results],
+                                       properties=dict(producer.properties), attributes=dict(producer.attributes))
+    interleave.location = producer.location
+    return interleave
 
 
 @native_rewrite()
-def name_in_producer(ctx: PatternContext, value: SSAValue) -> None:
-    """A clamp that is the saturation its producer applies anyway: the producer's location also
-    names the clamp's ONNX node, so profiles still attribute it (a program input has none)."""
-    if isinstance(value.owner, Operation) and not isinstance(value.owner, fixed.QuantizeOp):
-        _absorb(ctx, value.owner)
+def naming_the_root(ctx: PatternContext, producer: Operation):
+    """A clamp that is the saturation its producer applies anyway: the producer, its location
+    also naming the clamp's ONNX node, so profiles still attribute it."""
+    return _with(ctx, producer)
+
+
+@native_constraint()
+def names_nodes(ctx: PatternContext, producer: Operation) -> bool:
+    """An op whose location a profile reads (not a program input's quantize), and that a
+    native can rebuild (no body: a host segment names its own ops)."""
+    return not isinstance(producer, fixed.QuantizeOp) and not producer.regions
 
 
 @native_rewrite()
-def set_relu(ctx: PatternContext, producer: Operation) -> None:
-    """The unit's relu flag (each phase unit's) computes the clamp to [0, smax] (ops changed in place)."""
-    for unit in epilogue_units(producer):
-        unit.properties["relu"] = UnitAttr()
-        _absorb(ctx, unit)
+def with_relu(ctx: PatternContext, producer: Operation):
+    """The unit (each phase unit) with its relu flag: the clamp to [0, smax]."""
+    return _with_epilogue(ctx, producer, relu=UnitAttr())
 
 
 @native_rewrite()
-def fuse_clamp(ctx: PatternContext, producer: Operation, clamp: Operation) -> None:
-    """A clamp after a unit's result, in SRAM: a CLAMP where the target has the unit, else an
-    exact TABLE (the ops are changed in place)."""
+def with_clamp(ctx: PatternContext, producer: Operation, clamp: Operation):
+    """The unit (each phase unit) with a clamp of its result in SRAM: a CLAMP where the target
+    has the unit, else the clamp's exact TABLE."""
     assert isinstance(clamp, fixed.ClampOp)
-    for unit in epilogue_units(producer):
-        if legality.unit_problem(_target(ctx), "clamp") is None:
-            unit.properties["clamp"] = i64_array(clamp.bounds())
-        else:
-            unit.properties["table"] = npu.table_attr(clamp_table(*clamp.bounds()))
-        _absorb(ctx, unit)
+    if legality.unit_problem(_target(ctx), "clamp") is None:
+        return _with_epilogue(ctx, producer, clamp=i64_array(clamp.bounds()))
+    return _with_epilogue(ctx, producer, table=npu.table_attr(clamp_table(*clamp.bounds())))
 
 
 @native_rewrite()
-def fuse_table(ctx: PatternContext, producer: Operation, table: Operation) -> None:
-    """A table after a unit's result runs as its epilogue (the ops are changed in place)."""
+def with_table(ctx: PatternContext, producer: Operation, table: Operation):
+    """The unit (each phase unit) with the table as its epilogue."""
     assert isinstance(table, fixed.TableOp)
-    for unit in epilogue_units(producer):
-        unit.properties["table"] = npu.table_attr(table.entries())
-        _absorb(ctx, unit)
+    return _with_epilogue(ctx, producer, table=npu.table_attr(table.entries()))
 
 
 @native_constraint()

@@ -79,9 +79,11 @@ def constant_codes(ctx: PatternContext, constant: Operation, scale: Attribute, c
 # --------------------------------------------------------------------------------------
 
 
-def _add_plan(ctx: PatternContext, op: Operation) -> fixed_point.AddPlan:
+def _add_plan(op: Operation) -> fixed_point.AddPlan:
+    """R11 of an nn.add or nn.sub, with one rescale of the int24 sum to int8 (direct); the
+    two_stage variant refines that rescale afterwards (`two_stage_add`)."""
     assert isinstance(op, (nn.AddOp, nn.SubOp))
-    return fixed_point.add_plan(scale_of(op.lhs), scale_of(op.rhs), scale_of(op.result), ctx.options["variant"],
+    return fixed_point.add_plan(scale_of(op.lhs), scale_of(op.rhs), scale_of(op.result), "direct",
                                 subtract=isinstance(op, nn.SubOp))
 
 
@@ -93,24 +95,35 @@ def _rescale(multiplier: int, shift: int) -> tuple[Attribute, Attribute]:
 def add_inputs(ctx: PatternContext, op: Operation):
     """R11: (lhs_multiplier, lhs_shift, rhs_multiplier, rhs_shift) into the common scale
     s_add = max(s_l, s_r) / 2^15, that scale, and the int24 type of the sum."""
-    plan = _add_plan(ctx, op)
+    plan = _add_plan(op)
     return (i64_attr(plan.lhs_multiplier), i64_attr(plan.lhs_shift), i64_attr(plan.rhs_multiplier),
             i64_attr(plan.rhs_shift), fixed.scale_attr(plan.base_scale), fixed.int_tensor(24, shape_of(op.results[0])))
 
 
 @native_rewrite()
-def add_stage(ctx: PatternContext, op: Operation):
-    """R11 two_stage: the int24 -> int16 shift rs1, its scale s_add * 2^rs1, the int16 type."""
-    plan = _add_plan(ctx, op)
-    return (i64_attr(plan.pre_shift), fixed.scale_attr(plan.base_scale * 2**plan.pre_shift),
-            fixed.int_tensor(16, shape_of(op.results[0])))
+def add_rescale(ctx: PatternContext, op: Operation):
+    """R11 direct: (multiplier, shift) of the rescale of the int24 sum to int8, r_res."""
+    plan = _add_plan(op)
+    return _rescale(plan.multiplier, plan.shift)
+
+
+@native_constraint()
+def int24_sum_to_int8(ctx: PatternContext, rescale: Operation) -> bool:
+    """A rescale of an add's or sub's int24 sum straight to int8 (one multiplier)."""
+    assert isinstance(rescale, fixed.RescaleOp)
+    return (isinstance(rescale.input.owner, fixed.WideningAddOp) and fixed.width_of(rescale.input) == 24
+            and fixed.width_of(rescale.result) == 8 and len(ints(rescale.multiplier)) == 1)
 
 
 @native_rewrite()
-def add_rescale(ctx: PatternContext, op: Operation):
-    """R11: (multiplier, shift) of the final rescale to int8 (r_res * 2^rs1, or r_res when direct)."""
-    plan = _add_plan(ctx, op)
-    return _rescale(plan.multiplier, plan.shift)
+def two_stage(ctx: PatternContext, rescale: Operation):
+    """R11 two_stage from the sum's scale and the output's: the shift rs1 to int16, its scale
+    s_add * 2^rs1 and type, and (multiplier, shift) of r_res * 2^rs1 to int8."""
+    assert isinstance(rescale, fixed.RescaleOp)
+    base, s_out = (float(fixed.scale_values(op.properties["scale"])[0]) for op in (rescale.input.owner, rescale))
+    pre_shift, multiplier, shift = fixed_point.two_stage_requantization(base, s_out)
+    return (i64_attr(pre_shift), fixed.scale_attr(base * 2**pre_shift), fixed.int_tensor(16, shape_of(rescale.input)),
+            *_rescale(multiplier, shift))
 
 
 @native_rewrite()

@@ -20,9 +20,9 @@ from models import ROOT
 
 SECTION = re.compile(r"## Adding an op:.*?(?=\n## )", re.S)
 BLOCK = re.compile(r"```python excerpt=(\S+)\n(.*?)```", re.S)
-# the four places the doc names; docs that list every case or op are generated, not written
+# the four places the doc names (the documents under docs/ that mention the op are not code:
+# this walk-through, and the conformance list, which is generated)
 OP_FILES = {"semantics/float_ops.py", "dialects/nn.py", "frontend/onnx_import.py", "test/python/test_extending_op.py"}
-GENERATED = {"docs/conformance.md", "docs/supported-ops.md", "docs/extending.md"}
 
 
 def test_the_doc_shows_what_the_tree_holds():
@@ -36,7 +36,7 @@ def test_no_other_source_file_names_the_op():
     listed = subprocess.run(["git", "grep", "--untracked", "-l", "-i", "-E", "leaky_?relu"], cwd=ROOT, capture_output=True, text=True)
     if listed.returncode not in (0, 1):
         pytest.skip(f"git grep is not available here: {listed.stderr.strip()}")
-    assert set(listed.stdout.split()) - GENERATED == OP_FILES
+    assert {path for path in listed.stdout.split() if not path.startswith("docs/")} == OP_FILES
 
 
 def _model() -> onnx.ModelProto:
