@@ -21,6 +21,7 @@ from xnpu.backend.binary import Binary, CompressedWeights, HostSegment, IoTensor
 from xnpu.backend.host import segment_function
 from xnpu.core.errors import XnpuError
 from xnpu.dialects import isa
+from xnpu.dialects.targeting import module_target
 from xnpu.ir.io import print_ir, verify_module
 from xnpu.ir.locations import location_names, location_of
 from xnpu.target.description import TargetDescription, list_targets, load_target
@@ -28,10 +29,8 @@ from xnpu.transforms.compress_weights import regions_of
 
 
 def module_target_of(module: ModuleOp) -> TargetDescription:
-    name = module.attributes.get(isa.TARGET_ATTRIBUTE)
-    if not isinstance(name, StringAttr):
-        raise XnpuError(f"the isa module names no target (module attribute {isa.TARGET_ATTRIBUTE} = \"xnpu_default\" or a TOML path)")
-    return load_target(name.data)
+    """The target an isa module names (`isa.target`)."""
+    return module_target(module, attribute=isa.TARGET_ATTRIBUTE, who="the isa module")
 
 
 def emit_binary(module: ModuleOp) -> Binary:

@@ -21,16 +21,17 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, Float32Type, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, Float32Type, IntegerAttr, ModuleOp, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from xnpu.core.errors import XnpuError
 from xnpu.dialects import fixed, npu
 from xnpu.dialects.shapes import i64_array, ints, shape_of
+from xnpu.dialects.targeting import module_target
 from xnpu.ir.io import describe_op
 from xnpu.ir.locations import location_names
 from xnpu.semantics import fixed_point, units
-from xnpu.target.description import TargetDescription, load_target
+from xnpu.target.description import TargetDescription
 
 LAYOUT = "npu.layout"
 TILE = "npu.tile"
@@ -65,15 +66,11 @@ def node_names(op: Operation) -> str:
 
 
 def resolve_target(module: ModuleOp, option: str | None, pass_name: str) -> TargetDescription:
-    """The pass's `target` option, else the module's `npu.target`; the module then names it."""
-    if option:
-        module.attributes[npu.TARGET_ATTRIBUTE] = StringAttr(option)
-        return load_target(option)
-    name = module.attributes.get(npu.TARGET_ATTRIBUTE)
-    if not isinstance(name, StringAttr):
-        raise LoweringError(f"{pass_name}: the module names no target (module attribute {npu.TARGET_ATTRIBUTE}, "
-                            f"or the pass option target=NAME)")
-    return load_target(name.data)
+    """The pass's `target` option (recorded in the module), else the module's `npu.target`."""
+    try:
+        return module_target(module, option, who=pass_name)
+    except XnpuError as error:
+        raise LoweringError(str(error)) from None
 
 
 def target_name(module: ModuleOp) -> str:

@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
+from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     I64,
     BytesAttr,
@@ -43,17 +44,16 @@ from xdsl.dialects.builtin import (
     f64,
     i64,
 )
-from xdsl.dialects import func
 from xdsl.ir import Block, Dialect, Operation, Region
 from xdsl.irdl import IRDLOperation, ParsePropInAttrDict, irdl_op_definition, prop_def, region_def, traits_def
-from xdsl.traits import NoTerminator
 from xdsl.parser import Parser
 from xdsl.printer import Printer
+from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from xnpu.core.errors import XnpuError
 from xnpu.dialects.targeting import enclosing_target
 from xnpu.semantics.dtypes import numpy_dtype
-from xnpu.core.errors import XnpuError
 from xnpu.target.encoding import ENUMS, FORMATS, OPCODES, Instruction, make_instruction
 
 TARGET_ATTRIBUTE = "isa.target"

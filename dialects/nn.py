@@ -50,17 +50,6 @@ from xdsl.utils.exceptions import VerifyException
 
 from xnpu.core.lazy import LazyModule
 from xnpu.core.lazy import numpy as np
-from xnpu.dialects.traits import (
-    ClampsCodes,
-    ElementwiseSamples,
-    FirstOperandSamples,
-    FlattenSamples,
-    KeepsRange,
-    Rescales,
-    ReshapeSamples,
-    SamplesUnlessAxisZero,
-    TransposeSamples,
-)
 from xnpu.dialects.shapes import (  # noqa: F401  (re-exported: nn.shape_of, nn.ints, ... are public)
     broadcast_shapes,
     broadcasts_to,
@@ -86,6 +75,17 @@ from xnpu.dialects.shapes import (  # noqa: F401  (re-exported: nn.shape_of, nn.
     verify_conv_geometry,
     verify_conv_transpose_geometry,
     verify_window,
+)
+from xnpu.dialects.traits import (
+    ClampsCodes,
+    ElementwiseSamples,
+    FirstOperandSamples,
+    FlattenSamples,
+    KeepsRange,
+    Rescales,
+    ReshapeSamples,
+    SamplesUnlessAxisZero,
+    TransposeSamples,
 )
 
 F32Tensor = TensorType[Float32Type]

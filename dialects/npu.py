@@ -78,11 +78,13 @@ from xnpu.dialects.shapes import (
     verify_conv_geometry,
     verify_window,
 )
-from xnpu.dialects.targeting import enclosing_target
+from xnpu.dialects.targeting import (
+    TARGET_ATTRIBUTE,  # noqa: E402,F401  (npu.TARGET_ATTRIBUTE)
+    enclosing_target,
+)
 from xnpu.semantics import fixed_point, units
 from xnpu.target import legality
 
-TARGET_ATTRIBUTE = "npu.target"
 ELTWISE_OPS = ("add", "sub", "mul")
 POOL_KINDS = ("max", "avg", "global_avg")
 LAYOUTS = ("NHWC", "NCHW")

@@ -327,14 +327,30 @@ def parse_target(document: dict[str, Any], source: str = "<memory>") -> TargetDe
 
 
 def load_target(name_or_path: str | Path) -> TargetDescription:
-    """A shipped target by name (`xnpu_default`), or a target file by path."""
+    """A shipped target by name (`xnpu_default`), or a target file by path: read and checked
+    once per process (again only when the file changes), so every pass and verifier that asks
+    for the module's target gets the same description."""
     text = str(name_or_path)
     path = Path(text)
     if not (text.endswith(".toml") or path.is_file()):
         path = TARGET_DIR / f"{text}.toml"
         if not path.is_file():
             raise XnpuError(f"unknown target '{text}' (known: {', '.join(list_targets())})")
+    try:
+        status = path.stat()
+    except OSError:
+        status = None
+    key = (str(path.resolve()), status.st_mtime_ns if status else None, status.st_size if status else None)
+    target = _LOADED.get(key)
+    if target is None:
+        target = _LOADED[key] = _read_target(path)
+    return target
 
+
+_LOADED: dict[tuple, TargetDescription] = {}
+
+
+def _read_target(path: Path) -> TargetDescription:
     raw = read_input_file(path)  # a regular file of bounded size: not a FIFO, not /dev/zero
     try:
         document = tomllib.loads(raw.decode("utf-8"))

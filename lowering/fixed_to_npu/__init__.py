@@ -34,13 +34,14 @@ from xdsl.transforms.dead_code_elimination import dce
 
 from xnpu.core.errors import XnpuError
 from xnpu.dialects import fixed, nn, npu
+from xnpu.dialects.targeting import DEFAULT_TARGET, module_target
 from xnpu.dialects.traits import unit_form
 from xnpu.ir.io import describe_op
 from xnpu.lowering.fixed_to_npu.host import place_on_host, split_output_dequantizes
 from xnpu.lowering.fixed_to_npu.natives import pending
 from xnpu.pdl.driver import apply_patterns
 from xnpu.pdl.patterns import PatternContext, load_natives, load_patterns, split_paths
-from xnpu.target.description import TargetDescription, load_target
+from xnpu.target.description import TargetDescription
 
 PATTERN_DIR = Path(__file__).resolve().parent
 BOUNDARY = (fixed.ConstantOp, fixed.QuantizeOp, fixed.DequantizeOp, func.ReturnOp)
@@ -114,7 +115,7 @@ def lower_fixed_to_npu(module: ModuleOp, target_name: str, extra_patterns=(), ho
     the ops nothing waits behind with their reason (`npu.host_reason`, which the patterns
     read as "selected elsewhere"); the marked ops then become npu.host segments.
     """
-    target = load_target(target_name)
+    target = module_target(module, target_name, default=DEFAULT_TARGET)
     ctx = PatternContext(target)
     patterns = fixed_to_npu_patterns(extra_patterns)
     function = only_function(module)
@@ -140,7 +141,6 @@ def lower_fixed_to_npu(module: ModuleOp, target_name: str, extra_patterns=(), ho
     if placed:
         place_on_host(function, [op for op in function.body.block.ops if op in placed])
     check_selected(module, target, ctx)
-    module.attributes[npu.TARGET_ATTRIBUTE] = StringAttr(target_name)
     return fired
 
 
@@ -150,7 +150,7 @@ class LowerFixedToNpuPass(ModulePass):
 
     name = "lower-fixed-to-npu"
 
-    target: str = "xnpu_default"
+    target: str = ""  # a shipped name or a TOML path; default: the module's (legalize records it), else xnpu_default
     patterns: str = ""  # extra pattern files or directories, comma-separated
     natives: str = ""  # Python files registering extra native functions, comma-separated
     host_fallback: bool = True  # place what the target cannot run on the host (npu.host), not an error

@@ -20,9 +20,9 @@ from xdsl.passes import ModulePass
 
 import xnpu.lowering.legalize.natives  # noqa: F401  (registers by decoration)
 from xnpu.core.errors import XnpuError
+from xnpu.dialects.targeting import DEFAULT_TARGET, module_target
 from xnpu.pdl.driver import apply_patterns
 from xnpu.pdl.patterns import PatternContext, load_natives, load_patterns, split_paths
-from xnpu.target.description import load_target
 
 PATTERN_DIR = Path(__file__).resolve().parent
 CLAMP_METHODS = ("auto", "saturate", "bias")
@@ -40,7 +40,7 @@ class LegalizePass(ModulePass):
 
     name = "legalize"
 
-    target: str = "xnpu_default"
+    target: str = ""  # a shipped name or a TOML path, recorded in the module for the passes after it
     clamp_method: str = "auto"  # auto | saturate (seed 001 method 1) | bias (method 2)
     patterns: str = ""  # extra pattern files or directories, comma-separated
     natives: str = ""  # Python files registering extra native functions, comma-separated
@@ -50,5 +50,6 @@ class LegalizePass(ModulePass):
             raise XnpuError(f"legalize: clamp-method must be one of {', '.join(CLAMP_METHODS)}, got '{self.clamp_method}'")
         for path in split_paths(self.natives):
             load_natives(path)
-        context = PatternContext(load_target(self.target), {"clamp_method": self.clamp_method})
+        target = module_target(op, self.target, default=DEFAULT_TARGET)
+        context = PatternContext(target, {"clamp_method": self.clamp_method})
         apply_patterns(op, legalize_patterns(split_paths(self.patterns)), context)
