@@ -26,8 +26,9 @@ test: $(STAMP)
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
 	echo "make test: pytest, lit and blas-variance passed"
 
+# the cases spread over the machine's cores (pytest-xdist), each test file on one worker
 pytest: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadfile
 
 lit: $(STAMP)
 	$(BIN)/lit -sv test/filecheck
@@ -38,7 +39,7 @@ lit: $(STAMP)
 # machine, before it fails on the next one (docs/reliability.md).
 BLAS_VARIANT := OPENBLAS_CORETYPE=Sandybridge OPENBLAS_NUM_THREADS=1 NPY_DISABLE_CPU_FEATURES="X86_V3 X86_V4"
 blas-variance: $(STAMP)
-	$(BLAS_VARIANT) $(BIN)/python -m pytest -m float_sums -p no:cacheprovider
+	$(BLAS_VARIANT) $(BIN)/python -m pytest -n auto --dist loadfile -m float_sums -p no:cacheprovider
 
 # A long fuzz campaign over every tool (not part of `make test`; a few minutes per thousand
 # cases): prints the outcomes per category, exits 1 if any case hung, crashed or was messy.
