@@ -2,8 +2,8 @@
 
 `Binary` holds a compiled program: decoded instructions, the constant image that is loaded at
 DDR address 0, the input/output table, the provenance (instruction -> ONNX node names),
-the codebook-compressed weight regions of the image (section kind 6, format version 2) and
-the host segments (section kind 7, format version 3: ops the target cannot run, run by the
+the codebook-compressed weight regions of the image (section kind 6) and
+the host segments (section kind 7: ops the target cannot run, run by the
 host where a SYNC posts their token).
 `to_bytes()` writes the container deterministically and `from_bytes()` reads it back, so
 encode -> decode -> encode is byte-identical. Reading checks everything it reads; a damaged
@@ -24,10 +24,12 @@ from xnpu.core.files import read_input_file
 from xnpu.target.encoding import WORD_BYTES, Instruction, decode_program, encode_program
 
 MAGIC = b"XNPU"
-FORMAT_VERSION = 1  # written when the program has no compressed weights
-COMPRESSED_FORMAT_VERSION = 2  # version 2 adds section kind 6; version-1 readers reject such files
-HOST_FORMAT_VERSION = 3  # version 3 adds section kind 7 (kind 6 optional); older readers reject such files
-SUPPORTED_VERSIONS = (FORMAT_VERSION, COMPRESSED_FORMAT_VERSION, HOST_FORMAT_VERSION)
+# Version 4: instructions carry dependency fields and run on two queues (docs/isa.md section 3);
+# sections 6 and 7 are optional. Versions 1-3 ran strictly in order: their programs have no
+# tokens, so under the queue model they would race; a reader refuses them (recompile).
+FORMAT_VERSION = 4
+SUPPORTED_VERSIONS = (FORMAT_VERSION,)
+IN_ORDER_VERSIONS = (1, 2, 3)
 HEADER = struct.Struct("<4sHHIIIIII")  # magic, version, header size, checksum, target id,
 HEADER_SIZE = HEADER.size  # flags, section count, total size, reserved
 CHECKSUM_OFFSET = 8
@@ -41,8 +43,8 @@ SECTION_CONSTANTS = 2
 SECTION_STRINGS = 3
 SECTION_IO = 4
 SECTION_PROVENANCE = 5
-SECTION_COMPRESSED_WEIGHTS = 6  # codebook-compressed weights; valid from version 2
-SECTION_HOST_SEGMENTS = 7  # ops run by the host between accelerator segments; valid from version 3
+SECTION_COMPRESSED_WEIGHTS = 6  # codebook-compressed weights
+SECTION_HOST_SEGMENTS = 7  # ops run by the host between accelerator segments
 SECTION_NAMES = {
     SECTION_INSTRUCTIONS: "instructions",
     SECTION_CONSTANTS: "constants",
@@ -346,8 +348,7 @@ def _write(binary: Binary) -> bytes:
         payloads[SECTION_COMPRESSED_WEIGHTS] = compressed
     if binary.host_segments:
         payloads[SECTION_HOST_SEGMENTS] = host
-    version = (HOST_FORMAT_VERSION if binary.host_segments else
-               COMPRESSED_FORMAT_VERSION if binary.compressed else FORMAT_VERSION)
+    version = FORMAT_VERSION
     table = bytearray()
     body = bytearray()
     position = HEADER_SIZE + SECTION_ENTRY.size * len(payloads)
@@ -412,8 +413,11 @@ def _read_header(data: bytes) -> tuple[int, int, int]:
     magic, version, header_size, checksum, target_id, flags, count, total, reserved = HEADER.unpack_from(data)
     if magic != MAGIC:
         raise _fail(f"bad magic {magic!r}, expected {MAGIC!r}: not an xnpu binary")
+    if version in IN_ORDER_VERSIONS:
+        raise _fail(f"format version {version} is a strictly in-order program without dependency tokens; this "
+                    f"reader runs version {FORMAT_VERSION} (two queues, docs/isa.md section 3): recompile the model")
     if version not in SUPPORTED_VERSIONS:
-        raise _fail(f"format version {version} is not supported (this reader reads versions "
+        raise _fail(f"format version {version} is not supported (this reader reads version "
                     f"{', '.join(map(str, SUPPORTED_VERSIONS))})")
     if total > len(data):
         raise _fail(f"truncated: the header says {total} bytes, the file has {len(data)}")
@@ -440,10 +444,6 @@ def _read_sections(data: bytes, count: int, version: int = FORMAT_VERSION) -> di
     for index in range(count):
         kind, offset, size, alignment = SECTION_ENTRY.unpack_from(data, HEADER_SIZE + index * SECTION_ENTRY.size)
         where = f"section {index}"
-        if kind == SECTION_COMPRESSED_WEIGHTS and version < COMPRESSED_FORMAT_VERSION:
-            raise _fail(f"{where}: kind {kind} (compressed weights) is reserved and not valid in format version {version}")
-        if kind == SECTION_HOST_SEGMENTS and version < HOST_FORMAT_VERSION:
-            raise _fail(f"{where}: kind {kind} (host segments) is reserved and not valid in format version {version}")
         if kind not in SECTION_NAMES:
             raise _fail(f"{where}: unknown section kind {kind}")
         name = SECTION_NAMES[kind]
@@ -567,11 +567,6 @@ def _read_host(section: bytes, strings: bytes) -> list[HostSegment]:
 def _read(data: bytes) -> Binary:
     target_id, count, version = _read_header(data)
     sections = _read_sections(data, count, version)
-    if version == COMPRESSED_FORMAT_VERSION and SECTION_COMPRESSED_WEIGHTS not in sections:
-        raise _fail(f"format version {version} without a compressed-weights section (plain programs are version {FORMAT_VERSION})")
-    if version == HOST_FORMAT_VERSION and SECTION_HOST_SEGMENTS not in sections:
-        raise _fail(f"format version {version} without a host-segments section (programs without are version "
-                    f"{FORMAT_VERSION} or {COMPRESSED_FORMAT_VERSION})")
     code = sections[SECTION_INSTRUCTIONS]
     if len(code) % WORD_BYTES:
         raise _fail(f"instructions section of {len(code)} bytes is not a whole number of {WORD_BYTES}-byte words")

@@ -1,7 +1,8 @@
 """The `isa` dialect: one op per instruction of the xnpu accelerator (docs/isa.md).
 
 An `isa` module is a program, not a dataflow graph: instruction ops have no operands or
-results, only properties, and run in the order they appear (isa.md section 3). Every
+results, only properties, and mean what running them in the order they appear computes;
+the machine overlaps its two queues where their dependency fields allow (isa.md section 3). Every
 property is one field of the instruction's format, under the field's name in
 `xnpu.target.encoding.FORMATS`, so `instruction_of` / `op_from_instruction` convert an op
 to the encoder's `Instruction` and back with no per-op code. The op classes themselves are
@@ -16,7 +17,9 @@ generated from the same tables: adding a field to a format adds it here.
     }
 
 Enumerated fields print by name (`layout = NHWC`, `kind = max`) and parse by name or
-number. The location of an instruction is its provenance: the ONNX node(s) it came from.
+number. The dependency fields `wait` and `signal` (docs/isa.md section 3) print only where
+they are 1 and parse as 0 when absent. The location of an instruction is its provenance: the
+ONNX node(s) it came from.
 
 Verifiers check each field against its width and enumeration (the encoder's checks) and,
 when the enclosing module names a target (`isa.target`, a shipped name or a TOML path),
@@ -54,102 +57,22 @@ from xdsl.utils.exceptions import VerifyException
 from xnpu.core.errors import XnpuError
 from xnpu.dialects.targeting import enclosing_target
 from xnpu.semantics.dtypes import numpy_dtype
-from xnpu.target.encoding import ENUMS, FORMATS, OPCODES, Instruction, make_instruction
+from xnpu.target import footprints
+from xnpu.target.encoding import DEPENDENCY_NAMES, ENUMS, FORMATS, OPCODES, Instruction, make_instruction
 
 TARGET_ATTRIBUTE = "isa.target"
+# Fields that print only when set and parse as 0 when left out: the dependency tokens
+# (docs/isa.md section 3), so a program reads as its data flow with the tokens where they are.
+OPTIONAL_FIELDS = DEPENDENCY_NAMES
 
 # --------------------------------------------------------------------------------------
 # Regions an instruction touches
 # --------------------------------------------------------------------------------------
 
 
-def _padded(channels: int, alignment: int) -> int:
-    return -(-channels // alignment) * alignment
-
-
-def _dma_sram_bytes(i: Instruction, alignment: int) -> int:
-    element = 1 << i["elem_log2"]
-    layout = ENUMS[("DMA", "layout")][i["layout"]]
-    if layout == "RAW":
-        return i["d0"] * i["d1"] * element
-    if layout in ("NHWC", "NCHW"):
-        h, w, c = (i["d0"], i["d1"], i["d2"]) if layout == "NHWC" else (i["d1"], i["d2"], i["d0"])
-        if h == 0 or w == 0 or c == 0:
-            return 0
-        row = w * _padded(c, alignment) * element
-        return (h - 1) * (i["sram_row_stride"] or row) + row
-    if layout == "OHWI":
-        return _padded(i["d0"], alignment) * i["d1"] * i["d2"] * _padded(i["d3"], alignment) * element
-    return _padded(i["d0"], alignment) * i["d1"] * i["d2"] * element  # DW
-
-
-def _dma_ddr_bytes(i: Instruction) -> int:
-    """The DDR extent from `ddr_addr` to one past the last byte the DMA touches."""
-    element = 1 << i["elem_log2"]
-    layout = ENUMS[("DMA", "layout")][i["layout"]]
-    dims = [i["d0"], i["d1"], i["d2"], i["d3"]]
-    if layout == "NHWC":
-        h, w, c = dims[:3]
-        if h == 0 or w == 0 or c == 0:
-            return 0
-        row_stride = i["ddr_row_stride"] or w * c * element
-        pixel_stride = i["ddr_pixel_stride"] or c * element
-        return (h - 1) * row_stride + (w - 1) * pixel_stride + c * element
-    count = 1
-    for d in dims[: {"RAW": 2, "NCHW": 3, "OHWI": 4, "DW": 3}[layout]]:
-        count *= d
-    return count * element
-
-
-def conv_output_hw(i: Instruction) -> tuple[int, int]:
-    def extent(size, kernel, stride, dilation, before, after):
-        return (size + before + after - (dilation * (kernel - 1) + 1)) // stride + 1
-
-    return (
-        extent(i["in_h"], i["kernel_h"], i["stride_h"], i["dilation_h"], i["pad_top"], i["pad_bottom"]),
-        extent(i["in_w"], i["kernel_w"], i["stride_w"], i["dilation_w"], i["pad_left"], i["pad_right"]),
-    )
-
-
 def sram_regions(i: Instruction, alignment: int) -> list[tuple[str, int, int]]:
     """(field, first byte, size) of every SRAM region the instruction reads or writes."""
-    a = alignment
-    if i.op in ("LOAD", "STORE"):
-        return [("sram_addr", i["sram_addr"], _dma_sram_bytes(i, a))]
-    if i.op == "CONV":
-        oh, ow = conv_output_hw(i)
-        ip, op_ = _padded(i["in_c"], a), _padded(i["out_c"], a)
-        kernel = i["kernel_h"] * i["kernel_w"]
-        weights = op_ * kernel if i["depthwise"] else op_ * kernel * ip
-        regions = [
-            ("in_addr", i["in_addr"], i["in_h"] * i["in_w"] * ip),
-            ("weight_addr", i["weight_addr"], weights),
-            ("rescale_addr", i["rescale_addr"], 4 * (i["out_c"] if i["per_channel"] else 1)),
-            ("out_addr", i["out_addr"], max(oh, 0) * max(ow, 0) * op_),
-        ]
-        if i["bias"]:
-            regions.append(("bias_addr", i["bias_addr"], 4 * i["out_c"]))
-        return regions
-    if i.op == "ELTWISE":
-        size = i["h"] * i["w"] * _padded(i["c"], a)
-        b_size = (size, _padded(i["c"], a), 1)[i["b_broadcast"]]
-        return [("a_addr", i["a_addr"], size), ("b_addr", i["b_addr"], b_size), ("out_addr", i["out_addr"], size)]
-    if i.op == "POOL":
-        cp = _padded(i["c"], a)
-        regions = [
-            ("in_addr", i["in_addr"], i["in_h"] * i["in_w"] * cp),
-            ("out_addr", i["out_addr"], i["out_h"] * i["out_w"] * cp),
-        ]
-        if i["per_position"]:
-            regions.append(("rescale_addr", i["rescale_addr"], 4 * i["out_h"] * i["out_w"]))
-        return regions
-    if i.op in ("TABLE", "CLAMP"):
-        size = i["h"] * i["w"] * _padded(i["c"], a)
-        regions = [("in_addr", i["in_addr"], size), ("out_addr", i["out_addr"], size)]
-        if i.op == "TABLE":
-            regions.append(("table_addr", i["table_addr"], 256))
-        return regions
-    return []
+    return [(name, start, size) for name, start, size, _ in footprints.sram_regions(i, alignment)]
 
 
 IN_PLACE = {"ELTWISE": ("a_addr", "b_addr"), "TABLE": ("in_addr",), "CLAMP": ("in_addr",)}
@@ -180,7 +103,7 @@ def check_extents(i: Instruction, target) -> None:
                 f"{i.op}.{name}: bytes [{start}, {start + size}) leave the {target.memory.sram_bytes}-byte SRAM of {target.name}"
             )
     if i.op in ("LOAD", "STORE"):
-        end = i["ddr_addr"] + _dma_ddr_bytes(i)
+        end = i["ddr_addr"] + footprints.dma_ddr_extent(i)
         if end > target.memory.ddr_bytes:
             raise XnpuError(f"{i.op}: DDR bytes [{i['ddr_addr']}, {end}) leave the {target.memory.ddr_bytes}-byte DDR of {target.name}")
 
@@ -248,6 +171,9 @@ class InstructionOp(IRDLOperation):
                 if parser.parse_optional_punctuation("}") is not None:
                     break
                 parser.parse_punctuation(",")
+        for name in OPTIONAL_FIELDS:
+            if name in names:
+                values.setdefault(name, 0)
         missing = [n for n in names if n not in values]
         if missing:
             parser.raise_error(f"{cls.name}: missing field '{missing[0]}'")
@@ -271,6 +197,8 @@ class InstructionOp(IRDLOperation):
         parts = []
         for name in self.field_names():
             value = self.field(name)
+            if name in OPTIONAL_FIELDS and value == 0:
+                continue
             enum = self.enum(name)
             text = enum[value] if enum is not None and value in enum and enum[value].isidentifier() else str(value)
             parts.append(f"{name} = {text}")

@@ -13,6 +13,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from xnpu.backend.emit import emit_binary
+from xnpu.backend.isa_dependencies import IsaInsertDependenciesPass
 from xnpu.backend.npu_allocate import NpuAllocatePass
 from xnpu.backend.npu_assign_layout import NpuAssignLayoutPass
 from xnpu.backend.npu_tile import NpuTilePass
@@ -99,7 +100,7 @@ def below_npu(target: str) -> list[ModulePass]:
     """The passes from the npu level to the isa program, one per job (docs/npu.md, "Below npu")."""
 
     return [NpuAssignLayoutPass(target=target), NpuTilePass(target=target), NpuAllocatePass(target=target),
-            LowerNpuToIsaPass(target=target)]
+            LowerNpuToIsaPass(target=target), IsaInsertDependenciesPass()]
 
 
 def _verified(module: ModuleOp, steps, notify: AfterPass) -> None:
@@ -111,7 +112,8 @@ def _verified(module: ModuleOp, steps, notify: AfterPass) -> None:
 def lower_to_isa(module: ModuleOp, target: str = "xnpu_default", after_pass: AfterPass = _ignore,
                  host_fallback: bool = True) -> ModuleOp:
     """Lower a fixed module (changed in place) to an `isa` program for `target` (a name or a TOML
-    path): lower-fixed-to-npu, npu-assign-layout, npu-tile, npu-allocate, lower-npu-to-isa.
+    path): lower-fixed-to-npu, npu-assign-layout, npu-tile, npu-allocate, lower-npu-to-isa,
+    isa-insert-dependencies.
     What the target cannot run goes to host segments (`host_fallback`), or is an error."""
 
     _verified(module, [LowerFixedToNpuPass(target=str(target), host_fallback=host_fallback),
@@ -148,7 +150,7 @@ def compile(
     import -> `quantize` (fold-batch-norm, remove-noop, fuse-activations, calibrate, [compress-weights],
     lower-nn-to-fixed, fold-quantize-pairs; `quantize_options` are its options) -> legalize
     -> lower-fixed-to-npu -> npu-assign-layout -> npu-tile -> npu-allocate -> lower-npu-to-isa
-    -> emit, with no text in between. `stop_at` ("nn", "fixed", "tosa", "npu", "isa") returns
+    -> isa-insert-dependencies -> emit, with no text in between. `stop_at` ("nn", "fixed", "tosa", "npu", "isa") returns
     the module at that level instead of the Binary (npu: after lower-fixed-to-npu, before any
     annotation; tosa: the fixed level after convert-fixed-to-tosa, docs/tosa.md);
     `after_pass(name, module)` is called after every step (--print-ir-after-all).

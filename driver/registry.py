@@ -31,6 +31,7 @@ PASSES = {
     "npu-tile": "xnpu.backend.npu_tile:NpuTilePass",
     "npu-allocate": "xnpu.backend.npu_allocate:NpuAllocatePass",
     "lower-npu-to-isa": "xnpu.backend.npu_to_isa:LowerNpuToIsaPass",
+    "isa-insert-dependencies": "xnpu.backend.isa_dependencies:IsaInsertDependenciesPass",
     "convert-fixed-to-tosa": "xnpu.lowering.fixed_to_tosa:ConvertFixedToTosaPass",
 }
 

@@ -1,7 +1,8 @@
 """The cost model of docs/isa.md section 5: cycles per instruction from target parameters.
 
-The model is strictly in order (docs/isa.md section 3), so a program's cycles are the sum of
-its instructions' cycles. The formulas are the table in the doc, one function per row.
+The formulas are the table in the doc, one function per row. A program's cycles are not their
+sum: the DMA and EXEC queues run concurrently (docs/isa.md section 3), so a program takes the
+makespan of its schedule under the queue model (`xnpu.target.queues.schedule`).
 """
 
 from __future__ import annotations
@@ -11,17 +12,14 @@ from collections.abc import Iterable
 from xnpu.core.errors import XnpuError
 from xnpu.target.description import TargetDescription
 from xnpu.target.encoding import DMA_LAYOUTS, ELTWISE_OPS, POOL_KINDS, Instruction, make_instruction
+from xnpu.target.footprints import conv_output_hw
+from xnpu.target.queues import schedule
+
+__all__ = ["conv_output_hw", "dma_sram_bytes", "instruction_cycles", "conv_cycles", "program_cycles", "decode_cycles"]
 
 
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
-
-
-def conv_output_hw(i: Instruction) -> tuple[int, int]:
-    """OH, OW of a CONV instruction (docs/isa.md, CONV semantics)."""
-    oh = (i["in_h"] + i["pad_top"] + i["pad_bottom"] - (i["dilation_h"] * (i["kernel_h"] - 1) + 1)) // max(i["stride_h"], 1) + 1
-    ow = (i["in_w"] + i["pad_left"] + i["pad_right"] - (i["dilation_w"] * (i["kernel_w"] - 1) + 1)) // max(i["stride_w"], 1) + 1
-    return max(oh, 0), max(ow, 0)
 
 
 def dma_sram_bytes(i: Instruction, target: TargetDescription) -> int:
@@ -72,7 +70,9 @@ def conv_cycles(target: TargetDescription, out_hw, kernel, in_channels: int, out
 
 
 def program_cycles(instructions: Iterable[Instruction], target: TargetDescription) -> int:
-    return sum(instruction_cycles(i, target) for i in instructions)
+    """The makespan of the program under the queue model (up to its first SYNC halt=1)."""
+    program = list(instructions)
+    return schedule(program, [instruction_cycles(i, target) for i in program]).cycles
 
 
 def decode_cycles(decoded_bytes: int, bits: int, target: TargetDescription) -> int:

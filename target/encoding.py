@@ -68,6 +68,12 @@ def _format(name: str, *fields: tuple) -> Format:
     return Format(name, table)
 
 
+# The dependency fields of docs/isa.md section 3, at the same bits of every format but SYNC:
+# `wait` takes one token from the other queue before the instruction starts, `signal` gives
+# the other queue one when it completes.
+DEPENDENCY_FIELDS = (("wait", 252, 1), ("signal", 253, 1))
+DEPENDENCY_NAMES = tuple(name for name, _, _ in DEPENDENCY_FIELDS)
+
 # SRAM addresses are 24-bit byte addresses (targets have at most 16 MiB of SRAM); DDR
 # addresses and strides are 32-bit byte values. Multipliers are the 15-bit mantissas M in
 # {0} u [2^14, 2^15) of docs/fixed-point.md (R5); shifts are signed 7-bit values covering
@@ -93,6 +99,7 @@ FORMATS: dict[str, Format] = {
         ("ddr_row_stride", 136, 32),
         ("ddr_pixel_stride", 168, 24),
         ("sram_row_stride", 192, 24),
+        *DEPENDENCY_FIELDS,
     ),
     "CONV": _format(
         "CONV",
@@ -120,6 +127,7 @@ FORMATS: dict[str, Format] = {
         ("pad_left", 224, 4),
         ("pad_bottom", 228, 4),
         ("pad_right", 232, 4),
+        *DEPENDENCY_FIELDS,
     ),
     "ELTWISE": _format(
         "ELTWISE",
@@ -141,6 +149,7 @@ FORMATS: dict[str, Format] = {
         ("out_multiplier", 180, 15),
         ("out_shift", 195, 7, True),
         ("pre_shift", 202, 4),
+        *DEPENDENCY_FIELDS,
     ),
     "POOL": _format(
         "POOL",
@@ -165,6 +174,7 @@ FORMATS: dict[str, Format] = {
         ("pad_right", 204, 4),
         ("out_multiplier", 208, 15),
         ("out_shift", 223, 7, True),
+        *DEPENDENCY_FIELDS,
     ),
     "TABLE": _format(
         "TABLE",
@@ -175,6 +185,7 @@ FORMATS: dict[str, Format] = {
         ("h", 88, 16),
         ("w", 104, 16),
         ("c", 120, 16),
+        *DEPENDENCY_FIELDS,
     ),
     "CLAMP": _format(
         "CLAMP",
@@ -186,6 +197,7 @@ FORMATS: dict[str, Format] = {
         ("c", 96, 16),
         ("min", 112, 16, True),
         ("max", 128, 16, True),
+        *DEPENDENCY_FIELDS,
     ),
 }
 

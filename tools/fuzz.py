@@ -195,7 +195,7 @@ def mutate_text(text: str, rng: np.random.Generator) -> tuple[str, str]:
     return text, kind
 
 
-BELOW_NPU = "npu-assign-layout,npu-tile,npu-allocate,lower-npu-to-isa"
+BELOW_NPU = "npu-assign-layout,npu-tile,npu-allocate,lower-npu-to-isa,isa-insert-dependencies"
 IR_COMMANDS = {
     "nn": (
         ["xnpu-opt", "m.mlir", "-o", "out.mlir"],

@@ -9,7 +9,7 @@
     xnpu-compile --list-targets
 
 Runs import -> quantize (calibrate, lower-nn-to-fixed) -> legalize -> lower-fixed-to-npu ->
-npu-assign-layout -> npu-tile -> npu-allocate -> lower-npu-to-isa -> emit on the module in
+npu-assign-layout -> npu-tile -> npu-allocate -> lower-npu-to-isa -> isa-insert-dependencies -> emit on the module in
 memory (`xnpu.driver.pipeline.compile`); `--emit` stops at a level and writes its IR text (nn, fixed,
 npu, isa), the binary (bin, the default) or the fixed level as TOSA 1.0 (tosa).
 `--print-ir-after-all` prints the

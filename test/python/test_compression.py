@@ -16,6 +16,7 @@ from xnpu.core.errors import XnpuError
 from xnpu.driver.pipeline import compile as compile_model
 from xnpu.backend.binary import (
     CHECKSUMMED_FROM,
+    FORMAT_VERSION,
     HEADER_SIZE,
     SECTION_COMPRESSED_WEIGHTS,
     SECTION_ENTRY,
@@ -245,7 +246,7 @@ def test_compressed_binary_is_bit_exact_with_the_fixed_level(bits, method):
     fixed, binary = tiny_binary(bits, method)
     assert len(binary.compressed) == 4 and all(r.bits == bits for r in binary.compressed)
     data = binary.to_bytes()
-    assert struct.unpack_from("<H", data, 4)[0] == 2
+    assert struct.unpack_from("<H", data, 4)[0] == FORMAT_VERSION
     decoded = Binary.from_bytes(data)
     assert decoded == binary and decoded.to_bytes() == data
     x = np.load(EXAMPLES / "tiny_input.npy")
@@ -340,17 +341,14 @@ def test_kind6_damage_is_one_line(offset, value, message):
     assert "\n" not in str(error.value) and str(error.value).startswith("binary:")
 
 
-def test_kind6_needs_version_2_and_version_2_needs_kind6():
+def test_kind6_is_optional_in_version_4_and_in_order_versions_are_refused():
     data = bytearray(small_compressed_binary().to_bytes())
-    struct.pack_into("<H", data, 4, 1)
-    with pytest.raises(XnpuError, match="kind 6 \\(compressed weights\\) is reserved and not valid in format version 1"):
-        Binary.from_bytes(recrc(data))
+    assert struct.unpack_from("<H", data, 4)[0] == 4
     plain = small_compressed_binary()
     plain.compressed = []
-    data = bytearray(plain.to_bytes())
-    assert struct.unpack_from("<H", data, 4)[0] == 1
-    struct.pack_into("<H", data, 4, 2)
-    with pytest.raises(XnpuError, match="version 2 without a compressed-weights section"):
+    assert struct.unpack_from("<H", plain.to_bytes(), 4)[0] == 4
+    struct.pack_into("<H", data, 4, 2)  # the decode-before-run format of the in-order machine
+    with pytest.raises(XnpuError, match="format version 2 is a strictly in-order program"):
         Binary.from_bytes(recrc(data))
 
 

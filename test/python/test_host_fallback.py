@@ -19,7 +19,7 @@ from xnpu.ir.io import parse_ir, print_ir
 from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
 from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass, LowerNNToFixedPass
 from xnpu.driver.pipeline import below_npu
-from xnpu.backend.binary import HOST_FORMAT_VERSION, Binary
+from xnpu.backend.binary import FORMAT_VERSION, Binary
 from xnpu.backend.emit import disassemble, emit_binary
 from xnpu.backend.simulator import run_binary
 from xnpu.tools import xnpu_compile
@@ -109,17 +109,17 @@ def test_without_host_fallback_the_op_is_one_error():
         _compiled(_model(9, softmax=False), "xnpu_lite", host_fallback=False)
 
 
-def test_the_host_section_round_trips_and_the_binary_is_version_3():
+def test_the_host_section_round_trips_in_a_version_4_binary():
     binary = _compiled(_model(9, softmax=True), "xnpu_lite")
     data = binary.to_bytes()
-    assert struct.unpack_from("<H", data, 4)[0] == HOST_FORMAT_VERSION
+    assert struct.unpack_from("<H", data, 4)[0] == FORMAT_VERSION
     again = Binary.from_bytes(data)
     assert again == binary and again.to_bytes() == data
     text = disassemble(again)
     assert "isa.host_segment 1" in text and "isa.sync {halt = 0, token = 1}" in text
     assert emit_binary(parse_ir(text)).to_bytes() == data  # disassemble -> assemble: the same bytes
     plain = _compiled(_model(3, softmax=False), "xnpu_default").to_bytes()
-    assert struct.unpack_from("<H", plain, 4)[0] == 1  # no host segments: version 1 as before
+    assert struct.unpack_from("<H", plain, 4)[0] == FORMAT_VERSION  # with or without host segments
 
 
 def _with_checksum(data: bytearray) -> bytes:
@@ -145,8 +145,8 @@ def test_a_corrupt_host_section_is_one_clean_error():
     with pytest.raises(XnpuError, match=r"^binary: host-segments section ends inside host segment 0 input"):
         Binary.from_bytes(_with_checksum(truncated))
     older = bytearray(data)
-    struct.pack_into("<H", older, 4, 2)
-    with pytest.raises(XnpuError, match=r"kind 7 \(host segments\) is reserved and not valid in format version 2"):
+    struct.pack_into("<H", older, 4, 3)
+    with pytest.raises(XnpuError, match=r"format version 3 is a strictly in-order program"):
         Binary.from_bytes(_with_checksum(older))
     binary.host_segments[0].body = binary.host_segments[0].body.replace("nn.softmax", "nn.softmix")
     broken = Binary.from_bytes(binary.to_bytes())

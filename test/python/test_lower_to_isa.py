@@ -377,7 +377,7 @@ def test_xnpu_compile_writes_a_binary_that_objdump_reads(tmp_path):
                   "-o", str(out), "--print-ir-after-all")
     assert result.returncode == 0, result.stderr
     for step in ("calibrate", "legalize", "lower-fixed-to-npu", "npu-assign-layout", "npu-tile", "npu-allocate",
-                 "lower-npu-to-isa"):
+                 "lower-npu-to-isa", "isa-insert-dependencies"):
         assert f"IR Dump After {step}" in result.stderr, step
     assert out.read_bytes() == compiled("tiny_cnn")[0].to_bytes()
     dump = tool("xnpu-objdump", str(out), "--no-constants")

@@ -19,6 +19,7 @@ from xdsl.ir import Block, Region
 
 import xnpu
 from xnpu.backend.emit import emit_binary
+from xnpu.backend.isa_dependencies import IsaInsertDependenciesPass
 from xnpu.backend.npu_allocate import NpuAllocatePass
 from xnpu.backend.npu_annotations import TILE, get_ints, layers
 from xnpu.backend.npu_assign_layout import NpuAssignLayoutPass
@@ -49,6 +50,7 @@ def annotate(module: ModuleOp, target: str) -> ModuleOp:
 
 def emit(module: ModuleOp) -> ModuleOp:
     LowerNpuToIsaPass().apply(make_context(), module)
+    IsaInsertDependenciesPass().apply(make_context(), module)
     verify_module(module)
     return module
 

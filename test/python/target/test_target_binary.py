@@ -65,7 +65,7 @@ def test_round_trip_is_byte_identical():
 def test_sections_sit_where_the_doc_says():
     data = sample_binary().to_bytes()
     magic, version, header_size, checksum, target, flags, count, total, reserved = struct.unpack_from("<4sHHIIIIII", data)
-    assert (magic, version, header_size, target, flags, count, total, reserved) == (b"XNPU", 1, 32, 1, 0, 5, len(data), 0)
+    assert (magic, version, header_size, target, flags, count, total, reserved) == (b"XNPU", 4, 32, 1, 0, 5, len(data), 0)
     assert checksum == zlib.crc32(data[12:])
     entries = [SECTION_ENTRY.unpack_from(data, HEADER_SIZE + i * 16) for i in range(count)]
     assert [e[0] for e in entries] == [1, 2, 3, 4, 5]
@@ -124,8 +124,9 @@ GOOD = sample_binary().to_bytes()
         (GOOD[:-1], f"truncated: the header says {len(GOOD)} bytes, the file has {len(GOOD) - 1}"),
         (GOOD + b"\0", "1 trailing bytes after"),
         (b"ELF\x7f" + GOOD[4:], "bad magic b'ELF\\x7f', expected b'XNPU': not an xnpu binary"),
-        (_damage(GOOD, 4, struct.pack("<H", 4)), "format version 4 is not supported"),
-        (_damage(GOOD, 4, struct.pack("<H", 3)), "format version 3 without a host-segments section"),
+        (_damage(GOOD, 4, struct.pack("<H", 5)), "format version 5 is not supported"),
+        (_damage(GOOD, 4, struct.pack("<H", 3)), "format version 3 is a strictly in-order program without dependency tokens"),
+        (_damage(GOOD, 4, struct.pack("<H", 1)), "recompile the model"),
         (_damage(GOOD, 200, b"\xff", fix_crc=False), "checksum mismatch"),
         (_damage(GOOD, 16, struct.pack("<I", 4)), "unknown header flags 0x4"),
         (_damage(GOOD, 20, struct.pack("<I", 1000)), "section table of 1000 entries runs past the end"),
@@ -133,7 +134,6 @@ GOOD = sample_binary().to_bytes()
         (_damage(GOOD, _section_entry_offset(1) + 4, struct.pack("<I", 64)), "overlaps the header, section table or previous section"),
         (_damage(GOOD, _section_entry_offset(1) + 4, struct.pack("<I", 65 * 64 + 1)), "is not a multiple of its alignment 64"),
         (_damage(GOOD, _section_entry_offset(1) + 12, struct.pack("<I", 48)), "alignment 48 is not a power of two"),
-        (_damage(GOOD, _section_entry_offset(1), struct.pack("<I", 6)), "kind 6 (compressed weights) is reserved"),
         (_damage(GOOD, _section_entry_offset(1), struct.pack("<I", 99)), "unknown section kind 99"),
         (_damage(GOOD, _section_entry_offset(1), struct.pack("<I", 1)), "a second instructions section"),
         (_damage(GOOD, _section_entry_offset(0) + 8, struct.pack("<I", 33)), "not a whole number of 32-byte words"),

@@ -1,0 +1,155 @@
+"""The DMA engine of the simulated machine: LOAD and STORE as numpy views over the two memories.
+
+The views follow the DMA layout table of docs/isa.md section 2; both sides of a transfer have
+the same logical shape, so a transfer is one numpy assignment. Within a binary's run the views
+of each DMA instruction are built once (`_Transfer`), since its fields and the memories do not
+change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from xnpu.backend.machine_memory import MachineMemory, strided_extent
+from xnpu.core.errors import XnpuError
+from xnpu.target.encoding import DEPENDENCY_NAMES, DMA_LAYOUTS, Instruction
+from xnpu.target.footprints import dma_ddr_extent
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One DMA instruction's views (bytes with a trailing element axis) and spans."""
+
+    instruction: Instruction
+    ddr: np.ndarray
+    sram: np.ndarray
+    padded: np.ndarray | None  # the whole padded SRAM region, or None
+    sram_start: int
+    sram_size: int
+    ddr_start: int
+    ddr_end: int
+    fields: tuple
+
+    def copy_in(self) -> None:
+        if self.padded is not None:
+            self.padded[...] = 0  # every padded lane the LOAD covers is defined: zero, then the data
+        self.sram[...] = self.ddr
+
+
+class DmaUnit(MachineMemory):
+    """LOAD and STORE (docs/isa.md, format DMA); a part of the Machine."""
+
+    _transfers: dict[int, Transfer] | None = None  # a binary's DMA views, while it runs
+
+    def _dma(self, i: Instruction, loading: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(DDR view, SRAM data view, whole padded SRAM view or None), all as bytes with a trailing element axis.
+
+        The views follow the DMA layout table of docs/isa.md; both sides have the same
+        logical shape, so a transfer is one numpy assignment.
+        """
+        layout, e = i["layout"], 1 << i["elem_log2"]
+        d0, d1, d2, d3 = i["d0"], i["d1"], i["d2"], i["d3"]
+        rs, ps, srs = i["ddr_row_stride"], i["ddr_pixel_stride"], i["sram_row_stride"]
+        ddr_addr, sram_addr = i["ddr_addr"], i["sram_addr"]
+
+        def unused(*names: str) -> None:
+            for name in names:
+                if i[name]:
+                    raise XnpuError(f"{name} must be 0 in layout {_layout_name(layout)}")
+
+        if layout == DMA_LAYOUTS["RAW"]:
+            unused("d2", "d3", "ddr_row_stride", "ddr_pixel_stride", "sram_row_stride")
+            n = d0 * d1
+            ddr = self._strided(self.ddr, "DDR", ddr_addr, (n, e), (e, 1))
+            sram = self._strided(self._sram_array, "SRAM", sram_addr, (n, e), (e, 1))
+            return ddr, sram, None
+        if layout in (DMA_LAYOUTS["NHWC"], DMA_LAYOUTS["NCHW"]):
+            if layout == DMA_LAYOUTS["NHWC"]:
+                unused("d3")
+                h, w, c = d0, d1, d2
+                rs, ps = rs or w * c * e, ps or c * e
+                if not loading:
+                    _no_overlap("DDR", h, w, c * e, rs, ps)
+                ddr = self._strided(self.ddr, "DDR", ddr_addr, (h, w, c, e), (rs, ps, e, 1))
+            else:
+                unused("d3", "ddr_row_stride", "ddr_pixel_stride")
+                c, h, w = d0, d1, d2
+                ddr = self._strided(self.ddr, "DDR", ddr_addr, (c, h, w, e), (h * w * e, w * e, e, 1)).transpose(1, 2, 0, 3)
+            cp = self.align(c)
+            srs = srs or w * cp * e
+            if loading:
+                _no_overlap("SRAM", h, w, cp * e, srs, cp * e)
+            padded = self._strided(self._sram_array, "SRAM", sram_addr, (h, w, cp, e), (srs, cp * e, e, 1))
+            return ddr, padded[:, :, :c], padded
+        if layout == DMA_LAYOUTS["OHWI"]:
+            unused("ddr_row_stride", "ddr_pixel_stride", "sram_row_stride")
+            o, kh, kw, ci = d0, d1, d2, d3
+            op, ip = self.align(o), self.align(ci)
+            ddr = self._strided(self.ddr, "DDR", ddr_addr, (o, kh, kw, ci, e), (kh * kw * ci * e, kw * ci * e, ci * e, e, 1))
+            padded = self._strided(self._sram_array, "SRAM", sram_addr, (op, kh, kw, ip, e), (kh * kw * ip * e, kw * ip * e, ip * e, e, 1))
+            return ddr, padded[:o, :, :, :ci], padded
+        if layout == DMA_LAYOUTS["DW"]:
+            unused("d3", "ddr_row_stride", "ddr_pixel_stride", "sram_row_stride")
+            c, kh, kw = d0, d1, d2
+            strides = (kh * kw * e, kw * e, e, 1)
+            ddr = self._strided(self.ddr, "DDR", ddr_addr, (c, kh, kw, e), strides)
+            padded = self._strided(self._sram_array, "SRAM", sram_addr, (self.align(c), kh, kw, e), strides)
+            return ddr, padded[:c], padded
+        raise XnpuError(f"unknown DMA layout {layout}")
+
+    def _transfer(self, i: Instruction, loading: bool) -> Transfer:
+        """A DMA's views and spans. Within a binary's run they are built once per instruction
+        (its fields and the memories do not change); the checks of `_dma` ran then."""
+        cached = self._transfers.get(id(i)) if self._transfers is not None else None
+        if cached is not None and cached.instruction is i:
+            return cached
+        self._views_only = True  # the views; what they read or overwrite is settled by the caller
+        try:
+            ddr, sram, padded = self._dma(i, loading)
+        finally:
+            self._views_only = False
+        region = padded if padded is not None else sram
+        ddr_start = i["ddr_addr"]
+        ddr_end = ddr_start + dma_ddr_extent(i)
+        transfer = Transfer(i, ddr, sram, padded, i["sram_addr"], strided_extent(region.shape, region.strides),
+                             ddr_start, ddr_end, _data_fields(i))
+        if self._transfers is not None:
+            self._transfers[id(i)] = transfer
+        return transfer
+
+    def _load(self, i: Instruction) -> None:
+        t = self._transfer(i, loading=True)
+        self._sram_written(t.sram_start, t.sram_size)
+        if self._image is not None and t.ddr_end <= self._image[1]:
+            # constants: copied when SRAM is read there; a unit may reuse what it derived from them
+            self._sram_constants[t.sram_start] = [t.sram_start + t.sram_size, t.fields, t.copy_in]
+        else:
+            t.copy_in()
+
+    def _store(self, i: Instruction) -> None:
+        if i["layout"] in (DMA_LAYOUTS["OHWI"], DMA_LAYOUTS["DW"]):
+            raise XnpuError(f"layout {_layout_name(i['layout'])} is LOAD-only")
+        t = self._transfer(i, loading=False)
+        if self._sram_constants:
+            self._materialize(t.sram_start, t.sram_size)
+        self._before_ddr_write(t.ddr_start, t.ddr_end - t.ddr_start)
+        t.ddr[...] = t.sram  # only the unpadded elements reach DDR
+
+
+def _no_overlap(memory: str, h: int, w: int, pixel_bytes: int, row_stride: int, pixel_stride: int) -> None:
+    """The written side of a DMA must not write one byte twice (strides at least the dense ones)."""
+    if w > 1 and pixel_stride < pixel_bytes:
+        raise XnpuError(f"{memory} pixel stride {pixel_stride} is smaller than a {pixel_bytes}-byte pixel: pixels would overlap")
+    if h > 1 and row_stride < (w - 1) * pixel_stride + pixel_bytes:
+        raise XnpuError(f"{memory} row stride {row_stride} is smaller than a row: rows would overlap")
+
+
+def _layout_name(layout: int) -> str:
+    return {v: k for k, v in DMA_LAYOUTS.items()}.get(layout, str(layout))
+
+
+def _data_fields(i: Instruction) -> tuple:
+    """What a LOAD moves, without its dependency fields (two LOADs of the same bytes are one origin)."""
+    return tuple(value for name, value in i.fields.items() if name not in DEPENDENCY_NAMES)

@@ -1,0 +1,161 @@
+"""The memories of the simulated machine: DDR and SRAM as flat byte arrays, bounds-checked views.
+
+`MachineMemory` holds the two memories of docs/isa.md section 1 and the views the units read
+and write through. Constants a LOAD brings from the binary's constant image are copied lazily
+(only when SRAM is read there), so weights the conv unit has prepared once per binary are never
+copied again (`_sram_constants`, `_materialize`, `_prepared`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from xnpu.backend.binary import Binary
+from xnpu.core.errors import XnpuError
+from xnpu.semantics import fixed_point as fp
+from xnpu.target.description import TargetDescription, load_target
+
+# docs/isa.md section 1: a rescale record is uint16 M, int8 shift, one zero byte.
+RESCALE_RECORD = np.dtype([("multiplier", "<u2"), ("shift", "i1"), ("zero", "u1")])
+
+
+def strided_extent(shape: tuple[int, ...], strides: tuple[int, ...]) -> int:
+    """Bytes spanned by a view of uint8 elements with non-negative byte strides."""
+    if any(n == 0 for n in shape):
+        return 0
+    return 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+
+
+class MachineMemory:
+    """DDR and SRAM as bytearray-backed uint8 arrays, and the views units and DMA use."""
+
+    def __init__(self, target: TargetDescription | str, ddr_size: int | None = None):
+        self.target = load_target(target) if isinstance(target, str) else target
+        limit = self.target.memory.ddr_bytes
+        ddr_size = limit if ddr_size is None else ddr_size
+        if not 0 <= ddr_size <= limit:
+            raise XnpuError(f"simulator DDR of {ddr_size} bytes: target {self.target.name} has {limit}")
+        self.ddr = np.frombuffer(bytearray(ddr_size), dtype=np.uint8)
+        self._sram_array = np.frombuffer(bytearray(self.target.memory.sram_bytes), dtype=np.uint8)
+        self.align = self.target.align
+        # Constants decoded once per binary: which binary's constant image DDR holds unchanged
+        # (None once anything else wrote there), the SRAM regions a LOAD filled from that image
+        # (start -> [end, the LOAD's fields, its copy while not yet done]), and what the conv
+        # unit prepared from them. A LOAD of constants copies only when the bytes are read
+        # (`_span`), so weights that the conv unit has prepared are never copied again.
+        self._image: tuple[int, int] | None = None  # (id of the binary, image length)
+        self._image_owner: Binary | None = None
+        self._sram_constants: dict[int, list] = {}
+        self._views_only = False
+        self._prepared: dict[tuple, object] = {}
+
+    @property
+    def sram(self) -> np.ndarray:
+        """The SRAM bytes, every LOAD done."""
+        self._materialize(0, self._sram_array.size)
+        return self._sram_array
+
+    def reset_sram(self) -> None:
+        """SRAM keeps nothing between runs; the simulator defines its contents as zeros."""
+        self._sram_constants.clear()
+        self._sram_array[:] = 0
+
+    def write_ddr(self, address: int, data) -> None:
+        raw = np.frombuffer(bytes(data), dtype=np.uint8) if not isinstance(data, np.ndarray) else (
+            np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        )
+        target = self._span(self.ddr, "DDR", address, raw.size)
+        self._before_ddr_write(address, raw.size)
+        target[:] = raw
+
+    def _before_ddr_write(self, address: int, size: int) -> None:
+        """DDR [address, address + size) is about to change: if that touches the constant image,
+        the pending LOADs from it are done now and nothing derived from it is kept."""
+        if self._image is not None and size and address < self._image[1]:
+            self._materialize(0, self._sram_array.size)
+            self._image = None
+            self._image_owner = None
+            self._prepared.clear()
+
+    def read_ddr(self, address: int, size: int) -> bytes:
+        return self._span(self.ddr, "DDR", address, size).tobytes()
+
+    def load_constants(self, constants: bytes) -> None:
+        """docs/binary-format.md: the constant image is copied to DDR address 0."""
+        if len(constants) > self.ddr.size:
+            raise XnpuError(f"the {len(constants)}-byte constant image does not fit the {self.ddr.size}-byte DDR")
+        self._before_ddr_write(0, len(constants))
+        self.ddr[: len(constants)] = np.frombuffer(constants, dtype=np.uint8)
+
+
+    # ----------------------------------------------------------------------------------
+    # Memory views (bounds-checked before any view is made)
+    # ----------------------------------------------------------------------------------
+
+    def _span(self, memory: np.ndarray, name: str, address: int, size: int) -> np.ndarray:
+        if address < 0 or size < 0 or address + size > memory.size:
+            raise XnpuError(f"{name} bytes [{address}, {address + size}) are outside the {memory.size}-byte {name}")
+        if self._sram_constants and memory is self._sram_array and not self._views_only:
+            self._materialize(address, size)
+        return memory[address : address + size]
+
+    def _strided(self, memory: np.ndarray, name: str, address: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
+        extent = strided_extent(shape, strides)
+        base = self._span(memory, name, address, extent)
+        if extent == 0:
+            return np.zeros(shape, dtype=np.uint8)
+        return np.ndarray(shape, np.uint8, base, 0, strides)
+
+    def _materialize(self, address: int, size: int) -> None:
+        """Do the pending constant LOADs that overlap SRAM [address, address + size)."""
+        end = address + size
+        for entry_start, entry in self._sram_constants.items():
+            copy = entry[2]
+            if copy is not None and entry_start < end and address < entry[0]:
+                entry[2] = None
+                copy()
+
+    def _feature_map(self, address: int, h: int, w: int, c: int) -> np.ndarray:
+        """The H x W x C int8 view of a padded NHWC map in SRAM (docs/isa.md section 1)."""
+        cp = self.align(c)
+        return self._span(self._sram_array, "SRAM", address, h * w * cp).view(np.int8).reshape(h, w, cp)[:, :, :c]
+
+    def _write_feature_map(self, address: int, values: np.ndarray) -> None:
+        """Store an H x W x C result (already saturated to int8); pad lanes are written as 0."""
+        h, w, c = values.shape
+        self._output_map(address, h, w, c)[...] = values
+
+    def _output_map(self, address: int, h: int, w: int, c: int) -> np.ndarray:
+        """The H x W x C int8 view a unit writes its result through, its pad lanes already 0."""
+        cp = self.align(c)
+        self._span(self._sram_array, "SRAM", address, 0)  # bounds first
+        if address + h * w * cp > self._sram_array.size:
+            self._span(self._sram_array, "SRAM", address, h * w * cp)
+        self._sram_written(address, h * w * cp)
+        padded = self._span(self._sram_array, "SRAM", address, h * w * cp).view(np.int8).reshape(h, w, cp)
+        if cp != c:
+            padded[:, :, c:] = 0
+        return padded[:, :, :c]
+
+    def _sram_written(self, address: int, size: int) -> None:
+        """SRAM [address, address + size) is about to be written: forget which constants it held
+        (a pending LOAD that the write covers only in part is done first)."""
+        if self._sram_constants:
+            end = address + size
+            for start in [s for s, entry in self._sram_constants.items() if s < end and address < entry[0]]:
+                entry = self._sram_constants.pop(start)
+                if entry[2] is not None and not (address <= start and entry[0] <= end):
+                    entry[2]()
+
+    def _map_bytes(self, h: int, w: int, c: int) -> int:
+        return h * w * self.align(c)
+
+    def _rescale_records(self, address: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+        raw = self._span(self._sram_array, "SRAM", address, count * RESCALE_RECORD.itemsize)
+        records = raw.view(RESCALE_RECORD)
+        if np.any(records["zero"]):
+            raise XnpuError(f"a rescale record at SRAM {address} has a nonzero byte 3")
+        multiplier = records["multiplier"].astype(np.int64)
+        shift = records["shift"].astype(np.int64)
+        fp.check_multiplier(multiplier, shift)
+        return multiplier, shift

@@ -1,0 +1,198 @@
+"""The compute units of the simulated machine: CONV, ELTWISE, POOL, TABLE, CLAMP.
+
+Each unit reads int8 maps out of SRAM, calls `xnpu.semantics.fixed_point` (the one
+implementation of docs/fixed-point.md) and writes its saturated int8 result back, so a program
+run here agrees bit for bit with the `fixed` interpreter by construction. Weights and
+requantization that came from the constant image are prepared once per binary.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from xnpu.backend.machine_memory import RESCALE_RECORD, MachineMemory
+from xnpu.core.errors import XnpuError
+from xnpu.semantics import convolution, units
+from xnpu.semantics import fixed_point as fp
+from xnpu.target.cost import conv_output_hw
+from xnpu.target.encoding import BROADCASTS, ELTWISE_OPS, POOL_KINDS, Instruction
+
+INT8_BITS = 8
+
+
+class ComputeUnits(MachineMemory):
+    """The units that compute (docs/isa.md, formats CONV to CLAMP); a part of the Machine."""
+
+    def _conv(self, i: Instruction) -> None:
+        _positive(i, "in_h", "in_w", "in_c", "out_c", "kernel_h", "kernel_w", "stride_h", "stride_w", "dilation_h", "dilation_w")
+        h, w, c, o = i["in_h"], i["in_w"], i["in_c"], i["out_c"]
+        kh, kw = i["kernel_h"], i["kernel_w"]
+        oh, ow = conv_output_hw(i)
+        if oh < 1 or ow < 1:
+            raise XnpuError(f"the {kh}x{kw} kernel leaves no output on the padded {h}x{w} input")
+        depthwise = bool(i["depthwise"])
+        if depthwise and c != o:
+            raise XnpuError(f"depthwise needs in_c == out_c, got {c} and {o}")
+        _disjoint(("input", i["in_addr"], self._map_bytes(h, w, c)), ("output", i["out_addr"], self._map_bytes(oh, ow, o)))
+        x = self._feature_map(i["in_addr"], h, w, c)[None]
+        strides = (i["stride_h"], i["stride_w"])
+        pads = (i["pad_top"], i["pad_left"], i["pad_bottom"], i["pad_right"])
+        dilations = (i["dilation_h"], i["dilation_w"])
+        weights = self._conv_weights(i, depthwise)
+        reduction = kh * kw * (1 if depthwise else c)
+        units.conv_unit_nhwc(x, weights, self._requantization(i, reduction), strides, pads, dilations,
+                          out=self._output_map(i["out_addr"], oh, ow, o)[None])
+
+    def _constant_origin(self, address: int, size: int) -> tuple | None:
+        """Which constants SRAM [address, address + size) holds (the LOAD that brought them and
+        the offset into it), or None if it is not known to hold constants."""
+        for start, entry in self._sram_constants.items():
+            if start <= address and address + size <= entry[0]:
+                return entry[1], address - start
+        return None
+
+    def _requantization(self, i: Instruction, reduction: int) -> convolution.Requantization:
+        """The CONV's bias and rescale records as convolution.Requantization; once per binary when
+        both came from the constant image."""
+        o = i["out_c"]
+        count = o if i["per_channel"] else 1
+        rescale = self._constant_origin(i["rescale_addr"], count * RESCALE_RECORD.itemsize)
+        bias_origin = self._constant_origin(i["bias_addr"], 4 * o) if i["bias"] else ()
+        key = None
+        if rescale is not None and bias_origin is not None:
+            key = ("requantize", rescale, bias_origin, count, o, i["relu"], reduction)
+            cached = self._prepared.get(key)
+            if cached is not None:
+                return cached
+        bias = self._span(self._sram_array, "SRAM", i["bias_addr"], 4 * o).view("<i4") if i["bias"] else None
+        multiplier, shift = self._rescale_records(i["rescale_addr"], count)
+        low = 0 if i["relu"] else -fp.qmax(INT8_BITS)  # ReLU: R8's clamp to [0, 127] of the int8 result
+        prepared = convolution.requantization(bias, reduction, multiplier, shift, low, fp.qmax(INT8_BITS))
+        if key is not None:
+            self._prepared[key] = prepared
+        return prepared
+
+    def _conv_weights(self, i: Instruction, depthwise: bool):
+        """The CONV's weights: KH x KW x C int8 (depthwise), or convolution.ExactWeights of the O x KH x
+        KW x C block. Weights a LOAD brought from the constant image are prepared once per binary."""
+        c, o, kh, kw, address = i["in_c"], i["out_c"], i["kernel_h"], i["kernel_w"], i["weight_addr"]
+        if depthwise:
+            cp = self.align(c)
+            size = cp * kh * kw
+        else:
+            op, ip = self.align(o), self.align(c)
+            size = op * kh * kw * ip
+        origin = self._constant_origin(address, size)
+        key = None
+        if origin is not None:
+            key = ("weights", origin, depthwise, c, o, kh, kw)
+            prepared = self._prepared.get(key)
+            if prepared is not None:
+                return prepared
+        raw = self._span(self._sram_array, "SRAM", address, size).view(np.int8)
+        weight = raw.reshape(cp, kh, kw)[:c].transpose(1, 2, 0) if depthwise else raw.reshape(op, kh, kw, ip)[:o, :, :, :c]
+        if key is not None:
+            weight = np.array(weight)  # a copy: what is kept must not follow later writes to this SRAM
+        prepared = weight if depthwise else convolution.ExactWeights(weight)
+        if key is not None:
+            self._prepared[key] = prepared
+        return prepared
+
+    def _eltwise(self, i: Instruction) -> None:
+        _positive(i, "h", "w", "c")
+        h, w, c = i["h"], i["w"], i["c"]
+        broadcast = i["b_broadcast"]
+        if broadcast == BROADCASTS["none"]:
+            b_shape = (h, w, c)
+        elif broadcast == BROADCASTS["channel"]:
+            b_shape = (1, 1, c)
+        else:
+            b_shape = None
+        out_bytes = self._map_bytes(h, w, c)
+        b_bytes = 1 if b_shape is None else self._map_bytes(*b_shape)
+        _disjoint(("a", i["a_addr"], self._map_bytes(h, w, c)), ("output", i["out_addr"], out_bytes), in_place=True)
+        _disjoint(("b", i["b_addr"], b_bytes), ("output", i["out_addr"], out_bytes), in_place=True)
+        a = self._feature_map(i["a_addr"], h, w, c)
+        if b_shape is None:
+            b = self._span(self._sram_array, "SRAM", i["b_addr"], 1).view(np.int8).reshape(1, 1, 1)
+        else:
+            b = self._feature_map(i["b_addr"], *b_shape)
+        op = {code: name for name, code in ELTWISE_OPS.items()}[i["op"]]
+        if op == "mul":
+            for name in ("a_multiplier", "a_shift", "b_multiplier", "b_shift", "stage16", "pre_shift"):
+                if i[name]:
+                    raise XnpuError(f"mul takes no {name} (it must be 0)")
+            fp.check_multiplier(i["out_multiplier"], i["out_shift"])
+            rescales = {}
+        else:
+            for prefix in ("a", "b", "out"):
+                fp.check_multiplier(i[f"{prefix}_multiplier"], i[f"{prefix}_shift"])
+            if i["pre_shift"] and not i["stage16"]:
+                raise XnpuError("pre_shift must be 0 unless stage16 = 1")
+            rescales = dict(a_multiplier=i["a_multiplier"], a_shift=i["a_shift"], b_multiplier=i["b_multiplier"],
+                            b_shift=i["b_shift"], pre_shift=i["pre_shift"] if i["stage16"] else None)
+        y = units.eltwise_unit(op, a, b, i["out_multiplier"], i["out_shift"], relu_flag=bool(i["relu"]), **rescales)
+        self._write_feature_map(i["out_addr"], y)
+
+    def _pool(self, i: Instruction) -> None:
+        _positive(i, "in_h", "in_w", "c", "out_h", "out_w")
+        kind = i["kind"]
+        h, w, c = i["in_h"], i["in_w"], i["c"]
+        out_hw = (i["out_h"], i["out_w"])
+        x = self._feature_map(i["in_addr"], h, w, c).transpose(2, 0, 1)[None]
+        if i["per_position"] and kind != POOL_KINDS["avg"]:
+            raise XnpuError("per_position is for avg pooling only")
+        name = {code: kind_name for kind_name, code in POOL_KINDS.items()}[kind]
+        window = ("kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left", "pad_bottom", "pad_right")
+        kernel, strides, pads = (i["kernel_h"], i["kernel_w"]), (i["stride_h"], i["stride_w"]), tuple(i[f] for f in window[4:])
+        multiplier, shift = i["out_multiplier"], i["out_shift"]
+        if name == "global_avg":
+            if out_hw != (1, 1):
+                raise XnpuError(f"global_avg needs out_h = out_w = 1, got {out_hw[0]}x{out_hw[1]}")
+            for field in window:
+                if i[field]:
+                    raise XnpuError(f"global_avg takes no {field} (it must be 0)")
+            fp.check_multiplier(multiplier, shift)
+        else:
+            _positive(i, "kernel_h", "kernel_w", "stride_h", "stride_w")
+            if name == "max" and (multiplier or shift):
+                raise XnpuError("max pooling takes no output rescale (out_multiplier and out_shift must be 0)")
+            if name == "avg" and i["per_position"]:
+                multiplier, shift = self._rescale_records(i["rescale_addr"], out_hw[0] * out_hw[1])
+            elif name == "avg":
+                fp.check_multiplier(multiplier, shift)
+        y = units.pool_unit(name, x, kernel, strides, pads, out_hw, multiplier, shift)
+        if name == "max" and y.size and y.min() < np.iinfo(np.int8).min:
+            raise XnpuError("a max-pool window lies entirely in the padding")
+        self._write_feature_map(i["out_addr"], y[0].transpose(1, 2, 0))
+
+    def _table(self, i: Instruction) -> None:
+        _positive(i, "h", "w", "c")
+        table = self._span(self._sram_array, "SRAM", i["table_addr"], fp.TABLE_SIZE).view(np.int8)
+        x = self._feature_map(i["in_addr"], i["h"], i["w"], i["c"])
+        self._write_feature_map(i["out_addr"], fp.table_lookup(x, table))
+
+    def _clamp(self, i: Instruction) -> None:
+        _positive(i, "h", "w", "c")
+        low, high = fp.storage_range(INT8_BITS)
+        if not low <= i["min"] <= i["max"] <= high:
+            raise XnpuError(f"clamp bounds [{i['min']}, {i['max']}] are not an ordered range inside int8")
+        x = self._feature_map(i["in_addr"], i["h"], i["w"], i["c"])
+        self._write_feature_map(i["out_addr"], fp.clamp(x, i["min"], i["max"]))
+
+
+def _positive(i: Instruction, *names: str) -> None:
+    for name in names:
+        if i[name] < 1:
+            raise XnpuError(f"{name} must be at least 1, got {i[name]}")
+
+
+def _disjoint(first: tuple[str, int, int], second: tuple[str, int, int], in_place: bool = False) -> None:
+    """The two SRAM regions must not overlap (or, with `in_place`, may be exactly the same)."""
+    (name_a, start_a, size_a), (name_b, start_b, size_b) = first, second
+    if in_place and start_a == start_b and size_a == size_b:
+        return
+    if size_a and size_b and start_a < start_b + size_b and start_b < start_a + size_a:
+        raise XnpuError(
+            f"the {name_a} [{start_a}, {start_a + size_a}) and {name_b} [{start_b}, {start_b + size_b}) regions overlap"
+        )
