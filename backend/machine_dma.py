@@ -73,10 +73,14 @@ class DmaUnit(MachineMemory):
                 if not loading:
                     _no_overlap("DDR", h, w, c * e, rs, ps)
                 ddr = self._strided(self.ddr, "DDR", ddr_addr, (h, w, c, e), (rs, ps, e, 1))
-            else:
-                unused("d3", "ddr_row_stride", "ddr_pixel_stride")
+            else:  # NCHW: rows `ddr_row_stride` apart, channel planes `ddr_pixel_stride` apart
+                unused("d3")
                 c, h, w = d0, d1, d2
-                ddr = self._strided(self.ddr, "DDR", ddr_addr, (c, h, w, e), (h * w * e, w * e, e, 1)).transpose(1, 2, 0, 3)
+                rs = rs or w * e
+                ps = ps or h * rs
+                if not loading:
+                    _no_overlap("DDR", c, h, w * e, ps, rs)
+                ddr = self._strided(self.ddr, "DDR", ddr_addr, (c, h, w, e), (ps, rs, e, 1)).transpose(1, 2, 0, 3)
             cp = self.align(c)
             srs = srs or w * cp * e
             if loading:

@@ -125,14 +125,20 @@ class MachineMemory:
         h, w, c = values.shape
         self._output_map(address, h, w, c)[...] = values
 
-    def _output_map(self, address: int, h: int, w: int, c: int) -> np.ndarray:
-        """The H x W x C int8 view a unit writes its result through, its pad lanes already 0."""
+    def _output_map(self, address: int, h: int, w: int, c: int, pixel_stride: int = 0) -> np.ndarray:
+        """The H x W x C int8 view a unit writes its result through, its pad lanes already 0;
+        pixels `pixel_stride` bytes apart (0: dense, the padded channel count)."""
         cp = self.align(c)
+        stride = pixel_stride or cp
+        if stride < cp:
+            raise XnpuError(f"out_pixel_stride {stride} is smaller than the {cp} padded channels of a pixel")
+        extent = strided_extent((h, w, cp), (w * stride, stride, 1))
         self._span(self._sram_array, "SRAM", address, 0)  # bounds first
-        if address + h * w * cp > self._sram_array.size:
-            self._span(self._sram_array, "SRAM", address, h * w * cp)
-        self._sram_written(address, h * w * cp)
-        padded = self._span(self._sram_array, "SRAM", address, h * w * cp).view(np.int8).reshape(h, w, cp)
+        if address + extent > self._sram_array.size:
+            self._span(self._sram_array, "SRAM", address, extent)
+        self._sram_written(address, extent)
+        base = self._span(self._sram_array, "SRAM", address, extent).view(np.int8)
+        padded = base.reshape(h, w, cp) if stride == cp else np.ndarray((h, w, cp), np.int8, base, 0, (w * stride, stride, 1))
         if cp != c:
             padded[:, :, c:] = 0
         return padded[:, :, :c]

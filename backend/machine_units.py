@@ -15,6 +15,7 @@ from xnpu.core.errors import XnpuError
 from xnpu.semantics import convolution, units
 from xnpu.semantics import fixed_point as fp
 from xnpu.target.cost import conv_output_hw
+from xnpu.target.footprints import conv_output_bytes
 from xnpu.target.encoding import BROADCASTS, ELTWISE_OPS, POOL_KINDS, Instruction
 
 INT8_BITS = 8
@@ -33,7 +34,8 @@ class ComputeUnits(MachineMemory):
         depthwise = bool(i["depthwise"])
         if depthwise and c != o:
             raise XnpuError(f"depthwise needs in_c == out_c, got {c} and {o}")
-        _disjoint(("input", i["in_addr"], self._map_bytes(h, w, c)), ("output", i["out_addr"], self._map_bytes(oh, ow, o)))
+        _disjoint(("input", i["in_addr"], self._map_bytes(h, w, c)),
+                  ("output", i["out_addr"], conv_output_bytes(i, self.target.memory.channel_alignment)))
         x = self._feature_map(i["in_addr"], h, w, c)[None]
         strides = (i["stride_h"], i["stride_w"])
         pads = (i["pad_top"], i["pad_left"], i["pad_bottom"], i["pad_right"])
@@ -41,7 +43,7 @@ class ComputeUnits(MachineMemory):
         weights = self._conv_weights(i, depthwise)
         reduction = kh * kw * (1 if depthwise else c)
         units.conv_unit_nhwc(x, weights, self._requantization(i, reduction), strides, pads, dilations,
-                          out=self._output_map(i["out_addr"], oh, ow, o)[None])
+                          out=self._output_map(i["out_addr"], oh, ow, o, i["out_pixel_stride"])[None])
 
     def _constant_origin(self, address: int, size: int) -> tuple | None:
         """Which constants SRAM [address, address + size) holds (the LOAD that brought them and

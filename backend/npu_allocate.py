@@ -1,4 +1,4 @@
-"""npu-allocate: where everything lives, in DDR and in SRAM.
+"""npu-allocate: where everything lives in DDR: the constant image and the activations.
 
 - **The constant image** (DDR from address 0, binary-format.md section 2): every layer's
   constants in the layouts its LOADs name: convolution weights OHWI (a gemm's M x K is OHWI
@@ -20,8 +20,8 @@
   and writes its results in DDR between two layers (float32 outputs take 4 bytes an element).
   Every op whose result is in DDR gets
   `npu.ddr = address`; the module gets `npu.activation_bytes` (the peak).
-- **SRAM**: each layer's tile working set (`working_set`, the function npu-tile fitted)
-  laid out buffer after buffer, 16-byte aligned: `npu.sram = {buffer = offset}`.
+
+SRAM addresses are npu-plan-sram's.
 """
 
 from __future__ import annotations
@@ -44,14 +44,11 @@ from xnpu.backend.npu_annotations import (
     DDR,
     LAYER_OPS,
     LAYOUT,
-    SRAM,
-    TILE,
     VIEW_OPS,
     LoweringError,
     align,
     element_bytes,
     epilogue_of,
-    get_ints,
     layout_of,
     node_names,
     only_function,
@@ -60,7 +57,7 @@ from xnpu.backend.npu_annotations import (
     set_ints,
     set_offsets,
 )
-from xnpu.backend.npu_tiling import per_position, sram_offsets, working_set
+from xnpu.backend.npu_tiling import per_position
 from xnpu.dialects import fixed, isa, npu
 from xnpu.dialects.shapes import ints, shape_of
 from xnpu.target.description import TargetDescription
@@ -234,19 +231,7 @@ class Allocator:
                                 f"{self.target.name} has {self.target.memory.ddr_bytes}")
         return top - base
 
-    # SRAM ----------------------------------------------------------------------------------
-
-    def sram(self, op: Operation) -> None:
-        offsets, top = sram_offsets(working_set(op, get_ints(op, TILE, "npu-tile"), self.target))
-        if top > self.target.memory.sram_bytes:
-            raise LoweringError(f"{node_names(op)}: its tile needs {top} bytes of SRAM; "
-                                f"{self.target.name} has {self.target.memory.sram_bytes}")
-        set_offsets(op, SRAM, offsets)
-
     def run(self) -> None:
-        for op in self.function.body.block.ops:
-            if isinstance(op, LAYER_OPS):
-                self.sram(op)
         end = self.walk()
         peak = self.place(end)
         for value, storage in self.homes.items():
@@ -268,7 +253,7 @@ class Allocator:
 
 @dataclass(frozen=True)
 class NpuAllocatePass(ModulePass):
-    """Pack the constant image, assign DDR addresses (first-fit over live intervals) and SRAM tile offsets."""
+    """Pack the constant image and assign DDR addresses (first-fit over live intervals)."""
 
     name = "npu-allocate"
     target: str | None = None  # default: the module's npu.target

@@ -40,6 +40,7 @@ DDR = "npu.ddr"
 CONSTANTS = "npu.constants"
 ACTIVATION_BYTES = "npu.activation_bytes"
 COMPRESSED = "npu.compressed_weights"
+SINGLE_BUFFERED = "npu.single_buffered"  # on a layer whose double-buffered working set does not fit
 
 LAYER_OPS = (npu.ConvOp, npu.EltwiseOp, npu.PoolOp, npu.TableOp, npu.ClampOp, npu.RelayoutOp, npu.ConcatOp,
              npu.InterleaveOp, npu.PadOp)
@@ -123,6 +124,15 @@ def set_offsets(op: Operation, name: str, offsets: dict[str, int]) -> None:
 
 def get_offsets(op: Operation, name: str, writer: str) -> dict[str, int]:
     return {key: value.value.data for key, value in required(op, name, writer).data.items()}  # type: ignore[attr-defined]
+
+
+def set_slots(op: Operation, name: str, slots: dict[str, list[int]]) -> None:
+    op.attributes[name] = DictionaryAttr({key: i64_array(value) for key, value in slots.items()})
+
+
+def get_slots(op: Operation, name: str, writer: str) -> dict[str, list[int]]:
+    """{buffer: [address of slot 0, slot 1, ...]}."""
+    return {key: list(ints(value)) for key, value in required(op, name, writer).data.items()}  # type: ignore[attr-defined]
 
 
 def producer(value: SSAValue) -> Operation:

@@ -4,9 +4,10 @@ Each op whose result lives in DDR gets `npu.layout = "NHWC"` or `"NCHW"`, the or
 bytes of its H x W x C view (an N x K matrix is N x 1 x K, so its row-major order is NHWC):
 
 - program inputs (`fixed.quantize`) arrive from the host in row-major order (NCHW);
-- compute units read and write dense NHWC maps; an int8 constant read as a tensor (an
-  element-wise operand) is stored in the order its first reader wants; interleaves and
-  edge pads (strided DMA copies) read and write NHWC maps too;
+- compute units write dense NHWC maps and read maps in either order (their LOADs transpose
+  an NCHW map band by band, so the program's input is read as the host wrote it); an int8
+  constant read as a tensor (an element-wise operand) is stored in NHWC; interleaves and
+  edge pads (strided DMA copies) read and write NHWC maps;
 - program outputs (`fixed.dequantize`) leave in row-major order for the host, and host
   segments (`npu.host`) read and write theirs in row-major order too;
 - a reshape (or flatten) keeps the row-major order of the elements: it is a view of its
@@ -102,6 +103,11 @@ class LayoutAssigner:
         if not stored(value).nhwc:
             op.operands[index] = self.copy(value, "NHWC", op)
 
+    def unit_operand(self, op: Operation, index: int) -> None:
+        """A map a unit reads: in either order, since its LOADs can transpose (the DMA's NCHW
+        layout takes bands of rows of every channel plane), so it is never copied for it."""
+        self.home(op.operands[index], op, "NHWC")
+
     def row_major(self, op: Operation, index: int) -> None:
         value = op.operands[index]
         rank = len(shape_of(value))
@@ -117,7 +123,7 @@ class LayoutAssigner:
                 self.conv(op)
             elif isinstance(op, npu.EltwiseOp | npu.PoolOp | npu.TableOp | npu.ClampOp):
                 for index in range(len(op.operands)):
-                    self.nhwc(op, index)
+                    self.unit_operand(op, index)
                 self.annotate(op, "NHWC")
             elif isinstance(op, npu.ConcatOp):
                 self.concat(op)
@@ -171,7 +177,7 @@ class LayoutAssigner:
             hwc(shape_of(value), op)
 
     def conv(self, op: npu.ConvOp) -> None:
-        self.nhwc(op, 0)
+        self.unit_operand(op, 0)
         weights = op.weight.owner
         if not (isinstance(weights, fixed.ConstantOp) or is_kernel_view(weights)):
             raise self.fail(op, "convolution weights must be constants or an activation reshaped to kernels")

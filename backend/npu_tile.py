@@ -21,11 +21,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
+from xnpu.dialects import npu
+from xnpu.dialects.shapes import ints, shape_of
+from xnpu.target.cost import conv_cycles
+from xnpu.target.description import TargetDescription
 from xnpu.backend.npu_annotations import (
+    SINGLE_BUFFERED,
     TILE,
     LoweringError,
     align,
@@ -45,15 +50,17 @@ from xnpu.backend.npu_tiling import (
     chunk_candidates,
     dma_cost,
     most_rows,
-    sram_offsets,
+    SRAM_ALIGNMENT,
+    block_bytes,
+    constant_parts,
+    pipelined_cycles,
     window_of,
     working_set,
 )
-from xnpu.dialects import npu
-from xnpu.dialects.shapes import ints, shape_of
-from xnpu.target.description import TargetDescription
+from xnpu.backend.npu_residency import Residency, layer_positions, resident_placement
 
 ANY_CHUNK = 1 << 16  # units without a channel limit of their own
+NO_LIMIT = 1 << 62
 
 
 def _ceil(a: int, b: int) -> int:
@@ -61,14 +68,23 @@ def _ceil(a: int, b: int) -> int:
 
 
 class TilePlanner:
-    def __init__(self, target: TargetDescription):
+    """Tilings of one layer within `budget` bytes of SRAM, given what of it is on chip."""
+
+    def __init__(self, target: TargetDescription, op: Operation, budget: int | None = None):
         self.target = target
-        self.sram = target.memory.sram_bytes
+        self.sram_total = target.memory.sram_bytes
+        self.sram = self.sram_total if budget is None else budget
         self.a = target.memory.channel_alignment
+        self.residency = Residency.of(op, target)
+        self.double = True  # two slots per streamed buffer; one where that is all that fits
+        # a layer that reads or writes a map on chip runs whole rows of it (units read and
+        # write dense rows); all its channels at once too, but a CONV writing a chunk of
+        # channels (out_pixel_stride) while it reads its input from DDR or whole
+        self.whole_rows = self.residency.output or any(self.residency.inputs)
 
     def need(self, op: Operation, tile: list[int], window: Window | None = None) -> int:
-        """SRAM bytes of one tile's working set, laid out as npu-allocate will."""
-        return sram_offsets(working_set(op, tile, self.target, window))[1]
+        """SRAM bytes of the layer's working set (every slot), laid out as npu-plan-sram will."""
+        return block_bytes(working_set(op, tile, self.target, window, self.residency, self.double))
 
     def fits(self, op: Operation, tile: list[int]) -> bool:
         return self.need(op, tile) <= self.sram
@@ -77,7 +93,21 @@ class TilePlanner:
         return LoweringError(f"{node_names(op)}: no tiling of this {what} fits the {self.sram}-byte SRAM "
                              f"of {self.target.name}{detail}")
 
+    def chunks(self, total: int, limit: int, whole: bool) -> list[int]:
+        if whole:
+            return [total] if total <= limit else []
+        return chunk_candidates(total, self.a, limit)
+
     def tile(self, op: Operation) -> list[int]:
+        """The tiling with double buffering, or, where none fits, with one slot per buffer
+        (`self.double` says which)."""
+        try:
+            return self._tile(op)
+        except LoweringError:
+            self.double = False
+            return self._tile(op)
+
+    def _tile(self, op: Operation) -> list[int]:
         if isinstance(op, npu.ConvOp):
             return self.conv(op).as_list()
         if isinstance(op, npu.PoolOp):
@@ -91,21 +121,39 @@ class TilePlanner:
         assert isinstance(op, npu.ConcatOp)
         return self.concat(op)
 
+    def dma(self, size: int) -> float:
+        """Cycles of one DMA of `size` SRAM bytes (target/cost.py); 0 for nothing."""
+        cost = self.target.cost
+        if size <= 0:
+            return 0.0
+        return cost.instruction_overhead_cycles + cost.dma_latency_cycles + -(-size // cost.dma_bytes_per_cycle)
+
     def conv(self, op: npu.ConvOp) -> Tiling:
         g = window_of(op)
         a = self.a
         oh, ow, oc = g.y
+        input_streamed = not self.residency.input(0)
+        output_streamed = not self.residency.output
 
         def cost(t: Tiling) -> float:
+            if not g.reads_input(t.rows, t.cols):
+                return float("inf")
             chunks = _ceil(g.chunk_unit(), t.chunk) * (1 if g.depthwise else g.groups)
             tiles = _ceil(oh, t.rows) * _ceil(ow, t.cols)
-            per_tile = (dma_cost(g.in_rows(t.rows) * g.in_cols(t.cols) * align(g.in_channels(t.chunk), a))
-                        + dma_cost(t.rows * t.cols * align(t.chunk, a)) + INSTRUCTION_COST)
-            return chunks * (dma_cost(g.weight_bytes(t.chunk, a)) + tiles * per_tile)
+            load = self.dma(g.in_rows(t.rows) * g.in_cols(t.cols) * align(g.in_channels(t.chunk), a)) if input_streamed else 0
+            store = self.dma(t.rows * t.cols * align(t.chunk, a)) if output_streamed else 0
+            compute = conv_cycles(self.target, (t.rows, t.cols), g.kernel, g.in_channels(t.chunk), t.chunk, g.depthwise)
+            weights = self.dma(g.weight_bytes(t.chunk, a)) + 2 * self.dma(4 * t.chunk)
+            return pipelined_cycles(chunks, tiles, weights, load, compute, store)
 
-        candidates = chunk_candidates(g.chunk_unit(), a, self.target.conv.max_channels)
+        # a depthwise chunk reads its own channels: all of them where the input is on chip
+        candidates = self.chunks(g.chunk_unit(), self.target.conv.max_channels, g.depthwise and self.residency.input(0))
+        # chunks whose constants take at most a quarter of SRAM, so the next chunk's load (and
+        # the next layer's) has room beside them
+        small = [c for c in candidates if constants_bytes(op, c, self.target, g) <= self.sram_total // 4]
+        candidates = small or candidates[-1:]
         tiling = choose_tiling(oh, ow, candidates, self.sram, lambda t: self.need(op, t.as_list(), g), cost,
-                               split_columns=True)
+                               split_columns=not self.whole_rows)
         if tiling is None:
             x = g.x
             raise self.no_fit(op, "convolution", f" (input {x[0]}x{x[1]}x{x[2]}, output {oh}x{ow}x{oc}, "
@@ -122,14 +170,21 @@ class TilePlanner:
                        (ow - 1) * g.strides[1] - g.pads[1] + g.kernel[1] - g.x[1])
             if hang > 15:
                 raise fail(op, "the last pooling window hangs more than 15 rows over the input", self.target)
+        lanes = self.target.cost.vector_lanes
 
         def cost(t: Tiling) -> float:
+            if not g.reads_input(t.rows, t.cols):
+                return float("inf")
             tiles = _ceil(oc, t.chunk) * _ceil(oh, t.rows) * _ceil(ow, t.cols)
-            return tiles * (dma_cost(g.in_rows(t.rows) * g.in_cols(t.cols) * align(t.chunk, a))
-                            + dma_cost(t.rows * t.cols * align(t.chunk, a)) + INSTRUCTION_COST)
+            load = self.dma(g.in_rows(t.rows) * g.in_cols(t.cols) * align(t.chunk, a)) if not self.residency.input(0) else 0
+            store = self.dma(t.rows * t.cols * align(t.chunk, a)) if not self.residency.output else 0
+            window = g.x[0] * g.x[1] if op.pool_kind == "global_avg" else t.rows * t.cols * g.kernel[0] * g.kernel[1]
+            compute = self.target.cost.instruction_overhead_cycles + window * _ceil(align(t.chunk, a), lanes)
+            return pipelined_cycles(1, tiles, 0, load, compute, store)
 
-        tiling = choose_tiling(oh, ow, chunk_candidates(oc, a, ANY_CHUNK), self.sram,
-                               lambda t: self.need(op, t.as_list(), g), cost, split_columns=op.pool_kind != "global_avg")
+        tiling = choose_tiling(oh, ow, self.chunks(oc, ANY_CHUNK, self.whole_rows), self.sram,
+                               lambda t: self.need(op, t.as_list(), g), cost,
+                               split_columns=op.pool_kind != "global_avg" and not self.whole_rows)
         if tiling is None:
             raise self.no_fit(op, f"{op.pool_kind} pool")
         return tiling
@@ -137,14 +192,20 @@ class TilePlanner:
     def elementwise(self, op: npu.EltwiseOp | npu.TableOp | npu.ClampOp) -> Tiling:
         h, w, c = hwc(shape_of(op.results[0]), op)
         a = self.a
-        loads = 3 if isinstance(op, npu.EltwiseOp) else 2  # a, b and the result; or in and out
+        streamed_inputs = sum(not self.residency.input(i) for i in range(len(op.operands)))
+        lanes = self.target.cost.vector_lanes
 
         def cost(t: Tiling) -> float:
             tiles = _ceil(c, t.chunk) * _ceil(h, t.rows)
-            return tiles * (loads * dma_cost(t.rows * w * align(t.chunk, a)) + INSTRUCTION_COST)
+            band = t.rows * w * align(t.chunk, a)
+            load = streamed_inputs * self.dma(band)
+            store = self.dma(band) if not self.residency.output else 0
+            compute = self.target.cost.instruction_overhead_cycles + _ceil(band, lanes)
+            return pipelined_cycles(1, tiles, 0, load, compute, store)
 
         limit = self.target.eltwise.max_channels if isinstance(op, npu.EltwiseOp) else ANY_CHUNK
-        tiling = choose_tiling(h, w, chunk_candidates(c, a, limit), self.sram, lambda t: self.need(op, t.as_list()), cost)
+        tiling = choose_tiling(h, w, self.chunks(c, limit, self.whole_rows), self.sram, lambda t: self.need(op, t.as_list()),
+                               cost)
         if tiling is None:
             what = f"element-wise {op.kind}" if isinstance(op, npu.EltwiseOp) else op.name.removeprefix("npu.")
             raise self.no_fit(op, what)
@@ -153,7 +214,8 @@ class TilePlanner:
     def strided_copy(self, op: npu.InterleaveOp | npu.PadOp) -> Tiling:
         """Bands of source rows (and channel chunks) through one staging buffer: each band is one
         LOAD and its STOREs (an interleave: one per phase reading the band; a pad: the band,
-        its edge columns, and at the first and last band the edge rows)."""
+        its edge columns, and at the first and last band the edge rows). Sources on chip are
+        stored from where they are, all channels at once."""
         a = self.a
         if isinstance(op, npu.InterleaveOp):
             windows = op.phase_windows()
@@ -165,12 +227,14 @@ class TilePlanner:
             top, left, bottom, right = ints(op.pads)
             loads, stores = 1, 1 + left + right
         channels = shape_of(op.results[0])[1]
+        if any(self.residency.inputs):
+            loads = 0
 
         def cost(t: Tiling) -> float:
             tiles = _ceil(channels, t.chunk) * _ceil(rows, t.rows)
             return tiles * (loads + stores) * dma_cost(t.rows * cols * align(t.chunk, a))
 
-        tiling = choose_tiling(rows, cols, chunk_candidates(channels, a, ANY_CHUNK), self.sram,
+        tiling = choose_tiling(rows, cols, self.chunks(channels, ANY_CHUNK, self.whole_rows), self.sram,
                                lambda t: self.need(op, t.as_list()), cost)
         if tiling is None:
             raise self.no_fit(op, op.name.removeprefix("npu."), f" (one row of {cols} pixels does not)")
@@ -178,7 +242,7 @@ class TilePlanner:
 
     def relayout(self, op: npu.RelayoutOp) -> list[int]:
         h, w, c = hwc(shape_of(op.input), op)
-        if self.fits(op, [h, w, c]):
+        if self.residency.input(0) or self.fits(op, [h, w, c]):
             return [h, w, c]  # the whole map: the DMA reorders it in one LOAD and one STORE
         rows = most_rows(h, lambda r: self.fits(op, [r, w, 1]))
         if not rows:
@@ -196,6 +260,42 @@ class TilePlanner:
         return tile
 
 
+def constants_bytes(op: Operation, chunk: int | None, target: TargetDescription, window: Window | None = None) -> int:
+    """One constants slot of the layer (its weights, biases and records for `chunk` output
+    channels, None: all of them, and its table)."""
+    if isinstance(op, npu.ConcatOp | npu.RelayoutOp | npu.InterleaveOp | npu.PadOp):
+        return 0
+    if chunk is None:
+        chunk = window_of(op).chunk_unit() if isinstance(op, npu.ConvOp) else 0
+    return sum(align(size, SRAM_ALIGNMENT) for _, size in constant_parts(op, chunk, target, window))
+
+
+def smallest_working_set(op: Operation, target: TargetDescription) -> int:
+    """The SRAM the layer needs at the least (one row, the smallest chunk, one slot per
+    buffer), with what of it is on chip; a very large number when no tiling exists."""
+    planner = TilePlanner(target, op, budget=NO_LIMIT)
+    planner.double = False
+    if isinstance(op, npu.ConcatOp):
+        return planner.need(op, [1] * len(op.inputs))
+    if isinstance(op, npu.RelayoutOp):
+        h, w, c = hwc(shape_of(op.input), op)
+        return planner.need(op, [h, w, c] if planner.residency.input(0) else [1, w, 1])
+    if isinstance(op, npu.InterleaveOp | npu.PadOp):
+        width = max(x.cols for x in op.phase_windows()) if isinstance(op, npu.InterleaveOp) else hwc(shape_of(op.input), op)[1]
+        return planner.need(op, [1, width, planner.chunks(shape_of(op.results[0])[1], ANY_CHUNK, planner.whole_rows)[-1]])
+    h, w, c = hwc(shape_of(op.results[0]), op)
+    if isinstance(op, npu.ConvOp):
+        g = window_of(op)
+        chunks = planner.chunks(g.chunk_unit(), target.conv.max_channels, g.depthwise and planner.residency.input(0))
+    else:
+        chunks = planner.chunks(c, target.eltwise.max_channels if isinstance(op, npu.EltwiseOp) else ANY_CHUNK,
+                                planner.whole_rows)
+    if not chunks:
+        return NO_LIMIT
+    cols = 1 if isinstance(op, npu.ConvOp | npu.PoolOp) and not planner.whole_rows else w
+    return planner.need(op, [1, cols, chunks[-1]])
+
+
 @dataclass(frozen=True)
 class NpuTilePass(ModulePass):
     """Annotate every layer with the cheapest tiling that fits the target's SRAM (npu.tile)."""
@@ -205,6 +305,20 @@ class NpuTilePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = resolve_target(op, self.target, self.name)
-        planner = TilePlanner(target)
-        for layer in layers(only_function(op, self.name)):
+        function = only_function(op, self.name)
+        residents = resident_placement(function, target)
+        positions = layer_positions(function)
+        ordered = layers(function)
+        for index, layer in enumerate(ordered):
+            budget = residents.largest_gap(positions[layer])
+            # room for the next layer's constants, to be loaded while this layer runs
+            following = ordered[index + 1] if index + 1 < len(ordered) else None
+            reserve = 0 if following is None else min(constants_bytes(following, None, target), target.memory.sram_bytes // 2)
+            if reserve and smallest_working_set(layer, target) <= budget - reserve:
+                budget -= reserve
+            planner = TilePlanner(target, layer, budget)
             set_ints(layer, TILE, planner.tile(layer))
+            if planner.double:
+                layer.attributes.pop(SINGLE_BUFFERED, None)
+            else:
+                layer.attributes[SINGLE_BUFFERED] = UnitAttr()

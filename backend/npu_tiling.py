@@ -17,6 +17,7 @@ from xnpu.backend.npu_annotations import Epilogue, align, epilogue_of, hwc
 from xnpu.dialects import npu
 from xnpu.dialects.shapes import ints, shape_of
 from xnpu.target.description import TargetDescription
+from xnpu.backend.npu_residency import Residency
 
 SRAM_ALIGNMENT = 16  # every buffer of a working set starts at a multiple of 16 bytes
 INSTRUCTION_COST = 80  # cycles an extra instruction costs (overhead + DMA latency), for tiling
@@ -76,20 +77,27 @@ def choose_tiling(
     out_rows: int, out_cols: int, candidates: Sequence[int], sram_bytes: int,
     need: Callable[[Tiling], int], cost: Callable[[Tiling], float], split_columns: bool = False,
 ) -> Tiling | None:
-    """The cheapest tiling whose working set fits; column bands only for window ops."""
+    """The cheapest tiling whose working set fits (a cost of infinity rules one out); column
+    bands only for window ops. For each chunk and width, the most rows that fit and fewer
+    (halving): a smaller first band starts the pipeline of loads and computation sooner."""
     best: tuple[float, Tiling] | None = None
     for chunk in candidates:
         for cols in width_candidates(out_cols) if split_columns else [out_cols]:
             rows = most_rows(out_rows, lambda r: need(Tiling(r, cols, chunk)) <= sram_bytes)
-            if not rows:
-                continue
-            tiling = Tiling(rows, cols, chunk)
-            total = cost(tiling)
-            if best is None or total < best[0]:
-                best = (total, tiling)
-            if cols == out_cols and rows == out_rows:
-                break  # whole rows fit: narrower bands only cost more
+            while rows:
+                tiling = Tiling(rows, cols, chunk)
+                total = cost(tiling)
+                if total < float("inf") and (best is None or total < best[0]):
+                    best = (total, tiling)
+                rows //= 2
     return None if best is None else best[1]
+
+
+def pipelined_cycles(chunks: int, tiles: int, weights: float, load: float, compute: float, store: float) -> float:
+    """An estimate of a layer's cycles with its DMA overlapping its units (double buffering):
+    the first tile's load, then per chunk the longer of its DMA (weights, loads and stores of
+    its tiles) and its computation, then the last tile's store."""
+    return load + chunks * max(weights + tiles * (load + store), tiles * compute) + store
 
 
 def dma_cost(size: int) -> float:
@@ -134,6 +142,15 @@ class Window:
         """(first, count, pad before, pad after) of the input rows and columns a tile reads."""
         return (window_rows(row0, rows, self.strides[0], self.extent[0], self.pads[0], self.x[0]),
                 window_rows(col0, cols, self.strides[1], self.extent[1], self.pads[1], self.x[1]))
+
+    def reads_input(self, rows: int, cols: int) -> bool:
+        """Whether every tile of `rows` x `cols` outputs reads at least one input row and column
+        (a unit instruction needs some input; a tile whose windows lie in the padding alone has none)."""
+        for (row0, band), (col0, width) in ((r, c) for r in bands(self.y[0], rows) for c in bands(self.y[1], cols)):
+            (_, count, _, _), (_, span, _, _) = self.input_tile(row0, band, col0, width)
+            if count < 1 or span < 1:
+                return False
+        return True
 
     def chunk_unit(self) -> int:
         """The output channels chunks divide: a group's (dense) or all of them (depthwise)."""
@@ -183,36 +200,121 @@ def _table(epilogue: Epilogue | None) -> int:
     return TABLE_BYTES if epilogue is not None and epilogue.kind == "table" else 0
 
 
-def working_set(op: Operation, tile: Sequence[int], target: TargetDescription,
-                window: Window | None = None) -> list[tuple[str, int]]:
-    """(buffer, bytes) of one tile of `op`, in layout order; `tile` is its npu.tile (`window`:
-    the op's `window_of`, when the caller has it already)."""
+@dataclass(frozen=True)
+class Buffer:
+    """One buffer of a layer's working set: `slots` copies of `size` bytes (two where the layer
+    loads the next tile or chunk while it computes this one: double buffering)."""
+
+    name: str
+    size: int
+    slots: int = 1
+
+
+CONSTANTS = "constants"  # a chunk's weights, biases and records, and the epilogue's table
+
+
+def constant_parts(op: Operation, chunk: int, target: TargetDescription, window: Window | None = None) -> list[tuple[str, int]]:
+    """What one slot of a layer's constants holds, in layout order."""
     a = target.memory.channel_alignment
-    if isinstance(op, npu.ConcatOp):  # one band of one part at a time, through one buffer
-        w = shape_of(op.result)[3]
-        return [("staging", max(rows * w * align(shape_of(part)[1], a) for rows, part in zip(tile, op.inputs)))]
-    rows, cols, chunk = tile
-    if isinstance(op, npu.RelayoutOp | npu.InterleaveOp | npu.PadOp):
-        return [("staging", rows * cols * align(chunk, a))]
-    table = _table(epilogue_of(op, target))
+    parts = []
     if isinstance(op, npu.ConvOp):
         g = window or window_of(op)
-        return [("weights", g.weight_bytes(chunk, a)), ("bias", 4 * chunk), ("records", 4 * chunk), ("table", table),
-                ("input", g.in_rows(rows) * g.in_cols(cols) * align(g.in_channels(chunk), a)),
-                ("output", rows * cols * align(chunk, a))]
-    if isinstance(op, npu.PoolOp):
+        parts = [("weights", g.weight_bytes(chunk, a)), *([("bias", 4 * chunk)] if op.bias is not None else []),
+                 ("records", 4 * chunk)]
+    table = _table(epilogue_of(op, target))
+    if table:
+        parts.append(("table", table))
+    return parts
+
+
+def chunk_count(op: Operation, tile: Sequence[int]) -> int:
+    """How many channel chunks (sets of constants) a layer goes through."""
+    if isinstance(op, npu.ConvOp):
+        g = window_of(op)
+        return len(channel_chunks(g.chunk_unit(), tile[2])) * (1 if g.depthwise else g.groups)
+    return len(channel_chunks(hwc(shape_of(op.results[0]), op)[2], tile[2]))
+
+
+def tile_count(op: Operation, tile: Sequence[int]) -> int:
+    """How many tiles (unit instructions with their LOADs and STOREs) a layer has."""
+    if isinstance(op, npu.ConcatOp | npu.RelayoutOp | npu.InterleaveOp | npu.PadOp):
+        return 1  # DMA only: nothing computes while the engine copies, one staging buffer
+    h, w, _ = hwc(shape_of(op.results[0]), op)
+    return chunk_count(op, tile) * len(bands(h, tile[0])) * len(bands(w, tile[1]))
+
+
+def working_set(op: Operation, tile: Sequence[int], target: TargetDescription, window: Window | None = None,
+                residency: Residency | None = None, double: bool = True) -> list[Buffer]:
+    """The buffers of `op` in SRAM for its npu.tile `tile`, in layout order: its constants,
+    and the tile buffers of the maps it streams (what is on chip, `residency`, needs none).
+    With `double`, streamed buffers and constants have two slots when the layer has more
+    than one tile or chunk (else one: the layer's DMA then waits for its unit). (`window`:
+    the op's `window_of`, when the caller has it already.)"""
+    a = target.memory.channel_alignment
+    residency = residency or Residency()
+    if isinstance(op, npu.ConcatOp):  # one band of one part at a time, through one buffer
+        w = shape_of(op.result)[3]
+        return [Buffer("staging", max(rows * w * align(shape_of(part)[1], a) for rows, part in zip(tile, op.inputs)))]
+    rows, cols, chunk = tile
+    if isinstance(op, npu.RelayoutOp | npu.InterleaveOp | npu.PadOp):
+        return [Buffer("staging", rows * cols * align(chunk, a))]
+    streams = 2 if double and tile_count(op, tile) > 1 else 1
+    constants = sum(align(size, SRAM_ALIGNMENT) for _, size in constant_parts(op, chunk, target, window))
+    buffers = [Buffer(CONSTANTS, constants, 2 if double and chunk_count(op, tile) > 1 and isinstance(op, npu.ConvOp) else 1)]
+    map_tile = rows * cols * align(chunk, a)
+    if isinstance(op, npu.ConvOp | npu.PoolOp):
         g = window or window_of(op)
-        return [("table", table), ("records", 4 * rows * cols if per_position(op) else 0),
-                ("input", g.in_rows(rows) * g.in_cols(cols) * align(chunk, a)), ("output", rows * cols * align(chunk, a))]
-    if isinstance(op, npu.EltwiseOp):  # the result overwrites a
-        return [("table", table), ("a", rows * cols * align(chunk, a)), ("b", broadcast_bytes(op, rows, cols, chunk, a))]
-    return [("table", table), ("data", rows * cols * align(chunk, a))]  # table, clamp: in place
+        if isinstance(op, npu.PoolOp) and per_position(op):
+            buffers.append(Buffer("records", 4 * rows * cols, streams))
+        if not residency.input(0):
+            in_channels = g.in_channels(chunk) if isinstance(op, npu.ConvOp) else chunk
+            buffers.append(Buffer("input", g.in_rows(rows) * g.in_cols(cols) * align(in_channels, a), streams))
+        if not residency.output:
+            buffers.append(Buffer("output", map_tile, streams))
+    elif isinstance(op, npu.EltwiseOp):  # a streamed result overwrites a streamed a
+        if not residency.input(0):
+            buffers.append(Buffer("a", map_tile, streams))
+        if not residency.input(1):
+            buffers.append(Buffer("b", broadcast_bytes(op, rows, cols, chunk, a), streams))
+        if residency.input(0) and not residency.output:
+            buffers.append(Buffer("output", map_tile, streams))
+    else:  # table, clamp: a streamed result overwrites the streamed input
+        if not residency.input(0):
+            buffers.append(Buffer("data", map_tile, streams))
+        elif not residency.output:
+            buffers.append(Buffer("output", map_tile, streams))
+    return [b for b in buffers if b.size > 0]
 
 
-def sram_offsets(buffers: Sequence[tuple[str, int]]) -> tuple[dict[str, int], int]:
-    """Each buffer at the next 16-byte boundary (an empty one still takes 16 bytes); and the end."""
-    offsets, top = {}, 0
-    for name, size in buffers:
+def block_layout(buffers: Sequence[Buffer], parts: Sequence[tuple[str, int]] = (), without_constants: bool = False,
+                 ) -> tuple[dict[str, list[int]], int]:
+    """Every slot of every buffer at the next 16-byte boundary; a constants slot holds its
+    `parts` one after the other. Returns the offsets of each named part or buffer, slot by
+    slot, and the block's size. With `without_constants` the constants are left out (they
+    live elsewhere: layers before load them, npu-prefetch-weights)."""
+    offsets: dict[str, list[int]] = {}
+    top = 0
+    for buffer in buffers:
+        if buffer.name == CONSTANTS and without_constants:
+            continue
+        for _ in range(buffer.slots):
+            if buffer.name == CONSTANTS:
+                for name, where in constant_offsets(top, parts).items():
+                    offsets.setdefault(name, []).append(where)
+            else:
+                offsets.setdefault(buffer.name, []).append(top)
+            top = align(top + max(buffer.size, 1), SRAM_ALIGNMENT)
+    return offsets, top
+
+
+def constant_offsets(base: int, parts: Sequence[tuple[str, int]]) -> dict[str, int]:
+    """Where each part of a constants slot at `base` lies."""
+    offsets, top = {}, base
+    for name, size in parts:
         offsets[name] = top
         top = align(top + max(size, 1), SRAM_ALIGNMENT)
-    return offsets, top
+    return offsets
+
+
+def block_bytes(buffers: Sequence[Buffer]) -> int:
+    return block_layout(buffers)[1]

@@ -35,12 +35,14 @@ from xnpu.backend.npu_annotations import (
     SRAM,
     TILE,
     Epilogue,
+    LoweringError,
     Stored,
     address_of,
     epilogue_of,
     get_int,
     get_ints,
     get_offsets,
+    get_slots,
     only_function,
     resolve_target,
     stored,
@@ -48,6 +50,7 @@ from xnpu.backend.npu_annotations import (
     unit_relu,
 )
 from xnpu.backend.npu_assign_layout import argument_name
+from xnpu.backend.npu_residency import home_of, on_chip, source_of, spilled
 from xnpu.backend.npu_tiling import TABLE_BYTES, bands, channel_chunks, per_position, window_of
 from xnpu.dialects import fixed, isa, npu
 from xnpu.dialects.shapes import ints, shape_of
@@ -78,10 +81,19 @@ class Program:
         col0: int = 0, cols: int | None = None, step: tuple[int, int] = (1, 1), sram_row_stride: int = 0,
     ) -> None:
         """Rows row0, row0 + step[0], ... (`rows` of them), columns col0, col0 + step[1], ...
-        (`cols`) and channels [c0, +cn) of an NHWC map <-> a padded SRAM map whose rows lie
-        `sram_row_stride` bytes apart (0: dense)."""
+        (`cols`) and channels [c0, +cn) of an NHWC map (or an NCHW one: the DMA's NCHW layout
+        transposes) <-> a padded SRAM map whose rows lie `sram_row_stride` bytes apart (0: dense)."""
         cn = tensor.c if cn is None else cn
         cols = tensor.w if cols is None else cols
+        if not tensor.nhwc:  # a row-major map (the host's): every channel plane's rows, transposed
+            assert step[1] == 1, "strided pixels of an NCHW map"
+            row_stride = step[0] * tensor.w
+            plane = tensor.h * tensor.w
+            self.emit(mnemonic, layout=DMA_LAYOUTS["NCHW"], sram_addr=sram,
+                      ddr_addr=tensor.address + (c0 * tensor.h + row0) * tensor.w + col0, d0=cn, d1=rows, d2=cols,
+                      ddr_row_stride=0 if row_stride == cols else row_stride,
+                      ddr_pixel_stride=0 if plane == rows * row_stride else plane, sram_row_stride=sram_row_stride)
+            return
         dense_pixels = c0 == 0 and cn == tensor.c and step[1] == 1
         dense_rows = dense_pixels and col0 == 0 and cols == tensor.w and step[0] == 1
         self.emit(
@@ -101,18 +113,56 @@ class Program:
                       ddr_addr=ddr + (done << elem_log2), d0=d0, d1=d1)
             done += d0 * d1
 
-    def load_epilogue(self, epilogue: Epilogue | None, sram: dict[str, int], constants: dict[str, int]) -> None:
+    def load_table(self, epilogue: Epilogue | None, sram: dict[str, list[int]], constants: dict[str, int]) -> None:
+        """An epilogue's table, into the table part of the first constants slot (kept for the layer)."""
         if epilogue is not None and epilogue.kind == "table":
-            self.load_raw(sram["table"], constants["table"], TABLE_BYTES)
+            self.load_raw(sram["table"][0], constants["table"], TABLE_BYTES)
 
-    def epilogue(self, epilogue: Epilogue | None, at: int, rows: int, w: int, c: int, sram: dict[str, int]) -> None:
-        """The clamp or table after a unit's result, in place."""
+    def epilogue(self, epilogue: Epilogue | None, at: int, rows: int, w: int, c: int, sram: dict[str, list[int]],
+                 source: int | None = None) -> None:
+        """The clamp or table after a unit's result, in place at `at` (or from `source` to `at`)."""
         if epilogue is None:
             return
+        source = at if source is None else source
         if epilogue.kind == "clamp":
-            self.emit("CLAMP", in_addr=at, out_addr=at, h=rows, w=w, c=c, min=epilogue.low, max=epilogue.high)
+            self.emit("CLAMP", in_addr=source, out_addr=at, h=rows, w=w, c=c, min=epilogue.low, max=epilogue.high)
         else:
-            self.emit("TABLE", in_addr=at, out_addr=at, table_addr=sram["table"], h=rows, w=w, c=c)
+            self.emit("TABLE", in_addr=source, out_addr=at, table_addr=sram["table"][0], h=rows, w=w, c=c)
+
+
+class Map:
+    """A tensor a layer reads or writes: where a band of its rows lies in SRAM, whether the
+    DMA must move it, and whether its producer also stores it to DDR (`npu.spill`)."""
+
+    def __init__(self, value: SSAValue, target: TargetDescription):
+        self.stored = stored(value)
+        self.on_chip = on_chip(value)
+        self.home = home_of(value) if self.on_chip else 0
+        self.pitch = self.stored.w * target.align(self.stored.c)  # bytes of one padded row
+        self.spill = self.on_chip and spilled(source_of(value).owner)
+
+    def row(self, row: int) -> int:
+        return self.home + row * self.pitch
+
+
+class Slots:
+    """A layer's buffer slots (npu.sram); tile k uses slot k % slots of a streamed buffer."""
+
+    def __init__(self, op: Operation):
+        self.op = op
+        self.slots = get_slots(op, SRAM, "npu-plan-sram")
+
+    def __getitem__(self, name: str) -> list[int]:
+        if name not in self.slots:
+            raise LoweringError(f"{describe_op(self.op)}: its npu.sram has no '{name}' buffer; run npu-plan-sram first")
+        return self.slots[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.slots
+
+    def at(self, name: str, k: int) -> int:
+        slots = self[name]
+        return slots[k % len(slots)]
 
 
 class Emitter:
@@ -123,7 +173,7 @@ class Emitter:
     def layer(self, op: Operation) -> None:
         self.program.location = op.location
         tile = get_ints(op, TILE, "npu-tile")
-        sram = get_offsets(op, SRAM, "npu-allocate")
+        sram = Slots(op)
         constants = get_offsets(op, CONSTANTS, "npu-allocate") if CONSTANTS in op.attributes else {}
         if isinstance(op, npu.ConvOp):
             self.conv(op, tile, sram, constants)
@@ -134,63 +184,89 @@ class Emitter:
         elif isinstance(op, npu.TableOp | npu.ClampOp):
             self.element(op, tile, sram, constants)
         elif isinstance(op, npu.RelayoutOp):
-            self.relayout(op, tile, sram["staging"])
+            self.relayout(op, tile, sram)
         elif isinstance(op, npu.InterleaveOp):
-            self.interleave(op, tile, sram["staging"])
+            self.interleave(op, tile, sram)
         elif isinstance(op, npu.PadOp):
-            self.pad(op, tile, sram["staging"])
+            self.pad(op, tile, sram)
         else:
-            self.concat(op, tile, sram["staging"])
+            self.concat(op, tile, sram)
 
-    def conv(self, op: npu.ConvOp, tile, sram: dict[str, int], constants: dict[str, int]) -> None:
+    def result(self, y: Map, at: int, row0: int, band: int, c0: int, cn: int, col0: int = 0, width: int | None = None) -> None:
+        """A tile of a unit's result: stored from its tile buffer, or, on chip, stored from its
+        home only where the producer also spills it."""
+        if not y.on_chip:
+            self.program.map_dma("STORE", y.stored, at, row0, band, c0, cn, col0, width)
+        elif y.spill:
+            self.program.map_dma("STORE", y.stored, y.row(row0), row0, band)
+
+    def conv(self, op: npu.ConvOp, tile, sram: Slots, constants: dict[str, int]) -> None:
         p = self.program
         g = window_of(op)
-        x, y = stored(op.input), stored(op.result)
+        x, y = Map(op.input, self.target), Map(op.result, self.target)
         rows, cols, chunk = tile
         kh, kw = g.kernel
         epilogue = epilogue_of(op, self.target)
         per_channel = len(ints(op.multiplier)) > 1
         weights = constants["weights"] if "weights" in constants else address_of(op.weight)
         if g.depthwise:
-            chunks = [(c0, cn, c0, cn) for c0, cn in channel_chunks(y.c, chunk)]
+            chunks = [(c0, cn, c0, cn) for c0, cn in channel_chunks(y.stored.c, chunk)]
         else:
-            group_in, group_out = x.c // g.groups, y.c // g.groups
+            group_in, group_out = x.stored.c // g.groups, y.stored.c // g.groups
             chunks = [(group * group_in, group_in, group * group_out + o0, on)
                       for group in range(g.groups) for o0, on in channel_chunks(group_out, chunk)]
-        for ic0, icn, oc0, ocn in chunks:
+        p.load_table(epilogue, sram, constants)
+        chunked = len(chunks) > 1
+        k = 0
+        for j, (ic0, icn, oc0, ocn) in enumerate(chunks):
             kernel_elems = kh * kw * (1 if g.depthwise else icn)
+            w_at, r_at = sram.at("weights", j), sram.at("records", j)
+            b_at = sram.at("bias", j) if op.bias is not None else 0
             if g.depthwise:
-                p.emit("LOAD", layout=DMA_LAYOUTS["DW"], sram_addr=sram["weights"],
-                       ddr_addr=weights + oc0 * kernel_elems, d0=ocn, d1=kh, d2=kw)
+                p.emit("LOAD", layout=DMA_LAYOUTS["DW"], sram_addr=w_at, ddr_addr=weights + oc0 * kernel_elems,
+                       d0=ocn, d1=kh, d2=kw)
             else:
-                p.emit("LOAD", layout=DMA_LAYOUTS["OHWI"], sram_addr=sram["weights"],
-                       ddr_addr=weights + oc0 * kernel_elems, d0=ocn, d1=kh, d2=kw, d3=icn)
+                p.emit("LOAD", layout=DMA_LAYOUTS["OHWI"], sram_addr=w_at, ddr_addr=weights + oc0 * kernel_elems,
+                       d0=ocn, d1=kh, d2=kw, d3=icn)
             if op.bias is not None:
-                p.load_raw(sram["bias"], constants["bias"] + 4 * oc0, ocn, elem_log2=2)
+                p.load_raw(b_at, constants["bias"] + 4 * oc0, ocn, elem_log2=2)
             if per_channel:
-                p.load_raw(sram["records"], constants["records"] + 4 * oc0, 4 * ocn)
+                p.load_raw(r_at, constants["records"] + 4 * oc0, 4 * ocn)
             else:
-                p.load_raw(sram["records"], constants["records"], 4)
-            p.load_epilogue(epilogue, sram, constants)
+                p.load_raw(r_at, constants["records"], 4)
             for (row0, band), (col0, width) in ((r, c) for r in bands(g.y[0], rows) for c in bands(g.y[1], cols)):
                 rows_read, cols_read = g.input_tile(row0, band, col0, width)
                 first, count, pad_top, pad_bottom = rows_read
                 left, span, pad_left, pad_right = cols_read
-                p.map_dma("LOAD", x, sram["input"], first, count, ic0, icn, left, span)
+                if x.on_chip:  # whole rows of the map where it is (columns the windows skip included)
+                    in_at, left, span = x.row(first), 0, x.stored.w
+                else:
+                    in_at = sram.at("input", k)
+                    p.map_dma("LOAD", x.stored, in_at, first, count, ic0, icn, left, span)
+                # on chip, a chunk of channels goes into its place among the map's (out_pixel_stride)
+                out_at = y.row(row0) + oc0 if y.on_chip else sram.at("output", k)
+                pixel_stride = self.target.align(y.stored.c) if y.on_chip and chunked else 0
                 p.emit(
                     "CONV", depthwise=int(g.depthwise), relu=int(unit_relu(op)), per_channel=int(per_channel),
-                    bias=int(op.bias is not None), in_addr=sram["input"], weight_addr=sram["weights"],
-                    bias_addr=sram["bias"] if op.bias is not None else 0, rescale_addr=sram["records"],
-                    out_addr=sram["output"], in_h=count, in_w=span, in_c=icn, out_c=ocn, kernel_h=kh, kernel_w=kw,
+                    bias=int(op.bias is not None), in_addr=in_at, weight_addr=w_at,
+                    bias_addr=b_at if op.bias is not None else 0, rescale_addr=r_at,
+                    out_addr=out_at, in_h=count, in_w=span, in_c=icn, out_c=ocn, kernel_h=kh, kernel_w=kw,
                     stride_h=g.strides[0], stride_w=g.strides[1], dilation_h=g.dilations[0], dilation_w=g.dilations[1],
                     pad_top=pad_top, pad_left=pad_left, pad_bottom=pad_bottom, pad_right=pad_right,
+                    out_pixel_stride=pixel_stride,
                 )
-                p.epilogue(epilogue, sram["output"], band, width, ocn, sram)
-                p.map_dma("STORE", y, sram["output"], row0, band, oc0, ocn, col0, width)
+                if not (y.on_chip and chunked):
+                    p.epilogue(epilogue, out_at, band, width, ocn, sram)
+                    self.result(y, out_at, row0, band, oc0, ocn, col0, width)
+                k += 1
+        if y.on_chip and chunked:  # the epilogue (dense maps only) and any spill once every chunk is in
+            for row0, band in bands(g.y[0], rows):
+                p.epilogue(epilogue, y.row(row0), band, y.stored.w, y.stored.c, sram)
+                self.result(y, y.row(row0), row0, band, 0, y.stored.c)
 
-    def eltwise(self, op: npu.EltwiseOp, tile, sram: dict[str, int], constants: dict[str, int]) -> None:
+    def eltwise(self, op: npu.EltwiseOp, tile, sram: Slots, constants: dict[str, int]) -> None:
         p = self.program
-        a, b, y = stored(op.lhs), stored(op.rhs), stored(op.result)
+        a, b, y = Map(op.lhs, self.target), Map(op.rhs, self.target), Map(op.result, self.target)
         rows, _, chunk = tile
         broadcast = op.broadcast()
         epilogue = epilogue_of(op, self.target)
@@ -200,106 +276,143 @@ class Emitter:
             lm, ls, rm, rs = op.input_rescales()
             fields.update(a_multiplier=lm, a_shift=ls, b_multiplier=rm, b_shift=rs, stage16=int(op.pre_shift is not None),
                           pre_shift=0 if op.pre_shift is None else op.pre_shift.value.data)
-        for c0, cn in channel_chunks(y.c, chunk):
-            p.load_epilogue(epilogue, sram, constants)
-            if broadcast == "channel":
-                p.map_dma("LOAD", b, sram["b"], 0, 1, c0, cn)
-            elif broadcast == "scalar":
-                p.load_raw(sram["b"], b.address, 1)
-            for row0, band in bands(y.h, rows):
-                p.map_dma("LOAD", a, sram["a"], row0, band, c0, cn)
+        p.load_table(epilogue, sram, constants)
+        k = 0
+        for j, (c0, cn) in enumerate(channel_chunks(y.stored.c, chunk)):
+            b_at = b.home
+            if broadcast != "none" and not b.on_chip:
+                b_at = sram.at("b", j)
+                if broadcast == "channel":
+                    p.map_dma("LOAD", b.stored, b_at, 0, 1, c0, cn)
+                else:
+                    p.load_raw(b_at, b.stored.address, 1)
+            for row0, band in bands(y.stored.h, rows):
+                if a.on_chip:
+                    a_at = a.row(row0)
+                else:
+                    a_at = sram.at("a", k)
+                    p.map_dma("LOAD", a.stored, a_at, row0, band, c0, cn)
                 if broadcast == "none":
-                    p.map_dma("LOAD", b, sram["b"], row0, band, c0, cn)
-                p.emit("ELTWISE", a_addr=sram["a"], b_addr=sram["b"], out_addr=sram["a"], h=band, w=y.w, c=cn, **fields)
-                p.epilogue(epilogue, sram["a"], band, y.w, cn, sram)
-                p.map_dma("STORE", y, sram["a"], row0, band, c0, cn)
+                    if b.on_chip:
+                        b_at = b.row(row0)
+                    else:
+                        b_at = sram.at("b", k)
+                        p.map_dma("LOAD", b.stored, b_at, row0, band, c0, cn)
+                out_at = y.row(row0) if y.on_chip else a_at if not a.on_chip else sram.at("output", k)
+                p.emit("ELTWISE", a_addr=a_at, b_addr=b_at, out_addr=out_at, h=band, w=y.stored.w, c=cn, **fields)
+                p.epilogue(epilogue, out_at, band, y.stored.w, cn, sram)
+                self.result(y, out_at, row0, band, c0, cn)
+                k += 1
 
-    def pool(self, op: npu.PoolOp, tile, sram: dict[str, int], constants: dict[str, int]) -> None:
+    def pool(self, op: npu.PoolOp, tile, sram: Slots, constants: dict[str, int]) -> None:
         p = self.program
         g = window_of(op)
-        x, y = stored(op.input), stored(op.result)
+        x, y = Map(op.input, self.target), Map(op.result, self.target)
         rows, cols, chunk = tile
         glob = op.pool_kind == "global_avg"
         positions = per_position(op)
         epilogue = epilogue_of(op, self.target)
-        for c0, cn in channel_chunks(y.c, chunk):
-            p.load_epilogue(epilogue, sram, constants)
-            for (row0, band), (col0, width) in ((r, c) for r in bands(y.h, rows) for c in bands(y.w, cols)):
+        p.load_table(epilogue, sram, constants)
+        k = 0
+        for c0, cn in channel_chunks(y.stored.c, chunk):
+            for (row0, band), (col0, width) in ((r, c) for r in bands(y.stored.h, rows) for c in bands(y.stored.w, cols)):
                 rows_read, cols_read = g.input_tile(row0, band, col0, width)
                 first, count, pad_top, pad_bottom = rows_read
                 left, span, pad_left, pad_right = cols_read
-                p.map_dma("LOAD", x, sram["input"], first, count, c0, cn, left, span)
-                if positions:
-                    for r in range(band):  # the records of this tile, row by row of the OH x OW grid
-                        p.load_raw(sram["records"] + 4 * r * width, constants["records"] + 4 * ((row0 + r) * y.w + col0),
-                                   4 * width)
-                fields = dict(kind=POOL_KINDS[op.pool_kind], in_addr=sram["input"], out_addr=sram["output"], in_h=count,
+                if x.on_chip:  # whole rows of the map where it is
+                    in_at, left, span = x.row(first), 0, x.stored.w
+                else:
+                    in_at = sram.at("input", k)
+                    p.map_dma("LOAD", x.stored, in_at, first, count, c0, cn, left, span)
+                out_at = y.row(row0) if y.on_chip else sram.at("output", k)
+                fields = dict(kind=POOL_KINDS[op.pool_kind], in_addr=in_at, out_addr=out_at, in_h=count,
                               in_w=span, c=cn, out_h=band, out_w=width)
+                if positions:
+                    records = sram.at("records", k)
+                    for r in range(band):  # the records of this tile, row by row of the OH x OW grid
+                        p.load_raw(records + 4 * r * width, constants["records"] + 4 * ((row0 + r) * y.stored.w + col0),
+                                   4 * width)
+                    fields.update(per_position=1, rescale_addr=records)
+                elif op.pool_kind != "max":
+                    fields.update(out_multiplier=ints(op.multiplier)[0], out_shift=ints(op.shift)[0])
                 if not glob:
                     fields.update(kernel_h=g.kernel[0], kernel_w=g.kernel[1], stride_h=g.strides[0], stride_w=g.strides[1],
                                   pad_top=pad_top, pad_left=pad_left, pad_bottom=pad_bottom, pad_right=pad_right)
-                if positions:
-                    fields.update(per_position=1, rescale_addr=sram["records"])
-                elif op.pool_kind != "max":
-                    fields.update(out_multiplier=ints(op.multiplier)[0], out_shift=ints(op.shift)[0])
                 p.emit("POOL", **fields)
-                p.epilogue(epilogue, sram["output"], band, width, cn, sram)
-                p.map_dma("STORE", y, sram["output"], row0, band, c0, cn, col0, width)
+                p.epilogue(epilogue, out_at, band, width, cn, sram)
+                self.result(y, out_at, row0, band, c0, cn, col0, width)
+                k += 1
 
-    def element(self, op: npu.TableOp | npu.ClampOp, tile, sram: dict[str, int], constants: dict[str, int]) -> None:
-        """A TABLE or CLAMP over a whole map, in place in SRAM."""
+    def element(self, op: npu.TableOp | npu.ClampOp, tile, sram: Slots, constants: dict[str, int]) -> None:
+        """A TABLE or CLAMP over a whole map: in place in a streamed tile, else from the map on chip."""
         p = self.program
-        x, y = stored(op.input), stored(op.result)
+        x, y = Map(op.input, self.target), Map(op.result, self.target)
         rows, _, chunk = tile
         epilogue = epilogue_of(op, self.target)
-        for c0, cn in channel_chunks(y.c, chunk):
-            p.load_epilogue(epilogue, sram, constants)
-            for row0, band in bands(y.h, rows):
-                p.map_dma("LOAD", x, sram["data"], row0, band, c0, cn)
-                p.epilogue(epilogue, sram["data"], band, y.w, cn, sram)
-                p.map_dma("STORE", y, sram["data"], row0, band, c0, cn)
+        p.load_table(epilogue, sram, constants)
+        k = 0
+        for c0, cn in channel_chunks(y.stored.c, chunk):
+            for row0, band in bands(y.stored.h, rows):
+                if x.on_chip:
+                    in_at = x.row(row0)
+                else:
+                    in_at = sram.at("data", k)
+                    p.map_dma("LOAD", x.stored, in_at, row0, band, c0, cn)
+                out_at = y.row(row0) if y.on_chip else in_at if not x.on_chip else sram.at("output", k)
+                p.epilogue(epilogue, out_at, band, y.stored.w, cn, sram, source=in_at)
+                self.result(y, out_at, row0, band, c0, cn)
+                k += 1
 
-    def relayout(self, op: npu.RelayoutOp, tile, staging: int) -> None:
+    def relayout(self, op: npu.RelayoutOp, tile, sram: Slots) -> None:
         """Copy a map between NHWC and NCHW order: the whole map at once when it fits (the DMA's
         NCHW layout reorders it), else one channel plane at a time, a band of rows at a time,
-        the pixel stride picking one channel out of the NHWC side."""
+        the pixel stride picking one channel out of the NHWC side. A map on chip is stored from
+        where it is."""
         p = self.program
-        x, y = stored(op.input), stored(op.result)
+        x, y = Map(op.input, self.target), stored(op.result)
         rows, _, chunk = tile
-        h, w, c = x.h, x.w, x.c
+        h, w, c = x.stored.h, x.stored.w, x.stored.c
         if (rows, chunk) == (h, c):
-            for mnemonic, tensor in (("LOAD", x), ("STORE", y)):
+            staging = x.home if x.on_chip else sram["staging"][0]
+            for mnemonic, tensor in (("LOAD", x.stored), ("STORE", y)):
+                if mnemonic == "LOAD" and x.on_chip:
+                    continue
                 if tensor.layout == "NCHW":
                     p.emit(mnemonic, layout=DMA_LAYOUTS["NCHW"], sram_addr=staging, ddr_addr=tensor.address,
                            d0=c, d1=h, d2=w)
                 else:
                     p.map_dma(mnemonic, tensor, staging, 0, h)
             return
+        staging = sram["staging"][0]
         for channel in range(c):
             for row0, band in bands(h, rows):
-                for mnemonic, tensor in (("LOAD", x), ("STORE", y)):
+                for mnemonic, tensor in (("LOAD", x.stored), ("STORE", y)):
                     if tensor.layout == "NCHW":
                         p.emit(mnemonic, layout=DMA_LAYOUTS["NHWC"], sram_addr=staging,
                                ddr_addr=tensor.address + (channel * h + row0) * w, d0=band, d1=w, d2=1)
                     else:
                         p.map_dma(mnemonic, tensor, staging, row0, band, channel, 1)
 
-    def concat(self, op: npu.ConcatOp, tile, staging: int) -> None:
-        """Each part stored at its channel offset of the NHWC result (pixel stride = all channels)."""
+    def concat(self, op: npu.ConcatOp, tile, sram: Slots) -> None:
+        """Each part stored at its channel offset of the NHWC result (pixel stride = all
+        channels), from its home when it is on chip, else through the staging buffer."""
         y = stored(op.result)
         offset = 0
         for value, rows in zip(op.inputs, tile):
-            part = stored(value)
-            for row0, band in bands(y.h, rows):
-                self.program.map_dma("LOAD", part, staging, row0, band)
-                self.program.map_dma("STORE", y, staging, row0, band, offset, part.c)
-            offset += part.c
+            part = Map(value, self.target)
+            if part.on_chip:
+                self.program.map_dma("STORE", y, part.home, 0, y.h, offset, part.stored.c)
+            else:
+                for row0, band in bands(y.h, rows):
+                    self.program.map_dma("LOAD", part.stored, sram["staging"][0], row0, band)
+                    self.program.map_dma("STORE", y, sram["staging"][0], row0, band, offset, part.stored.c)
+            offset += part.stored.c
 
-
-    def interleave(self, op: npu.InterleaveOp, tile, staging: int) -> None:
+    def interleave(self, op: npu.InterleaveOp, tile, sram: Slots) -> None:
         """Each phase's window, a band of its rows at a time, stored every f_h-th row and f_w-th
         pixel of the result from (a, b). Phases reading the same window (a nearest upsampling's
-        copies of one map) share its LOAD: one LOAD and f_h * f_w STOREs per band."""
+        copies of one map) share its LOAD: one LOAD and f_h * f_w STOREs per band. A phase on
+        chip is stored straight from its home (its rows `sram_row_stride` apart)."""
         p = self.program
         y = stored(op.result)
         rows, _, chunk = tile
@@ -309,39 +422,48 @@ class Emitter:
             readers.setdefault((window.source, window.top, window.left, window.cols), []).append(window)
         for c0, cn in channel_chunks(y.c, chunk):
             for (source, top, left, cols), windows in readers.items():
-                x = stored(source)
+                x = Map(source, self.target)
                 for row0, band in bands(max(w.rows for w in windows), rows):
-                    p.map_dma("LOAD", x, staging, top + row0, band, c0, cn, left, cols)
+                    if x.on_chip:
+                        at, pitch = x.row(top + row0) + left * self.target.align(x.stored.c), x.pitch
+                    else:
+                        at, pitch = sram["staging"][0], 0
+                        p.map_dma("LOAD", x.stored, at, top + row0, band, c0, cn, left, cols)
                     for w in windows:
                         count = min(band, w.rows - row0)
                         if count > 0:
-                            p.map_dma("STORE", y, staging, w.a + step[0] * row0, count, c0, cn, w.b, cols, step)
+                            p.map_dma("STORE", y, at, w.a + step[0] * row0, count, c0, cn, w.b, cols, step,
+                                      sram_row_stride=pitch if pitch != cols * self.target.align(cn) else 0)
 
-    def pad(self, op: npu.PadOp, tile, staging: int) -> None:
+    def pad(self, op: npu.PadOp, tile, sram: Slots) -> None:
         """A band of rows at a time: the band stored inside the result, its first and last
         columns stored once per edge column, and the first and last rows of the map once per
-        edge row (each with its edge columns). Edge copies read the staged band with its row
-        pitch, one column or one row of it."""
+        edge row (each with its edge columns). Edge copies read the staged band (or the map on
+        chip) with its row pitch, one column or one row of it."""
         p = self.program
-        x, y = stored(op.input), stored(op.result)
+        x, y = Map(op.input, self.target), stored(op.result)
         top, left, bottom, right = ints(op.pads)
         rows, _, chunk = tile
-        for c0, cn in channel_chunks(x.c, chunk):
-            pitch = x.w * self.target.align(cn)
-            for row0, band in bands(x.h, rows):
-                p.map_dma("LOAD", x, staging, row0, band, c0, cn)
+        for c0, cn in channel_chunks(x.stored.c, chunk):
+            pitch = x.stored.w * self.target.align(cn)
+            for row0, band in bands(x.stored.h, rows):
+                if x.on_chip:
+                    staging = x.row(row0)
+                else:
+                    staging = sram["staging"][0]
+                    p.map_dma("LOAD", x.stored, staging, row0, band, c0, cn)
                 blocks = [(0, band, top + row0)]  # (first staged row, rows, result row)
                 if row0 == 0:
                     blocks += [(0, 1, r) for r in range(top)]
-                if row0 + band == x.h:
-                    blocks += [(band - 1, 1, top + x.h + r) for r in range(bottom)]
+                if row0 + band == x.stored.h:
+                    blocks += [(band - 1, 1, top + x.stored.h + r) for r in range(bottom)]
                 for first, count, at in blocks:
-                    sram = staging + first * pitch
-                    p.map_dma("STORE", y, sram, at, count, c0, cn, left, x.w, sram_row_stride=pitch)
+                    sram_at = staging + first * pitch
+                    p.map_dma("STORE", y, sram_at, at, count, c0, cn, left, x.stored.w, sram_row_stride=pitch)
                     for col in range(left):
-                        p.map_dma("STORE", y, sram, at, count, c0, cn, col, 1, sram_row_stride=pitch)
-                    last = sram + (x.w - 1) * self.target.align(cn)
-                    for col in range(left + x.w, left + x.w + right):
+                        p.map_dma("STORE", y, sram_at, at, count, c0, cn, col, 1, sram_row_stride=pitch)
+                    last = sram_at + (x.stored.w - 1) * self.target.align(cn)
+                    for col in range(left + x.stored.w, left + x.stored.w + right):
                         p.map_dma("STORE", y, last, at, count, c0, cn, col, 1, sram_row_stride=pitch)
 
 

@@ -28,9 +28,13 @@ PASSES = {
     "legalize": "xnpu.lowering.legalize:LegalizePass",
     "lower-fixed-to-npu": "xnpu.lowering.fixed_to_npu:LowerFixedToNpuPass",
     "npu-assign-layout": "xnpu.backend.npu_assign_layout:NpuAssignLayoutPass",
+    "npu-keep-on-chip": "xnpu.backend.npu_keep_on_chip:NpuKeepOnChipPass",
     "npu-tile": "xnpu.backend.npu_tile:NpuTilePass",
+    "npu-prefetch-weights": "xnpu.backend.npu_prefetch_weights:NpuPrefetchWeightsPass",
+    "npu-plan-sram": "xnpu.backend.npu_plan_sram:NpuPlanSramPass",
     "npu-allocate": "xnpu.backend.npu_allocate:NpuAllocatePass",
     "lower-npu-to-isa": "xnpu.backend.npu_to_isa:LowerNpuToIsaPass",
+    "isa-schedule": "xnpu.backend.isa_schedule:IsaSchedulePass",
     "isa-insert-dependencies": "xnpu.backend.isa_dependencies:IsaInsertDependenciesPass",
     "convert-fixed-to-tosa": "xnpu.lowering.fixed_to_tosa:ConvertFixedToTosaPass",
 }

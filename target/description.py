@@ -144,6 +144,8 @@ def _target_problem(t: TargetDescription, i: Instruction) -> str | None:
         )
         if problem is None and i["depthwise"] and i["in_c"] != i["out_c"]:
             problem = f"depthwise needs in_c == out_c, got {i['in_c']} and {i['out_c']}"
+        if problem is None and 0 < i["out_pixel_stride"] < t.align(i["out_c"]):
+            problem = f"out_pixel_stride {i['out_pixel_stride']} is smaller than a pixel of {t.align(i['out_c'])} padded channels"
         return problem
     elif i.op == "POOL":
         kind = {code: name for name, code in POOL_KIND_CODES.items()}[i["kind"]]

@@ -127,6 +127,7 @@ FORMATS: dict[str, Format] = {
         ("pad_left", 224, 4),
         ("pad_bottom", 228, 4),
         ("pad_right", 232, 4),
+        ("out_pixel_stride", 236, 16),
         *DEPENDENCY_FIELDS,
     ),
     "ELTWISE": _format(

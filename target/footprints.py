@@ -123,11 +123,17 @@ def dma_ddr_extent(i: Instruction) -> int:
         row_stride = i["ddr_row_stride"] or d1 * d2 * element
         pixel_stride = i["ddr_pixel_stride"] or d2 * element
         return (d0 - 1) * row_stride + (d1 - 1) * pixel_stride + d2 * element
+    if layout == "NCHW":
+        if d0 == 0 or d1 == 0 or d2 == 0:
+            return 0
+        row_stride = i["ddr_row_stride"] or d2 * element
+        plane_stride = i["ddr_pixel_stride"] or d1 * row_stride
+        return (d0 - 1) * plane_stride + (d1 - 1) * row_stride + d2 * element
     if layout == "OHWI":
         return d0 * d1 * d2 * d3 * element
     if layout == "RAW":
         return d0 * d1 * element
-    return d0 * d1 * d2 * element  # NCHW and DW: three dense dimensions
+    return d0 * d1 * d2 * element  # DW: three dense dimensions
 
 
 def _dma_sram_spans(i: Instruction, alignment: int) -> list[Span]:

@@ -1,10 +1,12 @@
-"""The passes below the npu level on npu modules built here: npu-assign-layout, npu-tile,
-npu-allocate, lower-npu-to-isa.
+"""The passes below the npu level on npu modules built here: npu-assign-layout,
+npu-keep-on-chip, npu-tile, npu-prefetch-weights, npu-plan-sram, npu-allocate,
+lower-npu-to-isa, isa-schedule, isa-insert-dependencies.
 
 The central properties: the program the passes emit computes exactly what the npu module
-computes (its interpreter, xnpu.run), tiled or not; and every SRAM byte an instruction
-touches lies in the buffer of its layer's working set that npu-allocate laid out from the
-same `working_set` function npu-tile fitted.
+computes (its interpreter, xnpu.run), tiled or not, kept on chip or not, reordered and run on
+two queues; and every SRAM byte an instruction touches lies in a slot of its layer's working
+set that npu-plan-sram laid out from the same `working_set` function npu-tile fitted, or in
+the home of a result kept on chip that the layer reads or writes.
 """
 
 from __future__ import annotations
@@ -20,11 +22,16 @@ from xdsl.ir import Block, Region
 import xnpu
 from xnpu.backend.emit import emit_binary
 from xnpu.backend.isa_dependencies import IsaInsertDependenciesPass
+from xnpu.backend.isa_schedule import IsaSchedulePass
 from xnpu.backend.npu_allocate import NpuAllocatePass
-from xnpu.backend.npu_annotations import TILE, get_ints, layers
+from xnpu.backend.npu_annotations import SINGLE_BUFFERED, SRAM, TILE, get_ints, get_slots, layers
 from xnpu.backend.npu_assign_layout import NpuAssignLayoutPass
+from xnpu.backend.npu_keep_on_chip import NpuKeepOnChipPass
+from xnpu.backend.npu_plan_sram import NpuPlanSramPass
+from xnpu.backend.npu_prefetch_weights import NpuPrefetchWeightsPass
+from xnpu.backend.npu_residency import Residency, home_of, map_bytes, on_chip
 from xnpu.backend.npu_tile import NpuTilePass
-from xnpu.backend.npu_tiling import Tiling, choose_tiling, most_rows, sram_offsets, working_set
+from xnpu.backend.npu_tiling import CONSTANTS, Tiling, choose_tiling, constant_parts, most_rows, working_set
 from xnpu.backend.npu_to_isa import Emitter, LowerNpuToIsaPass
 from xnpu.backend.simulator import run_binary
 from xnpu.core.errors import XnpuError
@@ -37,11 +44,12 @@ from xnpu.semantics import convolution, windows
 from xnpu.semantics import fixed_point as fp
 from xnpu.target.description import load_target
 
-BELOW_NPU = (NpuAssignLayoutPass, NpuTilePass, NpuAllocatePass)
+BELOW_NPU = (NpuAssignLayoutPass, NpuKeepOnChipPass, NpuTilePass, NpuPrefetchWeightsPass, NpuPlanSramPass,
+             NpuAllocatePass)
 
 
 def annotate(module: ModuleOp, target: str) -> ModuleOp:
-    """The three annotating passes, verified after each."""
+    """The annotating passes, verified after each."""
     for step in BELOW_NPU:
         step(target=target).apply(make_context(), module)
         verify_module(module)
@@ -50,6 +58,7 @@ def annotate(module: ModuleOp, target: str) -> ModuleOp:
 
 def emit(module: ModuleOp) -> ModuleOp:
     LowerNpuToIsaPass().apply(make_context(), module)
+    IsaSchedulePass().apply(make_context(), module)
     IsaInsertDependenciesPass().apply(make_context(), module)
     verify_module(module)
     return module
@@ -150,7 +159,7 @@ def random_npu_module(seed: int, target: str) -> tuple[ModuleOp, np.ndarray]:
 def seed002_mul_module(target: str) -> tuple[ModuleOp, dict[str, np.ndarray]]:
     """Seed 002's element-wise mul as a depthwise conv: a conv's NHWC map flattened to
     1 x CHW x 1 x 1 (a row-major view: copied to NCHW first), the gate reshaped to CHW kernels
-    (a view of the input's bytes), and the product reshaped back (a copy to NHWC for the pool)."""
+    (a view of the input's bytes), and the product reshaped back (read by the pool as it is)."""
     rng = np.random.default_rng(11)
     b = ModuleBuilder(target, x=(1, 3, 6, 5), gate=(1, 4, 6, 5))
     y = b.add(npu.ConvOp(b.input("x"), b.constant(rng.integers(-127, 128, (4, 3, 3, 3))), None, [16384], [18],
@@ -166,11 +175,19 @@ def seed002_mul_module(target: str) -> tuple[ModuleOp, dict[str, np.ndarray]]:
 
 
 def buffers_of(op) -> list[tuple[int, int]]:
-    """(offset, bytes) of each buffer of the layer's working set, as npu-allocate laid it out."""
+    """(address, bytes) of every slot of the layer's buffers as npu-plan-sram laid them out
+    (a constants slot as its parts), and of the on-chip results it reads and writes."""
     target = load_target(SMALL_TARGET)
-    sizes = working_set(op, get_ints(op, TILE, "npu-tile"), target)
-    offsets, _ = sram_offsets(sizes)
-    return [(offsets[name], size) for name, size in sizes]
+    tile = get_ints(op, TILE, "npu-tile")
+    buffers = working_set(op, tile, target, residency=Residency.of(op, target), double=SINGLE_BUFFERED not in op.attributes)
+    sizes = {b.name: b.size for b in buffers}
+    if CONSTANTS in sizes:
+        sizes.update(constant_parts(op, tile[2], target))
+    regions = [(address, sizes[name]) for name, slots in get_slots(op, SRAM, "npu-plan-sram").items() for address in slots]
+    for value in (*op.operands, *op.results):
+        if on_chip(value):
+            regions.append((home_of(value), map_bytes(value, target)))
+    return regions
 
 
 # --------------------------------------------------------------------------------------
@@ -199,7 +216,7 @@ def test_seed002_activation_kernels_read_views_of_row_major_bytes(target):
     expected = xnpu.run(module, inputs)
     annotated = annotate(module, target)
     relayouts = [op.layout.data for op in entry_function(annotated).body.block.ops if isinstance(op, npu.RelayoutOp)]
-    assert relayouts == ["NHWC", "NCHW", "NHWC", "NCHW"]  # x in; the flatten; back for the pool; the pool out
+    assert relayouts == ["NCHW", "NCHW"]  # the flatten; the pool out (units read x and the product as they are)
     actual = run_binary(emit_binary(emit(annotated)), inputs, load_target(target))
     for name in expected:
         assert np.array_equal(expected[name], actual[name]), name

@@ -1,4 +1,4 @@
-// RUN: xnpu-opt %s --split-input-file -p 'npu-assign-layout,npu-tile,npu-allocate,lower-npu-to-isa' | filecheck %s
+// RUN: xnpu-opt %s --split-input-file -p 'npu-assign-layout,npu-tile,npu-plan-sram,npu-allocate,lower-npu-to-isa' | filecheck %s
 
 // Seed 000's two-stage add (R11: add -> shift -> rescale) with the relu after it, one
 // npu.eltwise, is ONE ELTWISE: the input multipliers, the int16 pre-shift (stage16) and the
@@ -37,9 +37,8 @@ builtin.module attributes {npu.target = "xnpu_default"} {
   }
 }
 
-// The full-size operand is a; the gate is read once per channel chunk.
-// CHECK:      isa.load {layout = NCHW, {{.*}} d0 = 3, d1 = 2, d2 = 2,
-// CHECK-NEXT: isa.store {layout = NHWC, {{.*}} ddr_addr = [[X:[0-9]+]], d0 = 2, d1 = 2, d2 = 3,
-// CHECK-NEXT: isa.load {layout = NHWC, {{.*}} sram_addr = [[G:[0-9]+]], {{.*}} d0 = 1, d1 = 1, d2 = 3,
-// CHECK-NEXT: isa.load {layout = NHWC, {{.*}} sram_addr = [[SX:[0-9]+]], ddr_addr = [[X]], d0 = 2, d1 = 2, d2 = 3,
+// The full-size operand is a, read in the host's NCHW order (the LOAD transposes it); the gate
+// is read once per channel chunk.
+// CHECK:      isa.load {layout = NHWC, {{.*}} sram_addr = [[G:[0-9]+]], {{.*}} d0 = 1, d1 = 1, d2 = 3,
+// CHECK-NEXT: isa.load {layout = NCHW, {{.*}} sram_addr = [[SX:[0-9]+]], ddr_addr = 0, d0 = 3, d1 = 2, d2 = 2,
 // CHECK-NEXT: isa.eltwise {op = mul, b_broadcast = channel, relu = 0, stage16 = 0, a_addr = [[SX]], b_addr = [[G]], out_addr = [[SX]], h = 2, w = 2, c = 3, a_multiplier = 0, a_shift = 0, b_multiplier = 0, b_shift = 0, out_multiplier = 20972, out_shift = 21, pre_shift = 0} loc("se_mul")

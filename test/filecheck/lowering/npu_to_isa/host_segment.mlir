@@ -1,4 +1,4 @@
-// RUN: xnpu-opt %s -p 'npu-assign-layout,npu-tile,npu-allocate,lower-npu-to-isa' | filecheck %s
+// RUN: xnpu-opt %s -p 'npu-assign-layout,npu-tile,npu-plan-sram,npu-allocate,lower-npu-to-isa' | filecheck %s
 
 // A host segment (a softmax head that keeps float precision, and its int8 result that a relu
 // on the accelerator reads on) becomes its description, isa.host_segment: its tensors in DDR

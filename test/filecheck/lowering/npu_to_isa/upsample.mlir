@@ -1,9 +1,9 @@
-// RUN: xnpu-opt %s -p 'npu-assign-layout,npu-tile,npu-allocate,lower-npu-to-isa' | filecheck %s
+// RUN: xnpu-opt %s -p 'npu-assign-layout,npu-tile,npu-plan-sram,npu-allocate,lower-npu-to-isa' | filecheck %s
 
 // npu.interleave and npu.pad are DMA copies through one staging buffer. The nearest x2 of a
 // 2 x 3 x 2 map is one LOAD and four STOREs, each every second row (row stride 2 * 6 * 2 =
 // 24 bytes) and every second pixel (pixel stride 2 * 2 = 4) of the 4 x 6 result, from rows
-// and columns (a, b) = (0, 0), (0, 1), (1, 0), (1, 1): DDR 192 + 0, 2, 12, 14. The edge pad
+// and columns (a, b) = (0, 0), (0, 1), (1, 0), (1, 1): DDR 256 + 0, 2, 12, 14. The edge pad
 // by one pixel (4 x 5 result, rows 10 bytes apart) stores the band inside it, then its first
 // and last columns (one pixel wide, read with the staged row pitch 3 * 16 = 48), then the
 // first and last rows of the map above and below it, each with its corner pixels (the result
@@ -25,10 +25,10 @@ builtin.module attributes {npu.target = "xnpu_default"} {
 // CHECK:      isa.conv {{.*}} loc("conv")
 // CHECK-NEXT: isa.store {layout = NHWC, elem_log2 = 0, sram_addr = {{[0-9]+}}, ddr_addr = [[C:[0-9]+]], d0 = 2, d1 = 3, d2 = 2, {{.*}} loc("conv")
 // CHECK-NEXT: isa.load {layout = NHWC, elem_log2 = 0, sram_addr = [[S:[0-9]+]], ddr_addr = [[C]], d0 = 2, d1 = 3, d2 = 2, d3 = 0, ddr_row_stride = 0, ddr_pixel_stride = 0, sram_row_stride = 0} loc("nearest")
-// CHECK-NEXT: isa.store {layout = NHWC, elem_log2 = 0, sram_addr = [[S]], ddr_addr = 192, d0 = 2, d1 = 3, d2 = 2, d3 = 0, ddr_row_stride = 24, ddr_pixel_stride = 4, sram_row_stride = 0} loc("nearest")
-// CHECK-NEXT: isa.store {layout = NHWC, elem_log2 = 0, sram_addr = [[S]], ddr_addr = 194, d0 = 2, d1 = 3, d2 = 2, d3 = 0, ddr_row_stride = 24, ddr_pixel_stride = 4, sram_row_stride = 0} loc("nearest")
-// CHECK-NEXT: isa.store {layout = NHWC, elem_log2 = 0, sram_addr = [[S]], ddr_addr = 204, d0 = 2, d1 = 3, d2 = 2, d3 = 0, ddr_row_stride = 24, ddr_pixel_stride = 4, sram_row_stride = 0} loc("nearest")
-// CHECK-NEXT: isa.store {layout = NHWC, elem_log2 = 0, sram_addr = [[S]], ddr_addr = 206, d0 = 2, d1 = 3, d2 = 2, d3 = 0, ddr_row_stride = 24, ddr_pixel_stride = 4, sram_row_stride = 0} loc("nearest")
+// CHECK-NEXT: isa.store {layout = NHWC, elem_log2 = 0, sram_addr = [[S]], ddr_addr = 256, d0 = 2, d1 = 3, d2 = 2, d3 = 0, ddr_row_stride = 24, ddr_pixel_stride = 4, sram_row_stride = 0} loc("nearest")
+// CHECK-NEXT: isa.store {layout = NHWC, elem_log2 = 0, sram_addr = [[S]], ddr_addr = 258, d0 = 2, d1 = 3, d2 = 2, d3 = 0, ddr_row_stride = 24, ddr_pixel_stride = 4, sram_row_stride = 0} loc("nearest")
+// CHECK-NEXT: isa.store {layout = NHWC, elem_log2 = 0, sram_addr = [[S]], ddr_addr = 268, d0 = 2, d1 = 3, d2 = 2, d3 = 0, ddr_row_stride = 24, ddr_pixel_stride = 4, sram_row_stride = 0} loc("nearest")
+// CHECK-NEXT: isa.store {layout = NHWC, elem_log2 = 0, sram_addr = [[S]], ddr_addr = 270, d0 = 2, d1 = 3, d2 = 2, d3 = 0, ddr_row_stride = 24, ddr_pixel_stride = 4, sram_row_stride = 0} loc("nearest")
 // CHECK-NEXT: isa.load {layout = NHWC, elem_log2 = 0, sram_addr = 0, ddr_addr = [[C]], d0 = 2, d1 = 3, d2 = 2, {{.*}} loc("pad")
 // CHECK-NEXT: isa.store {layout = NHWC, elem_log2 = 0, sram_addr = 0, ddr_addr = 332, d0 = 2, d1 = 3, d2 = 2, d3 = 0, ddr_row_stride = 10, ddr_pixel_stride = 0, sram_row_stride = 48} loc("pad")
 // CHECK-NEXT: isa.store {layout = NHWC, elem_log2 = 0, sram_addr = 0, ddr_addr = 330, d0 = 2, d1 = 1, d2 = 2, d3 = 0, ddr_row_stride = 10, ddr_pixel_stride = 0, sram_row_stride = 48} loc("pad")
@@ -39,5 +39,5 @@ builtin.module attributes {npu.target = "xnpu_default"} {
 // CHECK-NEXT: isa.store {layout = NHWC, elem_log2 = 0, sram_addr = 48, ddr_addr = 352, d0 = 1, d1 = 3, {{.*}} loc("pad")
 // CHECK-NEXT: isa.store {layout = NHWC, elem_log2 = 0, sram_addr = 48, ddr_addr = 350, d0 = 1, d1 = 1, {{.*}} loc("pad")
 // CHECK-NEXT: isa.store {layout = NHWC, elem_log2 = 0, sram_addr = 80, ddr_addr = 358, d0 = 1, d1 = 1, {{.*}} loc("pad")
-// CHECK-NEXT: isa.load {layout = NHWC, {{.*}} ddr_addr = 192, d0 = 4, d1 = 6, d2 = 2,
+// CHECK-NEXT: isa.load {layout = NHWC, {{.*}} ddr_addr = 256, d0 = 4, d1 = 6, d2 = 2,
 // CHECK-NEXT: isa.store {layout = NCHW,

@@ -33,11 +33,10 @@ builtin.module attributes {npu.target = "xnpu_default"} {
 // output copy (3 to the end, pinned) reuses b's.
 // CHECK:      fixed.quantize %x {npu.layout = "NCHW", npu.ddr = 320 : i64,
 // CHECK:      %a = npu.conv %0, %w1, %b1 {npu.layout = "NHWC", npu.tile = array<i64: 4, 4, 2>,
-// CHECK-SAME:   npu.sram = {weights = 0 : i64, bias = 2304 : i64, records = 2320 : i64, table = 2336 : i64, input = 2352 : i64, output = 2608 : i64},
 // CHECK-SAME:   npu.constants = {weights = 0 : i64, bias = 64 : i64, records = 128 : i64}, npu.ddr = 384 : i64,
 // CHECK:      %b = npu.conv %a, %w2 {{{.*}}npu.constants = {weights = 192 : i64, records = 256 : i64}, npu.ddr = 448 : i64,
 // CHECK:      %c = npu.conv %b, %w3 {{{.*}}npu.constants = {weights = 192 : i64, records = 256 : i64}, npu.ddr = 384 : i64,
-// CHECK:      %r = npu.relayout %c "NCHW" {npu.layout = "NCHW", npu.tile = array<i64: 4, 4, 2>, npu.sram = {staging = 0 : i64}, npu.ddr = 448 : i64}
+// CHECK:      %r = npu.relayout %c "NCHW" {npu.layout = "NCHW", npu.tile = array<i64: 4, 4, 2>, npu.ddr = 448 : i64}
 
 // -----
 
@@ -68,6 +67,6 @@ builtin.module attributes {npu.target = "xnpu_default"} {
 // CHECK:      %k = npu.reshape %1 {npu.layout = "NCHW", npu.ddr = [[GATE]] : i64}
 // CHECK:      %m = npu.conv %2, %k {{{.*}}npu.constants = {records = 0 : i64}
 // CHECK:      %c = fixed.constant {{.*}} {npu.layout = "NHWC", npu.ddr = 64 : i64}
-// CHECK:      %a = npu.pool "avg" %s {{{.*}}npu.sram = {table = 0 : i64, records = 16 : i64, input = 32 : i64, output = 96 : i64}, npu.constants = {records = 128 : i64},
+// CHECK:      %a = npu.pool "avg" %s {{{.*}}npu.constants = {records = 128 : i64},
 // CHECK:      %r = npu.relayout %a "NCHW" {{{.*}}npu.ddr = [[R:[0-9]+]] : i64}
 // CHECK:      %v = npu.reshape %r {npu.layout = "NHWC", npu.ddr = [[R]] : i64}

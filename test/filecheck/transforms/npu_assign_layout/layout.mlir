@@ -1,8 +1,8 @@
 // RUN: xnpu-opt %s --split-input-file -p npu-assign-layout | filecheck %s
 
-// The input arrives NCHW from the host; the conv reads NHWC, so one relayout copy is
-// inserted before the conv (named after the conv's own node) and shared by the pool; the
-// one-channel map %one needs no copy (both orders coincide); the 4-D output leaves NCHW.
+// The input arrives NCHW from the host; the conv and the pool read it as it is (their LOADs
+// transpose it tile by tile), so no copy is inserted for them; the one-channel map %one is
+// in both orders anyway; the 4-D outputs leave NCHW through one relayout each.
 
 builtin.module attributes {npu.target = "xnpu_default"} {
   func.func @main(%x: tensor<1x2x4x4xf32> {nn.name = "x"}, %o: tensor<1x1x4x4xf32> {nn.name = "one"}) -> (tensor<1x4x4x4xf32> {nn.name = "y"}, tensor<1x2x2x2xf32> {nn.name = "p"}, tensor<1x1x4x4xf32> {nn.name = "t"}) {
@@ -22,21 +22,20 @@ builtin.module attributes {npu.target = "xnpu_default"} {
 // CHECK:      %0 = fixed.quantize %x {npu.layout = "NCHW", scale = 5.000000e-01 : f64}
 // CHECK-NEXT: %one = fixed.quantize %o {npu.layout = "NCHW", scale = 5.000000e-01 : f64}
 // CHECK-NEXT: %w = fixed.constant dense<1> : tensor<4x2x3x3xi8> loc("conv")
-// CHECK-NEXT: %1 = npu.relayout %0 "NHWC" {npu.layout = "NHWC"} : tensor<1x2x4x4xi8> -> tensor<1x2x4x4xi8> loc("conv")
-// CHECK-NEXT: %y = npu.conv %1, %w {npu.layout = "NHWC", {{.*}}loc(fused["conv", "relu"])
-// CHECK-NEXT: %p = npu.pool "max" %1 {npu.layout = "NHWC", {{.*}}loc("pool")
+// CHECK-NEXT: %y = npu.conv %0, %w {npu.layout = "NHWC", {{.*}}loc(fused["conv", "relu"])
+// CHECK-NEXT: %p = npu.pool "max" %0 {npu.layout = "NHWC", {{.*}}loc("pool")
 // CHECK-NEXT: %t = npu.clamp %one {npu.layout = "NHWC", min = -64 : i64, max = 64 : i64}
-// CHECK-NEXT: %2 = npu.relayout %y "NCHW" {npu.layout = "NCHW"} : tensor<1x4x4x4xi8> -> tensor<1x4x4x4xi8>
-// CHECK-NEXT: %dy = fixed.dequantize %2
-// CHECK-NEXT: %3 = npu.relayout %p "NCHW"
-// CHECK-NEXT: %dp = fixed.dequantize %3
+// CHECK-NEXT: %1 = npu.relayout %y "NCHW" {npu.layout = "NCHW"} : tensor<1x4x4x4xi8> -> tensor<1x4x4x4xi8>
+// CHECK-NEXT: %dy = fixed.dequantize %1
+// CHECK-NEXT: %2 = npu.relayout %p "NCHW"
+// CHECK-NEXT: %dp = fixed.dequantize %2
 // CHECK-NEXT: %dt = fixed.dequantize %t
 // CHECK-NEXT: func.return %dy, %dp, %dt
 
 // -----
 
-// A reshape is a view of row-major bytes: the NCHW input reshaped needs no copy; the conv's
-// NHWC map flattened for a gemm is first copied to NCHW order. A 1 x K matrix is N x 1 x K,
+// A reshape is a view of row-major bytes: the NCHW input reshaped needs no copy (and the conv
+// reads it as it is); the conv's NHWC map flattened for a gemm is first copied to NCHW order. A 1 x K matrix is N x 1 x K,
 // whose row-major order is NHWC, so the gemm result leaves as it is.
 
 builtin.module attributes {npu.target = "xnpu_default"} {
@@ -54,10 +53,9 @@ builtin.module attributes {npu.target = "xnpu_default"} {
 }
 
 // CHECK:      %r = npu.reshape %0 {npu.layout = "NCHW"} : tensor<1x8x4x4xi8> -> tensor<1x2x8x8xi8> loc("reshape")
-// CHECK:      %1 = npu.relayout %r "NHWC" {npu.layout = "NHWC"} {{.*}} loc("conv")
-// CHECK-NEXT: %y = npu.conv %1, %w {npu.layout = "NHWC",
-// CHECK-NEXT: %2 = npu.relayout %y "NCHW" {npu.layout = "NCHW"} {{.*}} loc("flatten")
-// CHECK-NEXT: %f = npu.reshape %2 {npu.layout = "NHWC"} : tensor<1x4x8x8xi8> -> tensor<1x256xi8> loc("flatten")
+// CHECK:      %y = npu.conv %r, %w {npu.layout = "NHWC",
+// CHECK-NEXT: %1 = npu.relayout %y "NCHW" {npu.layout = "NCHW"} {{.*}} loc("flatten")
+// CHECK-NEXT: %f = npu.reshape %1 {npu.layout = "NHWC"} : tensor<1x4x8x8xi8> -> tensor<1x256xi8> loc("flatten")
 // CHECK:      %z = npu.conv %f, %w2 {npu.layout = "NHWC",
 // CHECK-NEXT: %dz = fixed.dequantize %z
 
@@ -113,7 +111,6 @@ builtin.module attributes {npu.target = "xnpu_lite"} {
 
 // CHECK:      %1 = fixed.quantize %g {npu.layout = "NCHW",
 // CHECK-NEXT: %k = npu.reshape %1 {npu.layout = "NCHW"} : tensor<1x3x1x1xi8> -> tensor<3x1x1x1xi8>
-// CHECK-NEXT: %2 = npu.relayout %0 "NHWC"
-// CHECK-NEXT: %m = npu.conv %2, %k {npu.layout = "NHWC",
+// CHECK-NEXT: %m = npu.conv %0, %k {npu.layout = "NHWC",
 // CHECK-NEXT: %c = fixed.constant {{.*}} {npu.layout = "NHWC"}
 // CHECK-NEXT: %s = npu.eltwise "add" %m, %c {npu.layout = "NHWC",

@@ -1,0 +1,151 @@
+"""isa-schedule: the program order in which the DMA queue runs ahead of the EXEC queue.
+
+The two queues of docs/isa.md section 3 each run in program order, so the order of the
+instructions decides how much DMA work overlaps computation: a STORE written before the next
+tile's LOAD keeps that LOAD waiting until the STORE's data is computed. This pass reorders the
+program by list scheduling under the queue model, without changing what it computes: two
+instructions that touch the same bytes (one writing them, target/footprints.py) keep their
+order, so only independent instructions move past each other; SYNCs stay where they are and
+nothing crosses them.
+
+The EXEC queue keeps its order: it is the machine's bottleneck on every bench model. The DMA
+queue gets its order from a simulation of both queues: whenever the DMA engine is free, it
+takes, among the DMA instructions whose predecessors are all placed, the one the earliest EXEC
+instruction depends on (directly or through other DMA instructions); when that one still has to
+wait for its inputs, a less urgent one that is ready and done before it can start fills the
+gap. The new program order is the simulated start order, so `isa-insert-dependencies` on it
+gives exactly the simulated timing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from xnpu.backend.emit import module_target_of
+from xnpu.dialects import isa
+from xnpu.target.cost import instruction_cycles
+from xnpu.target.description import TargetDescription
+from xnpu.target.encoding import Instruction
+from xnpu.target.footprints import conflicting_predecessors, footprint
+from xnpu.target.queues import DMA, EXEC, queue_of
+
+NEVER = float("inf")
+
+
+def schedule_order(instructions: Sequence[Instruction], target: TargetDescription) -> list[int]:
+    """A new program order (indices into `instructions`) that keeps every conflicting pair."""
+    order: list[int] = []
+    start = 0
+    for index, instruction in enumerate(instructions):
+        if instruction.op == "SYNC":
+            order += _segment(instructions, range(start, index), target)
+            order.append(index)
+            start = index + 1
+    order += _segment(instructions, range(start, len(instructions)), target)
+    return order
+
+
+def _segment(instructions: Sequence[Instruction], indices: range, target: TargetDescription) -> list[int]:
+    """List scheduling of the instructions between two SYNCs (indices local to the segment)."""
+    program = [instructions[i] for i in indices]
+    if not program:
+        return []
+    queues = [queue_of(i) for i in program]
+    cycles = [instruction_cycles(i, target) for i in program]
+    predecessors = conflicting_predecessors([footprint(i, target.memory.channel_alignment) for i in program], queues)
+    successors: list[list[int]] = [[] for _ in program]
+    for index, before in enumerate(predecessors):
+        for p in before:
+            successors[p].append(index)
+    execs = [i for i, q in enumerate(queues) if q == EXEC]
+    rank = {i: n for n, i in enumerate(execs)}
+    urgency = [NEVER] * len(program)  # the EXEC rank that needs the instruction first
+    for index in range(len(program) - 1, -1, -1):
+        if queues[index] == EXEC:
+            urgency[index] = rank[index]
+        else:
+            urgency[index] = min((urgency[s] for s in successors[index]), default=NEVER)
+    waiting = [len(p) for p in predecessors]
+    end: list[float] = [0.0] * len(program)
+    start: list[float] = [0.0] * len(program)
+    placed = [False] * len(program)
+    ready = {i for i in range(len(program)) if queues[i] == DMA and waiting[i] == 0}
+    free = {DMA: 0.0, EXEC: 0.0}
+    next_exec = 0
+
+    def earliest(index: int, queue: str) -> float:
+        return max([free[queue]] + [end[p] for p in predecessors[index]])
+
+    def place(index: int, begin: float) -> None:
+        placed[index] = True
+        start[index], end[index] = begin, begin + cycles[index]
+        free[queues[index]] = end[index]
+        for s in successors[index]:
+            waiting[s] -= 1
+            if waiting[s] == 0 and queues[s] == DMA:
+                ready.add(s)
+
+    while next_exec < len(execs) or ready:
+        exec_index = execs[next_exec] if next_exec < len(execs) else None
+        exec_ready = exec_index is not None and waiting[exec_index] == 0
+        if exec_ready and (not ready or earliest(exec_index, EXEC) <= free[DMA]):
+            place(exec_index, earliest(exec_index, EXEC))
+            next_exec += 1
+            continue
+        if not ready:
+            raise AssertionError("isa-schedule: an EXEC instruction waits for DMA work that cannot be placed")
+        now = free[DMA]
+        best = min(ready, key=lambda i: (urgency[i], i))
+        best_start = earliest(best, DMA)
+        choice = best
+        if best_start > now:  # fill the gap with work that is ready now and done in time
+            fillers = [i for i in ready if earliest(i, DMA) <= now and now + cycles[i] <= best_start]
+            if fillers:
+                choice = min(fillers, key=lambda i: (urgency[i], i))
+        ready.discard(choice)
+        place(choice, earliest(choice, DMA))
+    unplaced = [i for i in range(len(program)) if not placed[i]]
+    if unplaced:
+        raise AssertionError(f"isa-schedule: {len(unplaced)} instructions were never ready")
+    local = sorted(range(len(program)), key=lambda i: (start[i], i))
+    return [indices[i] for i in local]
+
+
+def schedule_program(instructions: Sequence[Instruction], target: TargetDescription) -> list[Instruction]:
+    return [instructions[i] for i in schedule_order(instructions, target)]
+
+
+@dataclass(frozen=True)
+class IsaSchedulePass(ModulePass):
+    """Reorder an isa program so the DMA queue runs ahead of the EXEC queue (conflicting instructions keep their order)."""
+
+    name = "isa-schedule"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        target = module_target_of(op)
+        ops = isa.program_ops(op)
+        if not ops:
+            return
+        order = schedule_order([o.instruction() for o in ops], target)
+        block = op.body.block
+        position = 0
+        while position < len(ops):  # one segment at a time: its instructions move among themselves
+            end = position
+            while end < len(ops) and ops[end].MNEMONIC != "SYNC":
+                end += 1
+            if end > position:
+                anchor = ops[end - 1].next_op  # a host segment's description or the SYNC stays after them
+                moved = [ops[i] for i in order[position:end]]
+                for o in moved:
+                    o.detach()
+                for o in moved:
+                    if anchor is None:
+                        block.add_op(o)
+                    else:
+                        block.insert_op_before(o, anchor)
+            position = end + 1
