@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from xnpu.backend.emit import module_target_of
@@ -87,4 +87,4 @@ class IsaInsertDependenciesPass(ModulePass):
             if instruction_op.MNEMONIC == "SYNC":
                 continue
             for name, value in zip(DEPENDENCY_NAMES, (wait, signal)):
-                instruction_op.properties[name] = IntegerAttr(value, i64)
+                instruction_op.properties[name] = isa.field_attr(value)

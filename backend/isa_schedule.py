@@ -70,45 +70,70 @@ def _segment(instructions: Sequence[Instruction], indices: range, target: Target
             urgency[index] = rank[index]
         else:
             urgency[index] = min((urgency[s] for s in successors[index]), default=NEVER)
-    waiting = [len(p) for p in predecessors]
+    successors = [sorted(set(s)) for s in successors]
+    # A DMA instruction is a candidate once its DMA predecessors are placed; it is ready
+    # once its EXEC predecessors are too. A candidate still waiting for EXEC work gets a lower
+    # bound on its start: that work done back to back from the EXEC queue's current time.
+    dma_waiting = [sum(1 for p in predecessors[i] if queues[p] == DMA) for i in range(len(program))]
+    exec_last = [max((rank[p] for p in predecessors[i] if queues[p] == EXEC), default=-1) for i in range(len(program))]
+    exec_prefix = [0]
+    for i in execs:
+        exec_prefix.append(exec_prefix[-1] + cycles[i])
     end: list[float] = [0.0] * len(program)
     start: list[float] = [0.0] * len(program)
     placed = [False] * len(program)
-    ready = {i for i in range(len(program)) if queues[i] == DMA and waiting[i] == 0}
+    latest = [0.0] * len(program)  # the latest end among an instruction's placed predecessors
+    candidates = {i for i in range(len(program)) if queues[i] == DMA and dma_waiting[i] == 0}
     free = {DMA: 0.0, EXEC: 0.0}
     next_exec = 0
-
-    def earliest(index: int, queue: str) -> float:
-        return max([free[queue]] + [end[p] for p in predecessors[index]])
 
     def place(index: int, begin: float) -> None:
         placed[index] = True
         start[index], end[index] = begin, begin + cycles[index]
         free[queues[index]] = end[index]
         for s in successors[index]:
-            waiting[s] -= 1
-            if waiting[s] == 0 and queues[s] == DMA:
-                ready.add(s)
+            latest[s] = max(latest[s], end[index])
+            if queues[index] == DMA and queues[s] == DMA:
+                dma_waiting[s] -= 1
+                if dma_waiting[s] == 0:
+                    candidates.add(s)
 
-    while next_exec < len(execs) or ready:
+    def ready(index: int) -> bool:
+        return exec_last[index] < next_exec
+
+    def earliest(index: int) -> float:
+        """The candidate's start if the DMA took it next (a lower bound while EXEC work is due)."""
+        begin = max(free[DMA], latest[index])
+        if not ready(index):
+            begin = max(begin, free[EXEC] + exec_prefix[exec_last[index] + 1] - exec_prefix[next_exec])
+        return begin
+
+    while next_exec < len(execs) or candidates:
         exec_index = execs[next_exec] if next_exec < len(execs) else None
-        exec_ready = exec_index is not None and waiting[exec_index] == 0
-        if exec_ready and (not ready or earliest(exec_index, EXEC) <= free[DMA]):
-            place(exec_index, earliest(exec_index, EXEC))
+        exec_ready = exec_index is not None and all(placed[p] for p in predecessors[exec_index])
+        exec_start = max(free[EXEC], latest[exec_index]) if exec_ready else None
+        if exec_ready and (not candidates or exec_start <= free[DMA]):
+            place(exec_index, exec_start)
             next_exec += 1
             continue
-        if not ready:
-            raise AssertionError("isa-schedule: an EXEC instruction waits for DMA work that cannot be placed")
+        if not candidates:
+            raise AssertionError("isa-schedule: the EXEC queue waits for DMA work that cannot be placed")
         now = free[DMA]
-        best = min(ready, key=lambda i: (urgency[i], i))
-        best_start = earliest(best, DMA)
-        choice = best
-        if best_start > now:  # fill the gap with work that is ready now and done in time
-            fillers = [i for i in ready if earliest(i, DMA) <= now and now + cycles[i] <= best_start]
+        best = min(candidates, key=lambda i: (urgency[i], i))
+        best_start = earliest(best)
+        choice = best if ready(best) else None
+        if best_start > now:  # fill the gap with ready work that is done before the urgent one can start
+            fillers = [i for i in candidates if ready(i) and earliest(i) <= now and now + cycles[i] <= best_start]
             if fillers:
                 choice = min(fillers, key=lambda i: (urgency[i], i))
-        ready.discard(choice)
-        place(choice, earliest(choice, DMA))
+        if choice is None:  # the most urgent work waits for EXEC: let EXEC go on first
+            if exec_ready:
+                place(exec_index, exec_start)
+                next_exec += 1
+                continue
+            choice = min((i for i in candidates if ready(i)), key=lambda i: (urgency[i], i))
+        candidates.discard(choice)
+        place(choice, earliest(choice))
     unplaced = [i for i in range(len(program)) if not placed[i]]
     if unplaced:
         raise AssertionError(f"isa-schedule: {len(unplaced)} instructions were never ready")

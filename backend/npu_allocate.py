@@ -42,6 +42,7 @@ from xnpu.backend.npu_annotations import (
     COMPRESSED,
     CONSTANTS,
     DDR,
+    DDR_PITCH,
     LAYER_OPS,
     LAYOUT,
     VIEW_OPS,
@@ -57,6 +58,7 @@ from xnpu.backend.npu_annotations import (
     set_ints,
     set_offsets,
 )
+from xnpu.backend.npu_residency import concat_in_place
 from xnpu.backend.npu_tiling import per_position
 from xnpu.dialects import fixed, isa, npu
 from xnpu.dialects.shapes import ints, shape_of
@@ -123,6 +125,7 @@ class Allocator:
         self.image = ConstantImage()
         self.compressed: dict[int, tuple[int, int, np.ndarray]] = {}  # offset -> (bytes, bits, dictionary)
         self.homes: dict[SSAValue, Storage] = {}
+        self.slices: dict[SSAValue, tuple[int, int]] = {}  # a concat's part -> (first channel, channels per pixel)
         self.storages: list[Storage] = []
 
     # constants -----------------------------------------------------------------------------
@@ -170,6 +173,24 @@ class Allocator:
             storage = self.homes[value]
             storage.last = max(storage.last, layer)
 
+    def result_storage(self, value: SSAValue, layer: int) -> None:
+        """A layer's result gets its own storage, or, as the part of a concat stored in place
+        (npu_residency.concat_in_place), a channel slice of the concat's: one storage alive
+        from the first part's layer on."""
+        if value in self.homes:  # the concat's map, which its first part created
+            self.homes[value].last = max(self.homes[value].last, layer)
+            return
+        for use in value.uses:
+            if concat_in_place(use.operation):
+                concat = use.operation
+                storage = self.homes.get(concat.result) or self.new_storage(concat.result, layer)
+                storage.last = max(storage.last, layer)
+                self.homes[value] = storage
+                channels = [shape_of(part)[1] for part in concat.inputs]
+                self.slices[value] = (sum(channels[: concat.inputs.index(value)]), sum(channels))
+                return
+        self.new_storage(value, layer)
+
     def walk(self) -> int:
         """Pack constants, give every tensor its storage and live interval; the layer count."""
         layer = -1
@@ -183,7 +204,7 @@ class Allocator:
                 offsets = self.constants(op)
                 if offsets:
                     set_offsets(op, CONSTANTS, offsets)
-                self.new_storage(op.results[0], layer)
+                self.result_storage(op.results[0], layer)
             elif isinstance(op, npu.HostOp):  # the host reads and writes DDR between two layers
                 layer += 1
                 for operand in op.operands:
@@ -236,7 +257,10 @@ class Allocator:
         peak = self.place(end)
         for value, storage in self.homes.items():
             if not isinstance(value.owner, npu.HostOp):
-                set_int(value.owner, DDR, storage.address)
+                first, pitch = self.slices.get(value, (0, 0))
+                set_int(value.owner, DDR, storage.address + first)
+                if pitch:
+                    set_int(value.owner, DDR_PITCH, pitch)
         for host in {value.owner for value in self.homes if isinstance(value.owner, npu.HostOp)}:
             set_ints(host, DDR, [self.homes[result].address for result in host.results])
         set_int(self.module, ACTIVATION_BYTES, peak)

@@ -10,6 +10,7 @@ attributes that do not change what an op computes, and the next one reads them.
 | `npu.tile = array<i64: rows, cols, chunk>` | every layer (an op that runs instructions) | npu-tile | output rows, columns and channels per tile; a concat: rows per band of each input; an interleave or pad: source rows, columns and channels per band |
 | `npu.sram = {name = offset}` | every layer | npu-allocate | SRAM offset of each buffer of the tile's working set |
 | `npu.ddr = address` | every op whose result lies in DDR (an `npu.host`: `array<i64: ...>`, one per result) | npu-allocate | DDR address of the result (a view: its source's) |
+| `npu.ddr_pitch = channels` | a concat's part stored in place | npu-allocate | channels from one pixel to the next: the part is a channel slice of the concat's map |
 | `npu.constants = {name = offset}` | layers reading constants | npu-allocate | offsets of weights, bias, rescale records, table in the constant image |
 | `npu.activation_bytes`, `npu.compressed_weights` | the module | npu-allocate | the activation peak, codebook regions (the image is an `isa.constants` op beside the function) |
 """
@@ -37,6 +38,7 @@ LAYOUT = "npu.layout"
 TILE = "npu.tile"
 SRAM = "npu.sram"
 DDR = "npu.ddr"
+DDR_PITCH = "npu.ddr_pitch"  # on a result stored as the channel slice of a wider map (a concat's part)
 CONSTANTS = "npu.constants"
 ACTIVATION_BYTES = "npu.activation_bytes"
 COMPRESSED = "npu.compressed_weights"
@@ -183,7 +185,8 @@ def hwc(shape: Sequence[int], op: Operation) -> tuple[int, int, int]:
 
 @dataclass(frozen=True)
 class Stored:
-    """A tensor in DDR seen as H x W x C: NHWC (dense) or NCHW (C x H x W row-major)."""
+    """A tensor in DDR seen as H x W x C: NHWC (its pixels `pitch` channels apart: C when
+    dense, more when it is the channel slice of a wider map) or NCHW (C x H x W row-major)."""
 
     h: int
     w: int
@@ -191,6 +194,11 @@ class Stored:
     layout: str
     rank: int
     address: int = 0
+    pitch: int = 0  # channels from one pixel to the next in DDR; 0: c (dense)
+
+    @property
+    def pixel(self) -> int:
+        return self.pitch or self.c
 
     @property
     def nhwc(self) -> bool:
@@ -214,9 +222,11 @@ def stored(value: SSAValue, layout: str | None = None, address: int | None = Non
     shape = shape_of(value)
     h, w, c = hwc(shape, producer(value))
     layout = layout_of(value) if layout is None else layout
+    owner = producer(value)
     if address is None:
-        address = address_of(value) if DDR in producer(value).attributes else 0
-    return Stored(h, w, c, layout, len(shape), address)
+        address = address_of(value) if DDR in owner.attributes else 0
+    pitch = owner.attributes[DDR_PITCH].value.data if DDR_PITCH in owner.attributes else 0  # type: ignore[attr-defined]
+    return Stored(h, w, c, layout, len(shape), address, pitch)
 
 
 def row_major_layout(rank: int) -> str:

@@ -81,7 +81,11 @@ def plan_sram(function: func.FuncOp, target: TargetDescription, decide_prefetch:
         block = blocks[op]
         if block.constant_slot and op not in constants:
             constants[op] = _take(placement, layer, layer, block.constants, op, target)
-        base = _take(placement, layer, layer, block.size, op, target)
+        # bytes the layer before did not touch, where there are: nothing then orders this
+        # layer's first loads and writes after that layer's last reads
+        base = placement.take(layer - 1, layer, block.size) if layer > 0 else None
+        if base is None:
+            base = _take(placement, layer, layer, block.size, op, target)
         slots = {name: [base + o for o in where] for name, where in block.offsets.items()}
         if block.constant_slot:
             slots.update(_constant_slots(constants[op], block))

@@ -132,6 +132,8 @@ def readers_of(value: SSAValue, positions: dict[Operation, int], target: TargetD
                     pending.append(reader.result)
                 else:
                     found.needs_ddr = True
+            elif isinstance(reader, npu.ConcatOp) and concat_in_place(reader):
+                found.needs_ddr = True  # its producer stores it into the concat's map
             elif reader in positions and not isinstance(reader, npu.HostOp) and reads_on_chip(reader, use.index, target):
                 found.on_chip.append(positions[reader])
             elif isinstance(reader, fixed.DequantizeOp | func.ReturnOp) or reader in positions:
@@ -223,3 +225,19 @@ class Residency:
     def of(op: Operation, target: TargetDescription) -> Residency:
         return Residency(tuple(on_chip(v) and reads_on_chip(op, i, target) for i, v in enumerate(op.operands)),
                          ON_CHIP in op.attributes)
+
+
+def concat_in_place(op: Operation) -> bool:
+    """Whether a concat's parts are stored straight into its map (each a channel slice, pixels
+    the concat's channel count apart), so the concat copies nothing: every part is the result
+    of a layer (whose STOREs take any pixel stride), distinct, and read otherwise only by
+    layers (which read a strided map as well), not by the host or as a program output."""
+    if not isinstance(op, npu.ConcatOp) or len(set(op.inputs)) != len(op.inputs):
+        return False
+    for part in op.inputs:
+        if not isinstance(part.owner, LAYER_OPS) or isinstance(part.owner, npu.ConcatOp):
+            return False
+        if any(not isinstance(use.operation, LAYER_OPS) or (isinstance(use.operation, npu.ConcatOp) and use.operation is not op)
+               for use in part.uses):
+            return False
+    return True

@@ -77,6 +77,9 @@ class TilePlanner:
         self.a = target.memory.channel_alignment
         self.residency = Residency.of(op, target)
         self.double = True  # two slots per streamed buffer; one where that is all that fits
+        # a result kept on chip that a copy (interleave, pad, relayout, concat) stores from there
+        self.copied = self.residency.output and any(
+            isinstance(use.operation, npu.InterleaveOp | npu.PadOp | npu.RelayoutOp | npu.ConcatOp) for use in op.results[0].uses)
         # a layer that reads or writes a map on chip runs whole rows of it (units read and
         # write dense rows); all its channels at once too, but a CONV writing a chunk of
         # channels (out_pixel_stride) while it reads its input from DDR or whole
@@ -144,7 +147,9 @@ class TilePlanner:
             store = self.dma(t.rows * t.cols * align(t.chunk, a)) if output_streamed else 0
             compute = conv_cycles(self.target, (t.rows, t.cols), g.kernel, g.in_channels(t.chunk), t.chunk, g.depthwise)
             weights = self.dma(g.weight_bytes(t.chunk, a)) + 2 * self.dma(4 * t.chunk)
-            return pipelined_cycles(chunks, tiles, weights, load, compute, store)
+            # a result on chip that a copy stores (an interleave, a pad): its last band's store waits for the last CONV
+            tail = self.dma(t.rows * ow * align(oc, a)) if self.copied else 0
+            return pipelined_cycles(chunks, tiles, weights, load, compute, store) + tail
 
         # a depthwise chunk reads its own channels: all of them where the input is on chip
         candidates = self.chunks(g.chunk_unit(), self.target.conv.max_channels, g.depthwise and self.residency.input(0))
@@ -232,7 +237,8 @@ class TilePlanner:
 
         def cost(t: Tiling) -> float:
             tiles = _ceil(channels, t.chunk) * _ceil(rows, t.rows)
-            return tiles * (loads + stores) * dma_cost(t.rows * cols * align(t.chunk, a))
+            band = (loads + stores) * self.dma(t.rows * cols * align(t.chunk, a))
+            return tiles * band + band  # all of it, and the first band the next layer waits for
 
         tiling = choose_tiling(rows, cols, self.chunks(channels, ANY_CHUNK, self.whole_rows), self.sram,
                                lambda t: self.need(op, t.as_list()), cost)

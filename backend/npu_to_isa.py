@@ -50,7 +50,7 @@ from xnpu.backend.npu_annotations import (
     unit_relu,
 )
 from xnpu.backend.npu_assign_layout import argument_name
-from xnpu.backend.npu_residency import home_of, on_chip, source_of, spilled
+from xnpu.backend.npu_residency import concat_in_place, home_of, on_chip, source_of, spilled
 from xnpu.backend.npu_tiling import TABLE_BYTES, bands, channel_chunks, per_position, window_of
 from xnpu.dialects import fixed, isa, npu
 from xnpu.dialects.shapes import ints, shape_of
@@ -94,13 +94,14 @@ class Program:
                       ddr_row_stride=0 if row_stride == cols else row_stride,
                       ddr_pixel_stride=0 if plane == rows * row_stride else plane, sram_row_stride=sram_row_stride)
             return
-        dense_pixels = c0 == 0 and cn == tensor.c and step[1] == 1
+        pixel = tensor.pixel
+        dense_pixels = c0 == 0 and cn == pixel and step[1] == 1
         dense_rows = dense_pixels and col0 == 0 and cols == tensor.w and step[0] == 1
         self.emit(
             mnemonic, layout=DMA_LAYOUTS["NHWC"], sram_addr=sram,
-            ddr_addr=tensor.address + ((row0 * tensor.w + col0) * tensor.c + c0), d0=rows, d1=cols, d2=cn,
-            ddr_row_stride=0 if dense_rows else step[0] * tensor.w * tensor.c,
-            ddr_pixel_stride=0 if dense_pixels else step[1] * tensor.c, sram_row_stride=sram_row_stride,
+            ddr_addr=tensor.address + ((row0 * tensor.w + col0) * pixel + c0), d0=rows, d1=cols, d2=cn,
+            ddr_row_stride=0 if dense_rows else step[0] * tensor.w * pixel,
+            ddr_pixel_stride=0 if dense_pixels else step[1] * pixel, sram_row_stride=sram_row_stride,
         )
 
     def load_raw(self, sram: int, ddr: int, size: int, elem_log2: int = 0) -> None:
@@ -395,14 +396,16 @@ class Emitter:
 
     def concat(self, op: npu.ConcatOp, tile, sram: Slots) -> None:
         """Each part stored at its channel offset of the NHWC result (pixel stride = all
-        channels), from its home when it is on chip, else through the staging buffer."""
+        channels), from its home when it is on chip, else through the staging buffer. A concat
+        stored in place copies nothing: its parts' producers stored them there."""
         y = stored(op.result)
+        in_place = concat_in_place(op)
         offset = 0
         for value, rows in zip(op.inputs, tile):
             part = Map(value, self.target)
-            if part.on_chip:
+            if part.on_chip and not (in_place and part.spill):
                 self.program.map_dma("STORE", y, part.home, 0, y.h, offset, part.stored.c)
-            else:
+            elif not in_place:
                 for row0, band in bands(y.h, rows):
                     self.program.map_dma("LOAD", part.stored, sram["staging"][0], row0, band)
                     self.program.map_dma("STORE", y, sram["staging"][0], row0, band, offset, part.stored.c)

@@ -29,6 +29,7 @@ extent every operand region covers (`sram_regions`).
 
 from __future__ import annotations
 
+import functools
 from typing import ClassVar
 
 import numpy as np
@@ -178,7 +179,7 @@ class InstructionOp(IRDLOperation):
         missing = [n for n in names if n not in values]
         if missing:
             parser.raise_error(f"{cls.name}: missing field '{missing[0]}'")
-        op = cls.build(properties={n: IntegerAttr(values[n], i64) for n in names})
+        op = cls.build(properties={n: field_attr(values[n]) for n in names})
         op.attributes.update(parser.parse_optional_attr_dict())
         return op
 
@@ -240,10 +241,17 @@ def instruction_of(op: InstructionOp) -> Instruction:
     return make_instruction(op.MNEMONIC, **op.fields())
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def field_attr(value: int) -> IntegerAttr:
+    """The property of one field value (attributes are immutable: one object per value, since
+    making one costs far more than an instruction's encoding)."""
+    return IntegerAttr(value, i64)
+
+
 def op_from_instruction(instruction: Instruction) -> InstructionOp:
     cls = INSTRUCTION_OPS[instruction.op]
     checked = make_instruction(instruction.op, **instruction.fields)
-    return cls.build(properties={name: IntegerAttr(value, i64) for name, value in checked.fields.items()})
+    return cls.build(properties={name: field_attr(value) for name, value in checked.fields.items()})
 
 
 def make_op(mnemonic: str, /, **fields: int) -> InstructionOp:

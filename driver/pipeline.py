@@ -18,8 +18,10 @@ from xnpu.backend.isa_schedule import IsaSchedulePass
 from xnpu.backend.npu_allocate import NpuAllocatePass
 from xnpu.backend.npu_assign_layout import NpuAssignLayoutPass
 from xnpu.backend.npu_keep_on_chip import NpuKeepOnChipPass
+from xnpu.backend.npu_order_layers import NpuOrderLayersPass
 from xnpu.backend.npu_plan_sram import NpuPlanSramPass
 from xnpu.backend.npu_prefetch_weights import NpuPrefetchWeightsPass
+from xnpu.backend.npu_sink_tables import NpuSinkTablesPass
 from xnpu.backend.npu_tile import NpuTilePass
 from xnpu.backend.npu_to_isa import LowerNpuToIsaPass
 from xnpu.core.errors import XnpuError
@@ -103,7 +105,8 @@ def quantize(
 def below_npu(target: str) -> list[ModulePass]:
     """The passes from the npu level to the isa program, one per job (docs/npu.md, "Below npu")."""
 
-    return [NpuAssignLayoutPass(target=target), NpuKeepOnChipPass(target=target), NpuTilePass(target=target),
+    return [NpuSinkTablesPass(target=target), NpuOrderLayersPass(), NpuAssignLayoutPass(target=target),
+            NpuKeepOnChipPass(target=target), NpuTilePass(target=target),
             NpuPrefetchWeightsPass(target=target), NpuPlanSramPass(target=target), NpuAllocatePass(target=target),
             LowerNpuToIsaPass(target=target), IsaSchedulePass(), IsaInsertDependenciesPass()]
 
@@ -117,8 +120,9 @@ def _verified(module: ModuleOp, steps, notify: AfterPass) -> None:
 def lower_to_isa(module: ModuleOp, target: str = "xnpu_default", after_pass: AfterPass = _ignore,
                  host_fallback: bool = True) -> ModuleOp:
     """Lower a fixed module (changed in place) to an `isa` program for `target` (a name or a TOML
-    path): lower-fixed-to-npu, npu-assign-layout, npu-keep-on-chip, npu-tile, npu-prefetch-weights,
-    npu-plan-sram, npu-allocate, lower-npu-to-isa, isa-schedule, isa-insert-dependencies.
+    path): lower-fixed-to-npu, npu-sink-tables, npu-order-layers, npu-assign-layout,
+    npu-keep-on-chip, npu-tile, npu-prefetch-weights, npu-plan-sram, npu-allocate,
+    lower-npu-to-isa, isa-schedule, isa-insert-dependencies.
     What the target cannot run goes to host segments (`host_fallback`), or is an error."""
 
     _verified(module, [LowerFixedToNpuPass(target=str(target), host_fallback=host_fallback),
@@ -154,8 +158,10 @@ def compile(
 
     import -> `quantize` (fold-batch-norm, remove-noop, fuse-activations, calibrate, [compress-weights],
     lower-nn-to-fixed, fold-quantize-pairs; `quantize_options` are its options) -> legalize
-    -> lower-fixed-to-npu -> npu-assign-layout -> npu-keep-on-chip -> npu-tile -> npu-prefetch-weights
-    -> npu-plan-sram -> npu-allocate -> lower-npu-to-isa -> isa-schedule -> isa-insert-dependencies -> emit, with no text in between. `stop_at` ("nn", "fixed", "tosa", "npu", "isa") returns
+    -> lower-fixed-to-npu -> npu-sink-tables -> npu-order-layers -> npu-assign-layout
+    -> npu-keep-on-chip -> npu-tile -> npu-prefetch-weights -> npu-plan-sram -> npu-allocate
+    -> lower-npu-to-isa -> isa-schedule -> isa-insert-dependencies -> emit, with no text in
+    between. `stop_at` ("nn", "fixed", "tosa", "npu", "isa") returns
     the module at that level instead of the Binary (npu: after lower-fixed-to-npu, before any
     annotation; tosa: the fixed level after convert-fixed-to-tosa, docs/tosa.md);
     `after_pass(name, module)` is called after every step (--print-ir-after-all).

@@ -27,6 +27,8 @@ PASSES = {
     "fold-quantize-pairs": "xnpu.lowering.nn_to_fixed:FoldQuantizePairsPass",
     "legalize": "xnpu.lowering.legalize:LegalizePass",
     "lower-fixed-to-npu": "xnpu.lowering.fixed_to_npu:LowerFixedToNpuPass",
+    "npu-sink-tables": "xnpu.backend.npu_sink_tables:NpuSinkTablesPass",
+    "npu-order-layers": "xnpu.backend.npu_order_layers:NpuOrderLayersPass",
     "npu-assign-layout": "xnpu.backend.npu_assign_layout:NpuAssignLayoutPass",
     "npu-keep-on-chip": "xnpu.backend.npu_keep_on_chip:NpuKeepOnChipPass",
     "npu-tile": "xnpu.backend.npu_tile:NpuTilePass",

@@ -183,42 +183,56 @@ def footprint(i: Instruction, alignment: int) -> Footprint:
     return Footprint(sram_reads=tuple(reads), sram_writes=tuple(writes))
 
 
+def _segment_indices(first: np.ndarray, stop: np.ndarray) -> np.ndarray:
+    """Every index in the ranges [first[k], stop[k]), concatenated."""
+    lengths = stop - first
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.repeat(first - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+    return np.arange(total, dtype=np.int64) + offsets
+
+
 def conflicting_predecessors(footprints: list[Footprint], queues: list[str | None]) -> list[list[int]]:
     """For each instruction, in program order, the earlier instructions it must follow: the last
     writer of every byte it reads or writes, the last reader (of each queue) of every byte it
     writes, and the last reader of its own queue of every byte it reads (readers of one queue
     stay in order). Every earlier conflicting instruction is one of these or is ordered before
-    one of them, so ordering an instruction after these orders it after all of them."""
+    one of them, so ordering an instruction after these orders it after all of them.
+
+    Bytes are tracked as the segments between the footprints' span ends (the fewest pieces
+    in which no span starts or ends inside one)."""
     kinds = sorted({q for q in queues if q is not None})
     result: list[set[int]] = [set() for _ in footprints]
     for reads_of, writes_of in (("sram_reads", "sram_writes"), ("ddr_reads", "ddr_writes")):
-        points = sorted({p for f in footprints for s in (*getattr(f, reads_of), *getattr(f, writes_of)) for p in s})
+        spans = [(getattr(f, reads_of), getattr(f, writes_of)) for f in footprints]
+        points = sorted({p for reads, writes in spans for s in (*reads, *writes) for p in s})
         if len(points) < 2:
             continue
         bounds = np.asarray(points, dtype=np.int64)
         writer = np.full(len(points) - 1, -1, dtype=np.int64)
         readers = {q: np.full(len(points) - 1, -1, dtype=np.int64) for q in kinds}
 
-        def segments(span: Span) -> slice:
-            return slice(int(np.searchsorted(bounds, span[0])), int(np.searchsorted(bounds, span[1])))
+        def segments(ranges) -> np.ndarray:
+            if not ranges:
+                return np.zeros(0, dtype=np.int64)
+            array = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
+            return _segment_indices(np.searchsorted(bounds, array[:, 0]), np.searchsorted(bounds, array[:, 1]))
 
-        for index, (f, queue) in enumerate(zip(footprints, queues)):
-            found = result[index]
-            reads = [segments(s) for s in getattr(f, reads_of)]
-            writes = [segments(s) for s in getattr(f, writes_of)]
-            for part in reads:
-                found.update(np.unique(writer[part]).tolist())
-                if queue is not None:
-                    found.update(np.unique(readers[queue][part]).tolist())
-            for part in writes:
-                found.update(np.unique(writer[part]).tolist())
-                for q in kinds:
-                    found.update(np.unique(readers[q][part]).tolist())
+        for index, ((reads, writes), queue) in enumerate(zip(spans, queues)):
+            if not reads and not writes:
+                continue
+            read = segments(reads)
+            written = segments(writes)
+            touched = [writer[read], writer[written]]
             if queue is not None:
-                for part in reads:
-                    readers[queue][part] = index
-            for part in writes:
-                writer[part] = index
-                for q in kinds:
-                    readers[q][part] = -1
-    return [sorted(p for p in found if p >= 0) for found in result]
+                touched.append(readers[queue][read])
+            touched += [readers[q][written] for q in kinds]
+            found = np.unique(np.concatenate(touched))
+            result[index].update(found[found >= 0].tolist())
+            if queue is not None:
+                readers[queue][read] = index
+            writer[written] = index
+            for q in kinds:
+                readers[q][written] = -1
+    return [sorted(found) for found in result]

@@ -65,16 +65,25 @@ def fixed_outputs(name: str, x: np.ndarray) -> dict[str, np.ndarray]:
 def test_tiny_cnn_fuses_what_the_isa_allows():
     binary, peak = compiled("tiny_cnn")
     ops = [i.op for i in binary.instructions]
-    # 3 convs + the gemm are CONVs; residual add (+shift +rescale) one ELTWISE; two POOLs
-    assert ops.count("CONV") == 4 and ops.count("ELTWISE") == 1 and ops.count("POOL") == 2
+
+    def layers_of(mnemonic: str) -> dict[tuple[str, ...], list]:
+        """Each layer's instructions of one kind (a layer may run in several tiles)."""
+        found: dict[tuple[str, ...], list] = {}
+        for index, i in enumerate(binary.instructions):
+            if i.op == mnemonic:
+                found.setdefault(binary.provenance[index], []).append(i)
+        return found
+
+    # 3 convs + the gemm are CONV layers; residual add (+shift +rescale) one ELTWISE layer; two POOL layers
+    convs, adds, pools = layers_of("CONV"), layers_of("ELTWISE"), layers_of("POOL")
+    assert (len(convs), len(adds), len(pools)) == (4, 1, 2)
     assert "CLAMP" not in ops and ops[-1] == "SYNC" and binary.instructions[-1]["halt"] == 1
-    convs = [(index, i) for index, i in enumerate(binary.instructions) if i.op == "CONV"]
-    assert [i["relu"] for _, i in convs] == [1, 1, 1, 0]  # relu1, relu6 (refined to relu), relu3; fc none
-    assert binary.provenance[convs[0][0]] == ("conv1", "relu1")
-    add = next(i for i in binary.instructions if i.op == "ELTWISE")
+    # relu1, relu6 (refined to relu), relu3; fc none: one flag per layer, on each of its tiles
+    assert [{i["relu"] for i in tiles} for tiles in convs.values()] == [{1}, {1}, {1}, {0}]
+    assert next(iter(convs)) == ("conv1", "relu1")
+    add = next(iter(adds.values()))[0]
     assert (add["stage16"], add["pre_shift"], add["a_multiplier"], add["a_shift"]) == (1, 8, 16384, -1)
-    kinds = [i["kind"] for i in binary.instructions if i.op == "POOL"]
-    assert kinds == [0, 2]  # max, global_avg
+    assert [{i["kind"] for i in tiles} for tiles in pools.values()] == [{0}, {2}]  # max, global_avg
     (inp,), (out,) = binary.inputs(), binary.outputs()
     assert (inp.name, inp.shape, inp.layout, out.name, out.shape, out.layout) == (
         "input", (1, 1, 16, 16), "NCHW", "logits", (1, 10), "RAW")
@@ -168,8 +177,8 @@ def test_dilation_beyond_the_target_becomes_a_zero_filled_kernel():
     x = np.random.default_rng(2).standard_normal((3, 1, 12, 12)).astype(np.float32)
     text = print_ir(xnpu.quantize(xnpu.import_onnx(conv_model(3, "dilated", dilation=2)), x, progress=False))
     binary = emit_binary(lower_to_isa(parse_ir(text), "xnpu_lite"))  # xnpu_lite: max_dilation 1
-    (conv,) = [i for i in binary.instructions if i.op == "CONV"]
-    assert (conv["kernel_h"], conv["kernel_w"], conv["dilation_h"], conv["dilation_w"]) == (5, 5, 1, 1)
+    convs = {(i["kernel_h"], i["kernel_w"], i["dilation_h"], i["dilation_w"]) for i in binary.instructions if i.op == "CONV"}
+    assert convs == {(5, 5, 1, 1)}  # every tile
     expected = xnpu.run(parse_ir(text), x)
     assert np.array_equal(expected["y"], run_binary(binary, x, load_target("xnpu_lite"))["y"])
 

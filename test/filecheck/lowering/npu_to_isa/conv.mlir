@@ -27,7 +27,7 @@ builtin.module attributes {npu.target = "xnpu_default"} {
 // CHECK-NEXT:   isa.load {layout = NCHW, elem_log2 = 0, sram_addr = [[I:[0-9]+]], ddr_addr = [[IN]], d0 = 2, d1 = 4, d2 = 4, d3 = 0, ddr_row_stride = 0, ddr_pixel_stride = 0,
 // CHECK-NEXT:   isa.conv {depthwise = 0, relu = 1, per_channel = 1, bias = 1, in_addr = [[I]], weight_addr = [[W]], bias_addr = [[B]], rescale_addr = [[R]], out_addr = [[O:[0-9]+]], in_h = 4, in_w = 4, in_c = 2, out_c = 4, kernel_h = 3, kernel_w = 3, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1, pad_top = 1, pad_left = 1, pad_bottom = 1, pad_right = 1} loc(fused["conv", "relu"])
 // CHECK-NEXT:   isa.store {layout = NHWC, elem_log2 = 0, sram_addr = [[O]], ddr_addr = [[Y:[0-9]+]], d0 = 4, d1 = 4, d2 = 4,
-// CHECK-NEXT:   isa.load {layout = NHWC, elem_log2 = 0, sram_addr = 0, ddr_addr = [[Y]], d0 = 4, d1 = 4, d2 = 4,
-// CHECK-NEXT:   isa.store {layout = NCHW, elem_log2 = 0, sram_addr = 0, ddr_addr = [[OUT]], d0 = 4, d1 = 4, d2 = 4,
+// CHECK-NEXT:   isa.load {layout = NHWC, elem_log2 = 0, sram_addr = [[S:[0-9]+]], ddr_addr = [[Y]], d0 = 4, d1 = 4, d2 = 4,
+// CHECK-NEXT:   isa.store {layout = NCHW, elem_log2 = 0, sram_addr = [[S]], ddr_addr = [[OUT]], d0 = 4, d1 = 4, d2 = 4,
 // CHECK-NEXT:   isa.sync {halt = 1, token = 0}
 // CHECK-NEXT: }
