@@ -64,6 +64,7 @@ import xnpu.driver.pipeline  # noqa: F401
 import xnpu.driver.runner  # noqa: F401
 import xnpu.frontend.onnx_import  # noqa: F401
 import xnpu.lowering.fixed_to_npu  # noqa: F401
+from xnpu.driver.pipeline import below_npu
 from xnpu.driver.pipeline import compile as compile_model
 from xnpu.tools import xnpu_compile, xnpu_objdump, xnpu_opt, xnpu_quantize, xnpu_run, xnpu_translate
 
@@ -195,7 +196,7 @@ def mutate_text(text: str, rng: np.random.Generator) -> tuple[str, str]:
     return text, kind
 
 
-BELOW_NPU = "npu-assign-layout,npu-tile,npu-allocate,lower-npu-to-isa,isa-insert-dependencies"
+BELOW_NPU = ",".join(step.name for step in below_npu("xnpu_default"))  # the pipeline's passes, in order
 IR_COMMANDS = {
     "nn": (
         ["xnpu-opt", "m.mlir", "-o", "out.mlir"],
