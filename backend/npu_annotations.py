@@ -8,7 +8,10 @@ attributes that do not change what an op computes, and the next one reads them.
 |---|---|---|---|
 | `npu.layout = "NHWC"` / `"NCHW"` | every op whose result lies in DDR (`fixed.quantize`, `fixed.constant` read as data, units, data movement; an `npu.host`: one per result, row-major) | npu-assign-layout | byte order of the result in DDR |
 | `npu.tile = array<i64: rows, cols, chunk>` | every layer (an op that runs instructions) | npu-tile | output rows, columns and channels per tile; a concat: rows per band of each input; an interleave or pad: source rows, columns and channels per band |
-| `npu.sram = {name = offset}` | every layer | npu-allocate | SRAM offset of each buffer of the tile's working set |
+| `npu.on_chip`, `npu.sram_home = address`, `npu.spill` | a layer whose result stays in SRAM for its readers | npu-keep-on-chip | the result's SRAM home from its producer to its last reader; `npu.spill`: also stored to DDR for a reader that needs it there |
+| `npu.single_buffered` | a layer whose double-buffered working set does not fit | npu-tile | one slot per buffer: its DMA and compute take turns |
+| `npu.prefetch = depth` | a layer whose constants are loaded early | npu-prefetch-weights | its constants region is free `depth` (1 to 4) layers before it, so their LOADs run during those layers |
+| `npu.sram = {name = array<i64: slot, ...>}` | every layer | npu-plan-sram | SRAM address of each slot of each buffer of the working set (a constants slot as its parts: weights, bias, records, table) |
 | `npu.ddr = address` | every op whose result lies in DDR (an `npu.host`: `array<i64: ...>`, one per result) | npu-allocate | DDR address of the result (a view: its source's) |
 | `npu.ddr_pitch = channels` | a concat's part stored in place | npu-allocate | channels from one pixel to the next: the part is a channel slice of the concat's map |
 | `npu.constants = {name = offset}` | layers reading constants | npu-allocate | offsets of weights, bias, rescale records, table in the constant image |

@@ -23,7 +23,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from xnpu.backend.npu_annotations import LAYER_OPS, only_function
+from xnpu.backend.npu_annotations import only_function
 from xnpu.backend.npu_residency import concat_in_place
 from xnpu.dialects import fixed, npu
 

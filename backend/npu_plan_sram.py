@@ -3,9 +3,11 @@
 Each layer's working set (npu_tiling `working_set`: its constants and the tiles of the maps
 it streams, with two slots each where it has more than one tile or chunk, so the DMA fills
 one slot while the unit works on the other) is one block, placed at the lowest address free
-at that layer: beside the on-chip results alive then (npu-keep-on-chip gave them their
-homes) and beside the first constants slot of the next layer when npu-prefetch-weights
-chose to load those while this layer runs (that slot is placed over both layers' time).
+over this layer and the one before (bytes that layer did not use, so nothing orders this
+layer's first LOADs after its last reads), or where that is full, at the lowest address free
+at this layer: beside the on-chip results alive then (npu-keep-on-chip gave them their homes)
+and beside the constants regions of later layers that npu-prefetch-weights chose to load
+while this layer runs (such a region is placed over all those layers' time).
 Layers of neighbouring times therefore get disjoint buffers wherever SRAM allows, which is
 what lets isa-schedule run one layer's DMA during another's compute.
 
@@ -23,7 +25,18 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
-from xnpu.backend.npu_annotations import LAYER_OPS, SINGLE_BUFFERED, SRAM, TILE, LoweringError, get_ints, node_names, only_function, resolve_target, set_slots
+from xnpu.backend.npu_annotations import (
+    LAYER_OPS,
+    SINGLE_BUFFERED,
+    SRAM,
+    TILE,
+    LoweringError,
+    get_ints,
+    node_names,
+    only_function,
+    resolve_target,
+    set_slots,
+)
 from xnpu.backend.npu_residency import Residency, layer_positions, resident_placement
 from xnpu.backend.npu_tiling import CONSTANTS, Buffer, block_layout, constant_parts, working_set
 from xnpu.dialects import npu

@@ -8,12 +8,20 @@ of source rows and channels. Input channels are never split:
 CONV rescales its int32 sums at the end of one instruction, so one output channel's whole
 reduction (KH x KW x C weights) must fit beside its input and output tiles.
 
-Among the tilings whose working set (backend/npu_tiling.py `working_set`, the same
-function npu-allocate lays out) fits, the one moving the fewest DMA bytes plus a fixed cost
-per instruction wins. A copy through SRAM (npu.relayout, npu.concat) moves whole rows: a
-relayout is one LOAD and one STORE when the map fits (tile = the whole map), else one
-channel plane at a time in bands of rows (chunk 1); a concat gets the rows per band of each
-input. When nothing fits, one error names the ONNX node and the target.
+A layer tiles within the SRAM left beside the results kept on chip over its time
+(npu-keep-on-chip's homes) and, where the layer still fits without it, beside room for the
+next layer's constants (loaded while this layer runs). Its working set (backend/npu_tiling.py
+`working_set`, the same function npu-plan-sram lays out) has two slots for every buffer it
+streams, so the DMA fills one while the unit works on the other; where no such tiling fits,
+one slot each (`npu.single_buffered`). Among the tilings that fit, the one with the fewest
+estimated cycles wins (`pipelined_cycles`: the first tile's load, then per chunk the longer
+of its DMA, constants and tiles' loads and stores, and its computation, then the last store).
+A chunk's constants take at most a quarter of SRAM where some chunk size allows it. A layer
+that reads or writes a map on chip runs whole rows of it. A copy through SRAM
+(npu.relayout, npu.concat) moves whole rows: a relayout is one LOAD and one STORE when the
+map fits (tile = the whole map), else one channel plane at a time in bands of rows (chunk
+1); a concat gets the rows per band of each input. When nothing fits, one error names the
+ONNX node and the target.
 """
 
 from __future__ import annotations
@@ -43,12 +51,10 @@ from xnpu.backend.npu_annotations import (
     set_ints,
 )
 from xnpu.backend.npu_tiling import (
-    INSTRUCTION_COST,
     Tiling,
     Window,
     choose_tiling,
     chunk_candidates,
-    dma_cost,
     most_rows,
     SRAM_ALIGNMENT,
     block_bytes,

@@ -2,8 +2,8 @@
 the cheapest tiling that fits the target's SRAM.
 
 `working_set(op, tile, target)` is the one definition of what a tile of an op holds in SRAM,
-buffer by buffer, in the order they are laid out. npu-tile asks whether it fits
-(`sram_offsets(...)[1] <= sram_bytes`); npu-allocate lays it out; emission reads the offsets.
+buffer by buffer and slot by slot, in the order they are laid out (`block_layout`). npu-tile
+asks whether it fits the room it has; npu-plan-sram places it; emission reads the addresses.
 """
 
 from __future__ import annotations
@@ -14,13 +14,12 @@ from dataclasses import dataclass
 from xdsl.ir import Operation
 
 from xnpu.backend.npu_annotations import Epilogue, align, epilogue_of, hwc
+from xnpu.backend.npu_residency import Residency
 from xnpu.dialects import npu
 from xnpu.dialects.shapes import ints, shape_of
 from xnpu.target.description import TargetDescription
-from xnpu.backend.npu_residency import Residency
 
 SRAM_ALIGNMENT = 16  # every buffer of a working set starts at a multiple of 16 bytes
-INSTRUCTION_COST = 80  # cycles an extra instruction costs (overhead + DMA latency), for tiling
 TABLE_BYTES = 256
 
 
@@ -98,10 +97,6 @@ def pipelined_cycles(chunks: int, tiles: int, weights: float, load: float, compu
     the first tile's load, then per chunk the longer of its DMA (weights, loads and stores of
     its tiles) and its computation, then the last tile's store."""
     return load + chunks * max(weights + tiles * (load + store), tiles * compute) + store
-
-
-def dma_cost(size: int) -> float:
-    return INSTRUCTION_COST + size / 16
 
 
 def window_rows(row0: int, rows: int, stride: int, extent: int, pad_top: int, height: int) -> tuple[int, int, int, int]:

@@ -55,6 +55,7 @@ from xnpu.backend.npu_tiling import TABLE_BYTES, bands, channel_chunks, per_posi
 from xnpu.dialects import fixed, isa, npu
 from xnpu.dialects.shapes import ints, shape_of
 from xnpu.ir.locations import fused_location, location_names
+from xnpu.ir.io import describe_op
 from xnpu.semantics.dtypes import numpy_dtype
 from xnpu.target.description import TargetDescription
 from xnpu.target.encoding import DMA_LAYOUTS, ELTWISE_OPS, POOL_KINDS

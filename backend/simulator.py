@@ -30,7 +30,7 @@ import numpy as np
 from xnpu.backend.binary import Binary, IoTensor
 from xnpu.backend.host import HostSegments
 from xnpu.backend.machine_dma import DmaUnit
-from xnpu.backend.machine_plan import UNATTRIBUTED, Plan, RunStats, TraceRecord, layer_name
+from xnpu.backend.machine_plan import UNATTRIBUTED, Plan, RunStats, TraceRecord
 from xnpu.backend.machine_units import ComputeUnits
 from xnpu.core.errors import XnpuError
 from xnpu.interpreters.function import TensorSpec, bind_inputs
