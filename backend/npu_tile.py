@@ -83,9 +83,10 @@ class TilePlanner:
         self.a = target.memory.channel_alignment
         self.residency = Residency.of(op, target)
         self.double = True  # two slots per streamed buffer; one where that is all that fits
-        # a result kept on chip that a copy (interleave, pad, relayout, concat) stores from there
+        # a result kept on chip that a copy stores band by band from there (an interleave, a pad:
+        # its last band waits for the last tile); a relayout or concat stores it whole, after all tiles
         self.copied = self.residency.output and any(
-            isinstance(use.operation, npu.InterleaveOp | npu.PadOp | npu.RelayoutOp | npu.ConcatOp) for use in op.results[0].uses)
+            isinstance(use.operation, npu.InterleaveOp | npu.PadOp) for use in op.results[0].uses)
         # a layer that reads or writes a map on chip runs whole rows of it (units read and
         # write dense rows); all its channels at once too, but a CONV writing a chunk of
         # channels (out_pixel_stride) while it reads its input from DDR or whole
