@@ -5,9 +5,11 @@ every `xnpu-opt` run, meets the same files. The result of the validated parse is
 `__pycache__/<file>.<python tag>.pickle` next to the pattern file (under PYTHONPYCACHEPREFIX when
 set, as for bytecode), or, where that directory cannot be written, to the user's cache directory
 ($XDG_CACHE_HOME/xnpu/patterns or ~/.cache/xnpu/patterns). An entry holds for the exact text
-of the file (its sha256), this xDSL, this Python and this FORMAT. Like bytecode, entries are
-read always and written unless sys.dont_write_bytecode (-B, PYTHONDONTWRITEBYTECODE) says not
-to. A cache never decides anything: an entry that cannot be read, or does not hold for the
+of the file (its sha256), this xDSL, this Python and this FORMAT. Entries are read always;
+where sys.dont_write_bytecode (-B, PYTHONDONTWRITEBYTECODE) keeps bytecode out of the source
+tree, they are written to the user's cache directory only: an entry is data, like numba's
+cache, and without one every process parses every pattern file it meets again (~1.3 s of a
+compile). A cache never decides anything: an entry that cannot be read, or does not hold for the
 file, and an entry that cannot be written, all mean the file is parsed, silently.
 """
 
@@ -44,8 +46,9 @@ def _user_cache_dir() -> Path | None:
     return Path(base) / "xnpu" / "patterns"
 
 
-def cache_paths(path: Path) -> list[Path]:
-    """Where the entry of pattern file `path` may be, in the order they are tried."""
+def cache_paths(path: Path, beside_sources: bool = True) -> list[Path]:
+    """Where the entry of pattern file `path` may be, in the order they are tried; without
+    `beside_sources`, the user's cache directory only."""
     tag = sys.implementation.cache_tag
     if tag is None:  # an implementation that keeps no bytecode: no place is named for it
         return []
@@ -53,7 +56,8 @@ def cache_paths(path: Path) -> list[Path]:
     name = f"{path.name}.{tag}.pickle"
     places = []
     try:
-        places.append(Path(importlib.util.cache_from_source(str(path))).parent / name)
+        if beside_sources:
+            places.append(Path(importlib.util.cache_from_source(str(path))).parent / name)
     except ValueError:
         pass
     user = _user_cache_dir()
@@ -79,13 +83,12 @@ def load(path: Path, text: str) -> object | None:
 def store(path: Path, text: str, value: object) -> None:
     """Keep `value` (the parse of `text`) for `path` in the first place that can be written."""
 
-    if sys.dont_write_bytecode:
-        return
     try:
         payload = _header(text) + pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # e.g. a pattern too deep for pickle's recursion: it is parsed each run
         return
-    for place in cache_paths(path):
+    # with -B nothing is written beside the sources, an entry goes to the user's cache only
+    for place in cache_paths(path, beside_sources=not sys.dont_write_bytecode):
         try:
             place.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(place, payload)  # a reader never sees half an entry

@@ -1,7 +1,7 @@
 """The on-disk cache of parsed pattern files (pdl/cache.py): a cached file gives the
 same patterns and the same lowering as a fresh parse; an entry that is corrupt, truncated or
-for other text is ignored and rewritten; only checked parses are kept; no entry is written
-where bytecode would not be; a directory that cannot be written falls back to the user's
+for other text is ignored and rewritten; only checked parses are kept; where bytecode is not
+written (-B) no entry is written beside the sources, only in the user's cache; a directory that cannot be written falls back to the user's
 cache directory, then to none."""
 
 from __future__ import annotations
@@ -179,15 +179,12 @@ def test_an_entry_moves_with_the_name_of_its_file(tmp_path, runs):
     assert [p.source for p in patterns_module._parsed(relative)] == [relative]
 
 
-def test_entries_are_read_but_not_written_where_bytecode_is_not(tmp_path, runs, monkeypatch):
+def test_without_bytecode_entries_go_to_the_user_cache_only(tmp_path, runs, monkeypatch):
     path = pattern_file(tmp_path, 4)
+    pycache, user = pdl_cache.cache_paths(path)
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     patterns_module._parsed(path)
-    assert no_entry(path)
-    monkeypatch.setattr(sys, "dont_write_bytecode", False)
-    runs.next()
-    patterns_module._parsed(path)
-    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    assert not pycache.exists() and user.is_file()
     runs.from_entries()
     assert patterns_module._parsed(path)[0].name == "t_cached_4"
 
