@@ -18,7 +18,8 @@ from xnpu.core.errors import XnpuError
 from xnpu.ir.io import parse_ir, print_ir
 from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
 from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass, LowerNNToFixedPass
-from xnpu.driver.pipeline import below_npu
+from xnpu.driver.pipeline import below_npu, lower_to_isa
+from xnpu.lowering.legalize import LegalizePass
 from xnpu.backend.binary import FORMAT_VERSION, Binary
 from xnpu.backend.emit import disassemble, emit_binary
 from xnpu.backend.simulator import run_binary
@@ -205,12 +206,16 @@ def test_mobilenetv3_like_compiles_for_both_targets_with_its_softmax_on_the_host
     std = np.array([0.229, 0.224, 0.225]).reshape(1, 3, 1, 1)
     x = ((images / 255.0 - mean) / std).astype(np.float32)
     model = IMAGENET / "mobilenetv3_like.onnx"
+    # calibrated once on two images (exactness does not depend on how many): the fixed level
+    # lowered for each target is the compile below it (bench/targets.py checks every bench
+    # model on both targets with its full calibration)
     with pytest.warns(xnpu.core.errors.XnpuNote):  # the dynamic batch becomes 1
-        fixed = xnpu.compile(model, x[:32], stop_at="fixed", progress=False)
+        fixed = xnpu.compile(model, x[:2], stop_at="fixed", progress=False)
     expected = xnpu.run(fixed, x[32:34])["probs"]
     for target in TARGETS:
-        with pytest.warns(xnpu.core.errors.XnpuNote):
-            binary = xnpu.compile(model, x[:32], target=target, progress=False)
+        module = fixed.clone()
+        LegalizePass(target=target).apply(make_context(), module)
+        binary = emit_binary(lower_to_isa(module, target))
         assert [(op.op, op.nodes) for op in xnpu.placement_of(binary).host] == [("nn.softmax", ("softmax",))]
         assert np.array_equal(run_binary(binary, x[32:34])["probs"], expected)
 
