@@ -41,8 +41,6 @@ class Transfer:
 class DmaUnit(MachineMemory):
     """LOAD and STORE (docs/isa.md, format DMA); a part of the Machine."""
 
-    _transfers: dict[int, Transfer] | None = None  # a binary's DMA views, while it runs
-
     def _dma(self, i: Instruction, loading: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """(DDR view, SRAM data view, whole padded SRAM view or None), all as bytes with a trailing element axis.
 
@@ -106,7 +104,7 @@ class DmaUnit(MachineMemory):
     def _transfer(self, i: Instruction, loading: bool) -> Transfer:
         """A DMA's views and spans. Within a binary's run they are built once per instruction
         (its fields and the memories do not change); the checks of `_dma` ran then."""
-        cached = self._transfers.get(id(i)) if self._transfers is not None else None
+        cached = self._decoded.get(id(i)) if self._decoded is not None else None
         if cached is not None and cached.instruction is i:
             return cached
         self._views_only = True  # the views; what they read or overwrite is settled by the caller
@@ -119,8 +117,8 @@ class DmaUnit(MachineMemory):
         ddr_end = ddr_start + dma_ddr_extent(i)
         transfer = Transfer(i, ddr, sram, padded, i["sram_addr"], strided_extent(region.shape, region.strides),
                              ddr_start, ddr_end, _data_fields(i))
-        if self._transfers is not None:
-            self._transfers[id(i)] = transfer
+        if self._decoded is not None:
+            self._decoded[id(i)] = transfer
         return transfer
 
     def _load(self, i: Instruction) -> None:

@@ -29,6 +29,9 @@ def strided_extent(shape: tuple[int, ...], strides: tuple[int, ...]) -> int:
 class MachineMemory:
     """DDR and SRAM as bytearray-backed uint8 arrays, and the views units and DMA use."""
 
+    # per instruction of the running binary (its Plan.decoded): what the instruction's fields alone give
+    _decoded: dict[int, object] | None = None
+
     def __init__(self, target: TargetDescription | str, ddr_size: int | None = None):
         self.target = load_target(target) if isinstance(target, str) else target
         limit = self.target.memory.ddr_bytes

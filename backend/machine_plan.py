@@ -142,7 +142,9 @@ class Plan:
     timing: Timing
     cycles: list[int]
     stats: RunStats
-    transfers: dict = field(default_factory=dict)  # id(instruction) -> the DMA's views, built on first use
+    # id(instruction) -> what its fields alone give (a DMA's views, a CONV's shapes and checks),
+    # built on its first run
+    decoded: dict = field(default_factory=dict)
 
     @staticmethod
     def of(instructions: Sequence[Instruction], provenance: Mapping[int, tuple[str, ...]], target: TargetDescription,

@@ -8,6 +8,8 @@ requantization that came from the constant image are prepared once per binary.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from xnpu.backend.machine_memory import RESCALE_RECORD, MachineMemory
@@ -21,10 +23,41 @@ from xnpu.target.encoding import BROADCASTS, ELTWISE_OPS, POOL_KINDS, Instructio
 INT8_BITS = 8
 
 
+@dataclass(frozen=True)
+class ConvShape:
+    """What a CONV's fields alone give: its map sizes, window and reduction length."""
+
+    instruction: Instruction
+    h: int
+    w: int
+    c: int
+    o: int
+    oh: int
+    ow: int
+    depthwise: bool
+    strides: tuple[int, int]
+    pads: tuple[int, int, int, int]
+    dilations: tuple[int, int]
+    reduction: int
+
+
 class ComputeUnits(MachineMemory):
     """The units that compute (docs/isa.md, formats CONV to CLAMP); a part of the Machine."""
 
     def _conv(self, i: Instruction) -> None:
+        shape = self._conv_shape(i)
+        x = self._feature_map(i["in_addr"], shape.h, shape.w, shape.c)[None]
+        weights = self._conv_weights(i, shape.depthwise)
+        units.conv_unit_nhwc(x, weights, self._requantization(i, shape.reduction), shape.strides, shape.pads,
+                             shape.dilations,
+                             out=self._output_map(i["out_addr"], shape.oh, shape.ow, shape.o, i["out_pixel_stride"])[None])
+
+    def _conv_shape(self, i: Instruction) -> ConvShape:
+        """A CONV's sizes, checked: once per instruction within a binary's runs (its fields do
+        not change), ~40% of a small convolution's time when they were derived every run."""
+        cached = self._decoded.get(id(i)) if self._decoded is not None else None
+        if cached is not None and cached.instruction is i:
+            return cached
         _positive(i, "in_h", "in_w", "in_c", "out_c", "kernel_h", "kernel_w", "stride_h", "stride_w", "dilation_h", "dilation_w")
         h, w, c, o = i["in_h"], i["in_w"], i["in_c"], i["out_c"]
         kh, kw = i["kernel_h"], i["kernel_w"]
@@ -36,14 +69,12 @@ class ComputeUnits(MachineMemory):
             raise XnpuError(f"depthwise needs in_c == out_c, got {c} and {o}")
         _disjoint(("input", i["in_addr"], self._map_bytes(h, w, c)),
                   ("output", i["out_addr"], conv_output_bytes(i, self.target.memory.channel_alignment)))
-        x = self._feature_map(i["in_addr"], h, w, c)[None]
-        strides = (i["stride_h"], i["stride_w"])
-        pads = (i["pad_top"], i["pad_left"], i["pad_bottom"], i["pad_right"])
-        dilations = (i["dilation_h"], i["dilation_w"])
-        weights = self._conv_weights(i, depthwise)
-        reduction = kh * kw * (1 if depthwise else c)
-        units.conv_unit_nhwc(x, weights, self._requantization(i, reduction), strides, pads, dilations,
-                          out=self._output_map(i["out_addr"], oh, ow, o, i["out_pixel_stride"])[None])
+        shape = ConvShape(i, h, w, c, o, oh, ow, depthwise, (i["stride_h"], i["stride_w"]),
+                          (i["pad_top"], i["pad_left"], i["pad_bottom"], i["pad_right"]),
+                          (i["dilation_h"], i["dilation_w"]), kh * kw * (1 if depthwise else c))
+        if self._decoded is not None:
+            self._decoded[id(i)] = shape
+        return shape
 
     def _constant_origin(self, address: int, size: int) -> tuple | None:
         """Which constants SRAM [address, address + size) holds (the LOAD that brought them and

@@ -200,7 +200,7 @@ class Machine(DmaUnit, ComputeUnits):
         self._halted = False
         self._tokens = stats.tokens
         units = self._units
-        self._transfers = plan.transfers
+        self._decoded = plan.decoded
         try:
             for index, mnemonic, instruction in plan.steps:
                 try:
@@ -210,7 +210,7 @@ class Machine(DmaUnit, ComputeUnits):
                 if trace is not None:
                     trace(plan.record(index, provenance))
         finally:
-            self._transfers = None
+            self._decoded = None
         return stats
 
     def _execute_binary(self, binary: Binary, trace: Trace | None) -> RunStats:
