@@ -1,8 +1,8 @@
 """The xnpu binary container: header, section table, sections (docs/binary-format.md).
 
 `Binary` holds a compiled program: decoded instructions, the constant image that is loaded at
-DDR address 0, the input/output table, the provenance (instruction -> ONNX node names),
-the codebook-compressed weight regions of the image (section kind 6) and
+DDR address 0 (codebook-compressed weights in it as the decoding LOADs read them), the
+input/output table, the provenance (instruction -> ONNX node names) and
 the host segments (section kind 7: ops the target cannot run, run by the
 host where a SYNC posts their token).
 `to_bytes()` writes the container deterministically and `from_bytes()` reads it back, so
@@ -17,16 +17,15 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from xnpu.core.errors import XnpuError
 from xnpu.core.files import read_input_file
 from xnpu.target.encoding import WORD_BYTES, Instruction, decode_program, encode_program
 
 MAGIC = b"XNPU"
 # Version 4: instructions carry dependency fields and run on two queues (docs/isa.md section 3);
-# sections 6 and 7 are optional. Versions 1-3 ran strictly in order: their programs have no
-# tokens, so under the queue model they would race; a reader refuses them (recompile).
+# section 7 is optional. Versions 1-3 ran strictly in order: their programs have no tokens, so
+# under the queue model they would race; a reader refuses them (recompile). Section kind 6
+# (weights decoded into DDR before the run) is gone: LOADs decode compressed weights.
 FORMAT_VERSION = 4
 SUPPORTED_VERSIONS = (FORMAT_VERSION,)
 IN_ORDER_VERSIONS = (1, 2, 3)
@@ -43,7 +42,7 @@ SECTION_CONSTANTS = 2
 SECTION_STRINGS = 3
 SECTION_IO = 4
 SECTION_PROVENANCE = 5
-SECTION_COMPRESSED_WEIGHTS = 6  # codebook-compressed weights
+RETIRED_SECTIONS = {6: "compressed-weights"}  # versions 2-3: weights decoded into DDR before the run
 SECTION_HOST_SEGMENTS = 7  # ops run by the host between accelerator segments
 SECTION_NAMES = {
     SECTION_INSTRUCTIONS: "instructions",
@@ -51,7 +50,6 @@ SECTION_NAMES = {
     SECTION_STRINGS: "strings",
     SECTION_IO: "io",
     SECTION_PROVENANCE: "provenance",
-    SECTION_COMPRESSED_WEIGHTS: "compressed-weights",
     SECTION_HOST_SEGMENTS: "host-segments",
 }
 WRITE_ALIGNMENT = {
@@ -60,7 +58,6 @@ WRITE_ALIGNMENT = {
     SECTION_STRINGS: 4,
     SECTION_IO: 8,
     SECTION_PROVENANCE: 4,
-    SECTION_COMPRESSED_WEIGHTS: 4,
     SECTION_HOST_SEGMENTS: 4,
 }
 REQUIRED_SECTIONS = (SECTION_INSTRUCTIONS, SECTION_STRINGS, SECTION_IO)
@@ -74,10 +71,8 @@ DIRECTION_CODES = {name: code for code, name in DIRECTIONS.items()}
 MAX_RANK = 8
 IO_ENTRY = struct.Struct("<BBBBIdiI")  # direction, dtype, layout, rank, name, scale, zero point, DDR address
 PROVENANCE_ENTRY = struct.Struct("<II")  # instruction index, name
-COMPRESSED_ENTRY = struct.Struct("<IIB3x")  # DDR address, element count, bits (then 3 zero bytes)
 HOST_ENTRY = struct.Struct("<IIII")  # token, input count, output count, body (string offset)
 MAX_TOKEN = 0xFFFF  # the SYNC token field is 16 bits
-MAX_CODEBOOK_BITS = 8
 U32 = struct.Struct("<I")
 
 
@@ -95,47 +90,6 @@ class IoTensor:
     layout: str  # "RAW" (row-major in `shape` order) | "NHWC" | "NCHW"
 
 
-def pack_ids(ids, bits: int) -> bytes:
-    """b-bit ids packed LSB-first: id i is bits [i*b, i*b + b) of the stream, bit k of the
-    stream is bit k % 8 of byte k // 8; the last byte's unused high bits are zero."""
-    ids = np.asarray(ids, dtype=np.int64).reshape(-1)
-    if ids.size and (ids.min() < 0 or ids.max() >= 1 << bits):
-        raise XnpuError(f"binary: an id does not fit {bits} bits")
-    stream = ((ids[:, None] >> np.arange(bits)) & 1).astype(np.uint8).reshape(-1)
-    return np.packbits(stream, bitorder="little").tobytes()
-
-
-def unpack_ids(data: bytes, bits: int, count: int) -> np.ndarray:
-    """The inverse of pack_ids: `count` ids of `bits` bits from the first ceil(count*bits/8) bytes."""
-    stream = np.unpackbits(np.frombuffer(data, dtype=np.uint8), bitorder="little")[: count * bits]
-    return (stream.reshape(count, bits).astype(np.int64) << np.arange(bits)).sum(axis=1)
-
-
-def packed_size(count: int, bits: int) -> int:
-    return -(-count * bits // 8)
-
-
-@dataclass
-class CompressedWeights:
-    """A constant-image region stored as b-bit ids into a 2^b-entry int8 dictionary (kind 6)."""
-
-    ddr_addr: int  # first byte of the decoded weights in DDR (inside the constant image)
-    bits: int  # 1..8
-    dictionary: bytes  # 2^bits int8 values
-    ids: np.ndarray  # one id per decoded byte
-
-    def decode(self) -> bytes:
-        return np.frombuffer(self.dictionary, dtype=np.uint8)[np.asarray(self.ids, dtype=np.int64)].tobytes()
-
-    @property
-    def size(self) -> int:
-        return int(np.asarray(self.ids).size)
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, CompressedWeights) and (self.ddr_addr, self.bits, bytes(self.dictionary)) == (
-            other.ddr_addr, other.bits, bytes(other.dictionary)) and np.array_equal(self.ids, other.ids)
-
-
 @dataclass
 class HostSegment:
     """Ops the target cannot run, run by the host where a `SYNC halt=0` posts `token`: it reads
@@ -151,18 +105,10 @@ class HostSegment:
 class Binary:
     target_id: int
     instructions: list[Instruction]
-    constants: bytes = b""  # the image; bytes under `compressed` regions are zero placeholders
+    constants: bytes = b""  # the image DDR holds from address 0
     io: list[IoTensor] = field(default_factory=list)
     provenance: dict[int, tuple[str, ...]] = field(default_factory=dict)
-    compressed: list[CompressedWeights] = field(default_factory=list)  # sorted by ddr_addr
     host_segments: list[HostSegment] = field(default_factory=list)  # sorted by token
-
-    def constant_image(self) -> bytes:
-        """The constant image with every compressed region decoded (what DDR holds after the decode)."""
-        image = bytearray(self.constants)
-        for region in self.compressed:
-            image[region.ddr_addr : region.ddr_addr + region.size] = region.decode()
-        return bytes(image)
 
     def to_bytes(self) -> bytes:
         return _write(self)
@@ -294,36 +240,6 @@ def _provenance_bytes(binary: Binary, strings: _Strings) -> bytes:
     return U32.pack(count) + bytes(entries)
 
 
-def _check_region(region: CompressedWeights, where: str, previous_end: int, image_size: int) -> None:
-    if not isinstance(region.bits, int) or not 1 <= region.bits <= MAX_CODEBOOK_BITS:
-        raise _fail(f"{where}: bits {region.bits!r} is not 1..{MAX_CODEBOOK_BITS}")
-    if len(region.dictionary) != 1 << region.bits:
-        raise _fail(f"{where}: dictionary of {len(region.dictionary)} entries, {region.bits} bits need {1 << region.bits}")
-    if region.ddr_addr < previous_end:
-        raise _fail(f"{where}: DDR address {region.ddr_addr} is not past the previous region's end {previous_end} (sorted, disjoint)")
-    if region.ddr_addr + region.size > image_size:
-        raise _fail(f"{where}: bytes [{region.ddr_addr}, {region.ddr_addr + region.size}) are outside the {image_size}-byte constant image")
-
-
-def _compressed_bytes(binary: Binary) -> tuple[bytes, bytes]:
-    """(kind-6 payload, constants section = the image without the compressed regions)."""
-    image = bytes(binary.constants)
-    out = bytearray(U32.pack(len(binary.compressed)))
-    kept, position = bytearray(), 0
-    for index, region in enumerate(binary.compressed):
-        where = f"compressed region {index}"
-        _check_region(region, where, position, len(image))
-        end = region.ddr_addr + region.size
-        if any(image[region.ddr_addr : end]):
-            raise _fail(f"{where}: constant bytes [{region.ddr_addr}, {end}) under it are not zero placeholders")
-        out += COMPRESSED_ENTRY.pack(_u32(region.ddr_addr, f"{where} DDR address"), _u32(region.size, f"{where} size"), region.bits)
-        out += bytes(region.dictionary) + pack_ids(region.ids, region.bits)
-        out += bytes(-len(out) % 4)
-        kept += image[position : region.ddr_addr]
-        position = end
-    return bytes(out), bytes(kept + image[position:])
-
-
 def _align(value: int, alignment: int) -> int:
     return -(-value // alignment) * alignment
 
@@ -336,16 +252,13 @@ def _write(binary: Binary) -> bytes:
     io = _io_bytes(binary.io, strings)
     provenance = _provenance_bytes(binary, strings)
     host = _host_bytes(binary, strings) if binary.host_segments else b""
-    compressed, constants = _compressed_bytes(binary) if binary.compressed else (b"", bytes(binary.constants))
     payloads = {
         SECTION_INSTRUCTIONS: encode_program(binary.instructions),
-        SECTION_CONSTANTS: constants,
+        SECTION_CONSTANTS: bytes(binary.constants),
         SECTION_STRINGS: bytes(strings.data),
         SECTION_IO: io,
         SECTION_PROVENANCE: provenance,
     }
-    if binary.compressed:
-        payloads[SECTION_COMPRESSED_WEIGHTS] = compressed
     if binary.host_segments:
         payloads[SECTION_HOST_SEGMENTS] = host
     version = FORMAT_VERSION
@@ -444,6 +357,9 @@ def _read_sections(data: bytes, count: int, version: int = FORMAT_VERSION) -> di
     for index in range(count):
         kind, offset, size, alignment = SECTION_ENTRY.unpack_from(data, HEADER_SIZE + index * SECTION_ENTRY.size)
         where = f"section {index}"
+        if kind in RETIRED_SECTIONS:
+            raise _fail(f"{where}: section kind {kind} ({RETIRED_SECTIONS[kind]}: weights decoded into DDR before the "
+                        f"run) is no longer read; LOADs decode compressed weights (docs/isa.md): recompile the model")
         if kind not in SECTION_NAMES:
             raise _fail(f"{where}: unknown section kind {kind}")
         name = SECTION_NAMES[kind]
@@ -508,41 +424,6 @@ def _read_provenance(section: bytes, strings: bytes, instruction_count: int) -> 
     return {index: tuple(names) for index, names in provenance.items()}
 
 
-def _read_compressed(section: bytes, stored_constants: bytes) -> tuple[list[CompressedWeights], bytes]:
-    """The kind-6 regions and the full image (stored constants with zero placeholders put back)."""
-    cursor = _Cursor(section, "compressed-weights")
-    (count,) = cursor.take(U32, "the region count")
-    regions: list[CompressedWeights] = []
-    image, taken, position = bytearray(), 0, 0
-    for index in range(count):
-        what = f"compressed region {index}"
-        start = cursor.position
-        ddr_addr, size, bits = cursor.take(COMPRESSED_ENTRY, what)
-        if section[start + 9 : start + 12] != bytes(3):
-            raise _fail(f"{what}: reserved bytes are not zero")
-        if not 1 <= bits <= MAX_CODEBOOK_BITS:
-            raise _fail(f"{what}: bits {bits} is not 1..{MAX_CODEBOOK_BITS}")
-        dictionary = cursor.take(struct.Struct(f"{1 << bits}s"), f"{what} dictionary of {1 << bits} entries")[0]
-        packed = cursor.take(struct.Struct(f"{packed_size(size, bits)}s"), f"{what} ids ({size} x {bits} bits)")[0]
-        if size * bits % 8 and packed[-1] >> (size * bits % 8):
-            raise _fail(f"{what}: unused bits after the last id are not zero")
-        padding = -cursor.position % 4
-        if section[cursor.position : cursor.position + padding] != bytes(padding):
-            raise _fail(f"{what}: padding after the ids is not zero bytes")
-        cursor.position = min(cursor.position + padding, len(section))
-        if ddr_addr < position:
-            raise _fail(f"{what}: DDR address {ddr_addr} is not past the previous region's end {position} (sorted, disjoint)")
-        gap = ddr_addr - position
-        if taken + gap > len(stored_constants):
-            raise _fail(f"{what}: DDR address {ddr_addr} is past the end of the constant image")
-        image += stored_constants[taken : taken + gap] + bytes(size)
-        taken += gap
-        position = ddr_addr + size
-        regions.append(CompressedWeights(ddr_addr, bits, dictionary, unpack_ids(packed, bits, size)))
-    cursor.finish()
-    return regions, bytes(image + stored_constants[taken:])
-
-
 def _read_host(section: bytes, strings: bytes) -> list[HostSegment]:
     cursor = _Cursor(section, "host-segments")
     (count,) = cursor.take(U32, "the segment count")
@@ -577,8 +458,6 @@ def _read(data: bytes) -> Binary:
     strings = sections[SECTION_STRINGS]
     io = _read_io(sections[SECTION_IO], strings)
     provenance = _read_provenance(sections.get(SECTION_PROVENANCE, U32.pack(0)), strings, len(instructions))
-    constants, compressed = sections.get(SECTION_CONSTANTS, b""), []
-    if SECTION_COMPRESSED_WEIGHTS in sections:
-        compressed, constants = _read_compressed(sections[SECTION_COMPRESSED_WEIGHTS], constants)
+    constants = sections.get(SECTION_CONSTANTS, b"")
     host = _read_host(sections[SECTION_HOST_SEGMENTS], strings) if SECTION_HOST_SEGMENTS in sections else []
-    return Binary(target_id, instructions, constants, io, provenance, compressed, host)
+    return Binary(target_id, instructions, constants, io, provenance, host)

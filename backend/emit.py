@@ -17,7 +17,7 @@ import re
 
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
-from xnpu.backend.binary import Binary, CompressedWeights, HostSegment, IoTensor
+from xnpu.backend.binary import Binary, HostSegment, IoTensor
 from xnpu.backend.host import segment_function
 from xnpu.core.errors import XnpuError
 from xnpu.dialects import isa
@@ -25,7 +25,6 @@ from xnpu.dialects.targeting import module_target
 from xnpu.ir.io import print_ir, verify_module
 from xnpu.ir.locations import location_names, location_of
 from xnpu.target.description import TargetDescription, list_targets, load_target
-from xnpu.transforms.compress_weights import regions_of
 
 
 def module_target_of(module: ModuleOp) -> TargetDescription:
@@ -58,9 +57,8 @@ def emit_binary(module: ModuleOp) -> Binary:
             raise XnpuError(f"'{op.name}' is not part of an isa program; lower the module to isa first")
     if not instructions:
         raise XnpuError("the isa module has no instructions")
-    constants, compressed = compress_constants(module, constants)
     host.sort(key=lambda segment: segment.token)
-    return Binary(target.id, instructions, constants, io_table, provenance, compressed, host)
+    return Binary(target.id, instructions, constants, io_table, provenance, host)
 
 
 def io_tensor(op: isa.IoOp) -> IoTensor:
@@ -86,30 +84,6 @@ def host_segment_op(segment: HostSegment) -> isa.HostSegmentOp:
     return isa.HostSegmentOp(segment.token, tensors, function)
 
 
-def compress_constants(module: ModuleOp, image: bytes) -> tuple[bytes, list[CompressedWeights]]:
-    """Section kind 6: the regions npu-allocate marked (compress-weights layers) become
-    b-bit ids into their int8 dictionary; the image keeps zero placeholders there."""
-    import numpy as np
-
-
-    image = bytearray(image)
-    compressed = []
-    for offset, size, bits, dictionary in regions_of(module):
-        values = np.frombuffer(bytes(image[offset : offset + size]), dtype=np.int8)
-        if values.size != size:
-            raise XnpuError(f"compressed weights [{offset}, {offset + size}) run past the {len(image)}-byte constant image")
-        # byte -> the first dictionary entry holding it (int8 rounding can make entries equal)
-        first_id = np.full(256, -1, dtype=np.int64)
-        for index in range(dictionary.size - 1, -1, -1):
-            first_id[dictionary.view(np.uint8)[index]] = index
-        ids = first_id[values.view(np.uint8)]
-        if (ids < 0).any():
-            raise XnpuError(f"compressed weights at constant offset {offset} hold a value outside their dictionary")
-        compressed.append(CompressedWeights(offset, bits, dictionary.tobytes(), ids.astype(np.uint8)))
-        image[offset : offset + size] = bytes(size)
-    return bytes(image), compressed
-
-
 def target_name_for(binary: Binary) -> str:
     for name in list_targets():
         if load_target(name).id == binary.target_id:
@@ -124,9 +98,7 @@ def module_from_binary(binary: Binary, target: str | None = None) -> ModuleOp:
     module.attributes[isa.TARGET_ATTRIBUTE] = StringAttr(target)
     body = module.body.block
     if binary.constants:
-        # decoded: the isa level has no compressed constants, so the text reassembles to the
-        # same program with its weights stored plain
-        body.add_op(isa.ConstantsOp(binary.constant_image()))
+        body.add_op(isa.ConstantsOp(binary.constants))
     for tensor in binary.io:
         body.add_op(isa.IoOp(tensor.name, tensor.direction, tensor.shape, tensor.dtype, tensor.scale,
                              tensor.zero_point, tensor.ddr_addr, tensor.layout))

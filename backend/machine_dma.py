@@ -8,22 +8,25 @@ change.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from xnpu.backend.machine_memory import MachineMemory, strided_extent
 from xnpu.core.errors import XnpuError
+from xnpu.target.codebook import decoding_rows, row_bytes, unpack_rows
 from xnpu.target.encoding import DEPENDENCY_NAMES, DMA_LAYOUTS, Instruction
 from xnpu.target.footprints import dma_ddr_extent
 
 
 @dataclass(frozen=True)
 class Transfer:
-    """One DMA instruction's views (bytes with a trailing element axis) and spans."""
+    """One DMA instruction's views (bytes with a trailing element axis) and spans; a decoding
+    LOAD's DDR side is its decode (the int8 weights its ids name)."""
 
     instruction: Instruction
-    ddr: np.ndarray
+    ddr: np.ndarray | Callable[[], np.ndarray]
     sram: np.ndarray
     padded: np.ndarray | None  # the whole padded SRAM region, or None
     sram_start: int
@@ -35,17 +38,18 @@ class Transfer:
     def copy_in(self) -> None:
         if self.padded is not None:
             self.padded[...] = 0  # every padded lane the LOAD covers is defined: zero, then the data
-        self.sram[...] = self.ddr
+        self.sram[...] = self.ddr() if callable(self.ddr) else self.ddr
 
 
 class DmaUnit(MachineMemory):
     """LOAD and STORE (docs/isa.md, format DMA); a part of the Machine."""
 
-    def _dma(self, i: Instruction, loading: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    def _dma(self, i: Instruction, loading: bool) -> tuple[np.ndarray | Callable, np.ndarray, np.ndarray | None]:
         """(DDR view, SRAM data view, whole padded SRAM view or None), all as bytes with a trailing element axis.
 
         The views follow the DMA layout table of docs/isa.md; both sides have the same
-        logical shape, so a transfer is one numpy assignment.
+        logical shape, so a transfer is one numpy assignment. A decoding LOAD's DDR side is
+        a function giving its decoded weights (`_decoding`).
         """
         layout, e = i["layout"], 1 << i["elem_log2"]
         d0, d1, d2, d3 = i["d0"], i["d1"], i["d2"], i["d3"]
@@ -89,6 +93,8 @@ class DmaUnit(MachineMemory):
             unused("ddr_row_stride", "ddr_pixel_stride", "sram_row_stride")
             o, kh, kw, ci = d0, d1, d2, d3
             op, ip = self.align(o), self.align(ci)
+            if i["codebook_bits"]:
+                return self._decoding(i, (o, kh, kw, ci, e)), *self._kernel_sram(sram_addr, (op, kh, kw, ip, e), (o, kh, kw, ci))
             ddr = self._strided(self.ddr, "DDR", ddr_addr, (o, kh, kw, ci, e), (kh * kw * ci * e, kw * ci * e, ci * e, e, 1))
             padded = self._strided(self._sram_array, "SRAM", sram_addr, (op, kh, kw, ip, e), (kh * kw * ip * e, kw * ip * e, ip * e, e, 1))
             return ddr, padded[:o, :, :, :ci], padded
@@ -96,10 +102,28 @@ class DmaUnit(MachineMemory):
             unused("d3", "ddr_row_stride", "ddr_pixel_stride", "sram_row_stride")
             c, kh, kw = d0, d1, d2
             strides = (kh * kw * e, kw * e, e, 1)
+            if i["codebook_bits"]:
+                return self._decoding(i, (c, kh, kw, e)), *self._kernel_sram(sram_addr, (self.align(c), kh, kw, e), (c,))
             ddr = self._strided(self.ddr, "DDR", ddr_addr, (c, kh, kw, e), strides)
             padded = self._strided(self._sram_array, "SRAM", sram_addr, (self.align(c), kh, kw, e), strides)
             return ddr, padded[:c], padded
         raise XnpuError(f"unknown DMA layout {layout}")
+
+    def _kernel_sram(self, sram_addr: int, shape: tuple[int, ...], data: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """(data view, padded view) of a dense kernel in SRAM: `shape` padded, `data` its leading unpadded extents."""
+        strides = tuple(int(np.prod(shape[k + 1 :], dtype=np.int64)) for k in range(len(shape)))
+        padded = self._strided(self._sram_array, "SRAM", sram_addr, shape, strides)
+        return padded[tuple(slice(0, n) for n in data)], padded
+
+    def _decoding(self, i: Instruction, shape: tuple[int, ...]) -> Callable[[], np.ndarray]:
+        """A decoding LOAD's DDR side (docs/isa.md, "Decoding LOADs"): its rows of packed ids
+        and its dictionary, decoded when the LOAD copies (the bytes are checked now)."""
+        bits = i["codebook_bits"]
+        rows, elements = decoding_rows(i)
+        width = row_bytes(elements, bits)
+        packed = self._strided(self.ddr, "DDR", i["ddr_addr"], (rows, width), (width, 1))
+        dictionary = self._strided(self.ddr, "DDR", i["dictionary_addr"], (1 << bits,), (1,))
+        return lambda: dictionary[unpack_rows(packed, bits, elements)].reshape(shape)
 
     def _transfer(self, i: Instruction, loading: bool) -> Transfer:
         """A DMA's views and spans. Within a binary's run they are built once per instruction

@@ -41,7 +41,7 @@ class MachineMemory:
         self.ddr = np.frombuffer(bytearray(ddr_size), dtype=np.uint8)
         self._sram_array = np.frombuffer(bytearray(self.target.memory.sram_bytes), dtype=np.uint8)
         self.align = self.target.align
-        # Constants decoded once per binary: which binary's constant image DDR holds unchanged
+        # Constants loaded once per binary: which binary's constant image DDR holds unchanged
         # (None once anything else wrote there), the SRAM regions a LOAD filled from that image
         # (start -> [end, the LOAD's fields, its copy while not yet done]), and what the conv
         # unit prepared from them. A LOAD of constants copies only when the bytes are read

@@ -6,12 +6,13 @@
   output channel, or one), 256-byte tables, an average pool's per-position records, and int8
   constants read as tensors in their `npu.layout`. Each blob starts at a 64-byte boundary
   and identical blobs are stored once. The weights of a layer compress-weights marked
-  (seed 003's codebook, `fixed.codebook`) are recorded as a compressed region, unless a
-  weight lies outside the dictionary (a dilated kernel's added zeros).
-  Layers get `npu.constants = {table, weights, bias, records}` (image offsets); the image
-  itself is the program's `isa.constants` op, placed at module level before the function
-  (its hex form prints and parses fast, and emission keeps it as it is); the module gets
-  `npu.compressed_weights` for codebook regions.
+  (seed 003's codebook, `fixed.codebook`) stay compressed: the image holds their b-bit ids,
+  one byte-aligned row per output channel (target/codebook.py), and their int8 dictionary,
+  which the layer's decoding LOADs read (`npu.codebook_bits`); unless a weight lies outside
+  the dictionary (a dilated kernel's added zeros), when they are stored plain.
+  Layers get `npu.constants = {table, weights, dictionary, bias, records}` (image offsets);
+  the image itself is the program's `isa.constants` op, placed at module level before the
+  function (its hex form prints and parses fast, and emission keeps it as it is).
 - **Activations** live above the image, each tensor from the layer that writes it to the
   last layer that reads it; addresses are assigned first-fit over these live intervals, so a
   tensor reuses the bytes of tensors dead before it is written. Views (reshapes, transposes,
@@ -39,7 +40,7 @@ from xdsl.passes import ModulePass
 
 from xnpu.backend.npu_annotations import (
     ACTIVATION_BYTES,
-    COMPRESSED,
+    CODEBOOK_BITS,
     CONSTANTS,
     DDR,
     DDR_PITCH,
@@ -63,7 +64,8 @@ from xnpu.backend.npu_tiling import per_position
 from xnpu.dialects import fixed, isa, npu
 from xnpu.dialects.shapes import ints, shape_of
 from xnpu.target.description import TargetDescription
-from xnpu.transforms.compress_weights import codebook_of, regions_attr
+from xnpu.target.codebook import pack_rows
+from xnpu.transforms.compress_weights import codebook_of
 
 CONSTANT_ALIGNMENT = 64  # binary-format.md: every constant at a 64-byte aligned offset
 DDR_ALIGNMENT = 64
@@ -105,6 +107,16 @@ def data_bytes(constant: fixed.ConstantOp) -> bytes:
     return np.ascontiguousarray(values).tobytes()
 
 
+def codebook_ids(weights: np.ndarray, dictionary: np.ndarray) -> np.ndarray | None:
+    """Each int8 weight's id: the first dictionary entry equal to it (int8 rounding can make
+    entries equal); None when a weight is in no entry (a dilated kernel's added zeros)."""
+    first_id = np.full(256, -1, dtype=np.int64)
+    for index in range(dictionary.size - 1, -1, -1):
+        first_id[dictionary.view(np.uint8)[index]] = index
+    ids = first_id[weights.view(np.uint8)]
+    return None if (ids < 0).any() else ids
+
+
 @dataclass(eq=False)
 class Storage:
     """DDR bytes holding one tensor and its views; live from layer `first` to layer `last`."""
@@ -123,22 +135,27 @@ class Allocator:
         self.function = function
         self.target = target
         self.image = ConstantImage()
-        self.compressed: dict[int, tuple[int, int, np.ndarray]] = {}  # offset -> (bytes, bits, dictionary)
         self.homes: dict[SSAValue, Storage] = {}
         self.slices: dict[SSAValue, tuple[int, int]] = {}  # a concat's part -> (first channel, channels per pixel)
         self.storages: list[Storage] = []
 
     # constants -----------------------------------------------------------------------------
 
-    def weights(self, op: npu.ConvOp) -> int:
+    def weights(self, op: npu.ConvOp, offsets: dict[str, int]) -> None:
+        """The weights' offset (and a compressed layer's dictionary's) into `offsets`."""
         constant = op.weight.owner
         assert isinstance(constant, fixed.ConstantOp)
         blob = kernel_bytes(op, constant.to_numpy())
-        offset = self.image.add(blob)
         book = codebook_of(constant)
-        if book is not None and np.isin(np.frombuffer(blob, dtype=np.int8), book[1]).all():
-            self.compressed[offset] = (len(blob), *book)
-        return offset
+        ids = None if book is None else codebook_ids(np.frombuffer(blob, dtype=np.int8), book[1])
+        if ids is None:
+            offsets["weights"] = self.image.add(blob)
+            return
+        bits, dictionary = book
+        rows = shape_of(op.weight)[0]  # output channels: a row of ids each
+        offsets["weights"] = self.image.add(pack_rows(ids.reshape(rows, -1), bits))
+        offsets["dictionary"] = self.image.add(dictionary.tobytes())
+        set_int(op, CODEBOOK_BITS, bits)
 
     def constants(self, op: Operation) -> dict[str, int]:
         """Pack the constants `op` reads; their image offsets by name (the epilogue table first)."""
@@ -148,7 +165,7 @@ class Allocator:
             offsets["table"] = self.image.add(epilogue.table_bytes())
         if isinstance(op, npu.ConvOp):
             if isinstance(op.weight.owner, fixed.ConstantOp):
-                offsets["weights"] = self.weights(op)
+                self.weights(op, offsets)
             if op.bias is not None:
                 bias = op.bias.owner.to_numpy()  # type: ignore[attr-defined]
                 offsets["bias"] = self.image.add(np.asarray(bias, dtype="<i4").tobytes())
@@ -269,10 +286,6 @@ class Allocator:
             old.erase()
         if self.image.data:
             self.module.body.block.insert_op_before(isa.ConstantsOp(bytes(self.image.data)), self.function)
-        if self.compressed:
-
-            regions = sorted((offset, size, bits, book) for offset, (size, bits, book) in self.compressed.items())
-            self.module.attributes[COMPRESSED] = regions_attr(regions)
 
 
 @dataclass(frozen=True)

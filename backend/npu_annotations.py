@@ -14,8 +14,9 @@ attributes that do not change what an op computes, and the next one reads them.
 | `npu.sram = {name = array<i64: slot, ...>}` | every layer | npu-plan-sram | SRAM address of each slot of each buffer of the working set (a constants slot as its parts: weights, bias, records, table) |
 | `npu.ddr = address` | every op whose result lies in DDR (an `npu.host`: `array<i64: ...>`, one per result) | npu-allocate | DDR address of the result (a view: its source's) |
 | `npu.ddr_pitch = channels` | a concat's part stored in place | npu-allocate | channels from one pixel to the next: the part is a channel slice of the concat's map |
-| `npu.constants = {name = offset}` | layers reading constants | npu-allocate | offsets of weights, bias, rescale records, table in the constant image |
-| `npu.activation_bytes`, `npu.compressed_weights` | the module | npu-allocate | the activation peak, codebook regions (the image is an `isa.constants` op beside the function) |
+| `npu.constants = {name = offset}` | layers reading constants | npu-allocate | offsets of weights, bias, rescale records, table (and a compressed layer's dictionary) in the constant image |
+| `npu.codebook_bits = b` | a conv whose weights the image holds as b-bit codebook ids | npu-allocate | its weight LOADs decode (docs/isa.md, "Decoding LOADs") |
+| `npu.activation_bytes` | the module | npu-allocate | the activation peak (the image is an `isa.constants` op beside the function) |
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ DDR = "npu.ddr"
 DDR_PITCH = "npu.ddr_pitch"  # on a result stored as the channel slice of a wider map (a concat's part)
 CONSTANTS = "npu.constants"
 ACTIVATION_BYTES = "npu.activation_bytes"
-COMPRESSED = "npu.compressed_weights"
+CODEBOOK_BITS = "npu.codebook_bits"  # on a conv whose weights are stored as codebook ids
 SINGLE_BUFFERED = "npu.single_buffered"  # on a layer whose double-buffered working set does not fit
 
 LAYER_OPS = (npu.ConvOp, npu.EltwiseOp, npu.PoolOp, npu.TableOp, npu.ClampOp, npu.RelayoutOp, npu.ConcatOp,

@@ -13,8 +13,9 @@ program order), located at the ONNX nodes of the ops it runs.
 
 The module keeps `isa.constants` (the image npu-allocate placed) and gets one `isa.io` per program input and output
 (name, shape, scale, layout and address, as the host sees them) and the instructions, with
-the module attributes `isa.target`, `isa.activation_bytes`, `isa.layers` and, for
-compressed weights, `isa.compressed_weights`.
+the module attributes `isa.target`, `isa.activation_bytes` and `isa.layers`. The weight
+LOADs of a layer stored as codebook ids (`npu.codebook_bits`) decode them on the way into
+SRAM: each LOADs its output channels' id rows and names the layer's dictionary.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from xdsl.passes import ModulePass
 
 from xnpu.backend.npu_annotations import (
     ACTIVATION_BYTES,
-    COMPRESSED,
+    CODEBOOK_BITS,
     CONSTANTS,
     LAYER_OPS,
     SRAM,
@@ -57,9 +58,9 @@ from xnpu.dialects.shapes import ints, shape_of
 from xnpu.ir.locations import fused_location, location_names
 from xnpu.ir.io import describe_op
 from xnpu.semantics.dtypes import numpy_dtype
+from xnpu.target.codebook import row_bytes
 from xnpu.target.description import TargetDescription
 from xnpu.target.encoding import DMA_LAYOUTS, ELTWISE_OPS, POOL_KINDS
-from xnpu.transforms.compress_weights import COMPRESSED_REGIONS_ATTR
 
 RAW_ROW = 32768  # a RAW DMA moves d0 rows of d1 elements, both 16-bit fields
 BROADCASTS = {"none": 0, "channel": 1, "scalar": 2}
@@ -217,19 +218,21 @@ class Emitter:
             group_in, group_out = x.stored.c // g.groups, y.stored.c // g.groups
             chunks = [(group * group_in, group_in, group * group_out + o0, on)
                       for group in range(g.groups) for o0, on in channel_chunks(group_out, chunk)]
+        bits = get_int(op, CODEBOOK_BITS, "npu-allocate") if CODEBOOK_BITS in op.attributes else 0
+        decode = {"codebook_bits": bits, "dictionary_addr": constants["dictionary"]} if bits else {}
         p.load_table(epilogue, sram, constants)
         chunked = len(chunks) > 1
         k = 0
         for j, (ic0, icn, oc0, ocn) in enumerate(chunks):
             kernel_elems = kh * kw * (1 if g.depthwise else icn)
+            w_ddr = weights + oc0 * (row_bytes(kernel_elems, bits) if bits else kernel_elems)  # a row per output channel
             w_at, r_at = sram.at("weights", j), sram.at("records", j)
             b_at = sram.at("bias", j) if op.bias is not None else 0
             if g.depthwise:
-                p.emit("LOAD", layout=DMA_LAYOUTS["DW"], sram_addr=w_at, ddr_addr=weights + oc0 * kernel_elems,
-                       d0=ocn, d1=kh, d2=kw)
+                p.emit("LOAD", layout=DMA_LAYOUTS["DW"], sram_addr=w_at, ddr_addr=w_ddr, d0=ocn, d1=kh, d2=kw, **decode)
             else:
-                p.emit("LOAD", layout=DMA_LAYOUTS["OHWI"], sram_addr=w_at, ddr_addr=weights + oc0 * kernel_elems,
-                       d0=ocn, d1=kh, d2=kw, d3=icn)
+                p.emit("LOAD", layout=DMA_LAYOUTS["OHWI"], sram_addr=w_at, ddr_addr=w_ddr, d0=ocn, d1=kh, d2=kw, d3=icn,
+                       **decode)
             if op.bias is not None:
                 p.load_raw(b_at, constants["bias"] + 4 * oc0, ocn, elem_log2=2)
             if per_channel:
@@ -562,7 +565,6 @@ def lower_module(module: ModuleOp, target: TargetDescription) -> None:
     io = io_ops(function)
     peak = get_int(module, ACTIVATION_BYTES, "npu-allocate")
     images = [op for op in module.ops if isinstance(op, isa.ConstantsOp)]
-    compressed = module.attributes.get(COMPRESSED)
     name = target_name(module)
 
     for op in list(module.ops):
@@ -576,9 +578,6 @@ def lower_module(module: ModuleOp, target: TargetDescription) -> None:
     module.attributes[isa.TARGET_ATTRIBUTE] = StringAttr(name)
     module.attributes["isa.activation_bytes"] = IntegerAttr(peak, i64)
     module.attributes["isa.layers"] = IntegerAttr(count, i64)
-    if compressed is not None:
-
-        module.attributes[COMPRESSED_REGIONS_ATTR] = compressed
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from xnpu.backend.machine_units import ComputeUnits
 from xnpu.core.errors import XnpuError
 from xnpu.interpreters.function import TensorSpec, bind_inputs
 from xnpu.semantics import fixed_point as fp
-from xnpu.target.cost import decode_cycles, instruction_cycles
+from xnpu.target.cost import instruction_cycles
 from xnpu.target.description import TargetDescription, list_targets, load_target
 from xnpu.target.encoding import Instruction, decode_program
 from xnpu.target.footprints import dma_ddr_extent
@@ -47,7 +47,6 @@ __all__ = ["Machine", "RunStats", "TraceRecord", "BinaryRun", "BinaryModel", "si
 IO_DTYPES = {"int8": np.dtype("<i1"), "int16": np.dtype("<i2"), "int32": np.dtype("<i4"), "uint8": np.dtype("u1"),
              "float32": np.dtype("<f4")}  # float32: a host segment's outputs
 QUANTIZED_BITS = {"int8": 8, "int16": 16, "int32": 32}
-WEIGHT_DECODE = "DECODE"  # the profile's name for the kind-6 weight decode before the program runs
 
 Program = Binary | Iterable[Instruction] | bytes
 Trace = Callable[[TraceRecord], None]
@@ -77,32 +76,15 @@ class Machine(DmaUnit, ComputeUnits):
     # Host interface
     # ----------------------------------------------------------------------------------
 
-    def _load_image(self, binary: Binary) -> list[int]:
-        """Constants and decoded weights into DDR, unless DDR still holds exactly this binary's
-        (nothing wrote below the image's end since): a binary is loaded once per machine."""
+    def _load_image(self, binary: Binary) -> None:
+        """The constant image into DDR (compressed weights as they are: decoding LOADs expand
+        them on the way into SRAM), unless DDR still holds exactly this binary's (nothing
+        wrote below the image's end since): a binary is loaded once per machine."""
         if self._image_owner is binary and self._image is not None:
-            return self._image_decode
+            return
         self.load_constants(binary.constants)
-        decode = self.decode_weights(binary)
         self._image = (id(binary), len(binary.constants))
         self._image_owner = binary
-        self._image_decode = decode
-        return decode
-
-    def decode_weights(self, binary: Binary) -> list[int]:
-        """docs/binary-format.md section 6: expand each compressed region through its
-        dictionary into DDR, like the hardware decompressor does when the program is loaded
-        (the placeholders the constant image holds there are overwritten). Returns the cycles
-        of each region's decode (xnpu.target.cost.decode_cycles)."""
-        cycles = []
-        for region in binary.compressed:
-            ids = np.asarray(region.ids, dtype=np.int64)
-            table = np.frombuffer(bytes(region.dictionary), dtype=np.uint8)
-            if table.size != 1 << region.bits or (ids.size and ids.max() >= table.size):
-                raise XnpuError(f"compressed region at DDR {region.ddr_addr}: ids outside its {table.size}-entry dictionary")
-            self._span(self.ddr, "DDR", region.ddr_addr, ids.size)[:] = table[ids]
-            cycles.append(decode_cycles(int(ids.size), region.bits, self.target))
-        return cycles
 
     def write_tensor(self, tensor: IoTensor, codes) -> None:
         """Integer codes of an io tensor (its logical shape) into DDR, in its layout."""
@@ -140,7 +122,7 @@ class Machine(DmaUnit, ComputeUnits):
                 raise XnpuError(
                     f"binary: built for target id {program.target_id}, the machine is {self.target.name} (id {self.target.id})"
                 )
-            decode = self._load_image(program)
+            self._load_image(program)
             if self._host is None or self._host.binary is not program:
                 self._host = HostSegments(program) if program.host_segments else None
             for tensor in program.inputs():
@@ -150,8 +132,6 @@ class Machine(DmaUnit, ComputeUnits):
             if inputs:
                 raise XnpuError(f"unknown input '{sorted(inputs)[0]}'")
             stats = self._execute_binary(program, trace)
-            for cycles in decode:
-                stats.add(WEIGHT_DECODE, WEIGHT_DECODE, cycles)
             return {tensor.name: self.read_tensor(tensor) for tensor in program.outputs()}, stats
         instructions = decode_program(program) if isinstance(program, (bytes, bytearray)) else list(program)
         for address, data in inputs.items():

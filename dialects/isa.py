@@ -64,8 +64,9 @@ from xnpu.target.encoding import DEPENDENCY_NAMES, ENUMS, FORMATS, OPCODES, Inst
 TARGET_ATTRIBUTE = "isa.target"
 # Fields that print only when set and parse as 0 when left out: the dependency tokens
 # (docs/isa.md section 3), so a program reads as its data flow with the tokens where they are,
-# and a CONV's output pixel stride (dense unless it writes a chunk of a wider map).
-OPTIONAL_FIELDS = (*DEPENDENCY_NAMES, "out_pixel_stride")
+# a CONV's output pixel stride (dense unless it writes a chunk of a wider map) and a LOAD's
+# codebook fields (set only where it decodes compressed weights).
+OPTIONAL_FIELDS = (*DEPENDENCY_NAMES, "out_pixel_stride", "codebook_bits", "dictionary_addr")
 
 # --------------------------------------------------------------------------------------
 # Regions an instruction touches

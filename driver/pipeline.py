@@ -81,7 +81,7 @@ def quantize(
     An op with no integer lowering stays a float op for the host (`host_fallback`), or is an error.
 
     `compress_bits` runs compress-weights (seed 003's codebook, docs/compression.md) after
-    calibration: conv/gemm weights become b-bit ids stored as binary section kind 6; the
+    calibration: conv/gemm weights become b-bit ids, kept compressed in DDR (decoding LOADs); the
     other `compress_*` options default to the pass's (step fitted per layer, layers under
     1000 weights left int8).
     """

@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from xnpu.core.errors import XnpuError
+from xnpu.target.codebook import ids_bytes
 from xnpu.target.description import TargetDescription
 from xnpu.target.encoding import DMA_LAYOUTS, ELTWISE_OPS, POOL_KINDS, Instruction, make_instruction
 from xnpu.target.footprints import conv_output_hw
 from xnpu.target.queues import schedule
 
-__all__ = ["conv_output_hw", "dma_sram_bytes", "instruction_cycles", "conv_cycles", "program_cycles", "decode_cycles"]
+__all__ = ["conv_output_hw", "dma_sram_bytes", "dma_ddr_bytes", "dma_cycle_bytes", "instruction_cycles", "conv_cycles",
+           "program_cycles"]
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -40,13 +42,35 @@ def dma_sram_bytes(i: Instruction, target: TargetDescription) -> int:
     raise XnpuError(f"DMA layout {layout} has no cost")
 
 
+def dma_ddr_bytes(i: Instruction) -> int:
+    """Bytes a DMA moves on its DDR side: the unpadded elements, or a decoding LOAD's packed
+    id rows and its dictionary."""
+    bits = i.fields.get("codebook_bits", 0)
+    if bits:
+        return ids_bytes(i) + (1 << bits)
+    element = 1 << i["elem_log2"]
+    d0, d1, d2, d3 = i["d0"], i["d1"], i["d2"], i["d3"]
+    layout = i["layout"]
+    if layout == DMA_LAYOUTS["RAW"]:
+        return d0 * d1 * element
+    if layout == DMA_LAYOUTS["OHWI"]:
+        return d0 * d1 * d2 * d3 * element
+    return d0 * d1 * d2 * element  # NHWC, NCHW, DW: three dimensions
+
+
+def dma_cycle_bytes(i: Instruction, target: TargetDescription) -> int:
+    """The bytes a DMA's cycles count (docs/isa.md section 5): the SRAM side (padded), or what
+    a decoding LOAD reads from DDR (the packed ids and the dictionary)."""
+    return dma_ddr_bytes(i) if i.fields.get("codebook_bits", 0) else dma_sram_bytes(i, target)
+
+
 def instruction_cycles(i: Instruction, target: TargetDescription) -> int:
     cost = target.cost
     overhead = cost.instruction_overhead_cycles
     if i.op == "SYNC":
         return overhead + cost.sync_cycles
     if i.op in ("LOAD", "STORE"):
-        return overhead + cost.dma_latency_cycles + _ceil_div(dma_sram_bytes(i, target), cost.dma_bytes_per_cycle)
+        return overhead + cost.dma_latency_cycles + _ceil_div(dma_cycle_bytes(i, target), cost.dma_bytes_per_cycle)
     if i.op == "CONV":
         return conv_cycles(target, conv_output_hw(i), (i["kernel_h"], i["kernel_w"]), i["in_c"], i["out_c"],
                            bool(i["depthwise"]))
@@ -73,17 +97,6 @@ def program_cycles(instructions: Iterable[Instruction], target: TargetDescriptio
     """The makespan of the program under the queue model (up to its first SYNC halt=1)."""
     program = list(instructions)
     return schedule(program, [instruction_cycles(i, target) for i in program]).cycles
-
-
-def decode_cycles(decoded_bytes: int, bits: int, target: TargetDescription) -> int:
-    """docs/isa.md section 5, weight decode: one compressed region (binary section kind 6)
-    expanded into DDR before the program runs. The decompressor is a DMA engine with a
-    dictionary lookup on its path: it reads the packed b-bit ids and writes one int8 per id,
-    each side at the DMA rate."""
-    cost = target.cost
-    packed = _ceil_div(decoded_bytes * bits, 8)
-    return (cost.instruction_overhead_cycles + cost.dma_latency_cycles
-            + _ceil_div(packed, cost.dma_bytes_per_cycle) + _ceil_div(decoded_bytes, cost.dma_bytes_per_cycle))
 
 
 def depthwise_scale_cycles(target: TargetDescription, h: int, w: int, channels: int) -> int:

@@ -18,6 +18,7 @@ from typing import Any
 
 from xnpu.core.errors import XnpuError
 from xnpu.core.files import read_input_file
+from xnpu.target.codebook import codebook_problem
 from xnpu.target.encoding import DMA_LAYOUTS, FORMATS, Instruction
 from xnpu.target.encoding import ELTWISE_OPS as ELTWISE_OP_CODES
 from xnpu.target.encoding import POOL_KINDS as POOL_KIND_CODES
@@ -118,7 +119,7 @@ class TargetDescription:
 
 
 def _target_problem(t: TargetDescription, i: Instruction) -> str | None:
-    sram_fields = [name for name in i.fields if name.endswith("_addr") and name != "ddr_addr"]
+    sram_fields = [name for name in i.fields if name.endswith("_addr") and name not in ("ddr_addr", "dictionary_addr")]
     for name in sram_fields:
         if i[name] >= t.memory.sram_bytes:
             return f"{name} {i[name]} is outside the {t.memory.sram_bytes}-byte SRAM"
@@ -127,6 +128,12 @@ def _target_problem(t: TargetDescription, i: Instruction) -> str | None:
             return f"ddr_addr {i['ddr_addr']} is outside the {t.memory.ddr_bytes}-byte DDR"
         if i.op == "STORE" and i["layout"] in (DMA_LAYOUTS["OHWI"], DMA_LAYOUTS["DW"]):
             return "kernel layouts are LOAD-only"
+        problem = codebook_problem(i)
+        if problem:
+            return problem
+        bits = i.fields.get("codebook_bits", 0)
+        if bits and i["dictionary_addr"] + (1 << bits) > t.memory.ddr_bytes:
+            return f"the dictionary at DDR {i['dictionary_addr']} runs past the {t.memory.ddr_bytes}-byte DDR"
     elif i.op in ("CLAMP", "TABLE"):
         return unit_problem(t, i.op.lower())
     elif i.op == "ELTWISE":

@@ -99,6 +99,8 @@ FORMATS: dict[str, Format] = {
         ("ddr_row_stride", 136, 32),
         ("ddr_pixel_stride", 168, 24),
         ("sram_row_stride", 192, 24),
+        ("codebook_bits", 216, 4),
+        ("dictionary_addr", 220, 32),
         *DEPENDENCY_FIELDS,
     ),
     "CONV": _format(

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from xnpu.target.encoding import DMA_LAYOUTS, Instruction
+from xnpu.target.codebook import ids_bytes
 
 Span = tuple[int, int]  # [start, end) in bytes
 
@@ -113,7 +114,10 @@ def dma_sram_extent(i: Instruction, alignment: int) -> int:
 
 
 def dma_ddr_extent(i: Instruction) -> int:
-    """The extent of a DMA's DDR side: from `ddr_addr` to one past its last byte."""
+    """The extent of a DMA's DDR side: from `ddr_addr` to one past its last byte (a decoding
+    LOAD: its id rows; its dictionary is a span of its own, `_dma_ddr_spans`)."""
+    if i.fields.get("codebook_bits", 0):
+        return ids_bytes(i)
     element = 1 << i["elem_log2"]
     layout = _LAYOUT_NAMES.get(i["layout"])
     d0, d1, d2, d3 = i["d0"], i["d1"], i["d2"], i["d3"]
@@ -158,7 +162,11 @@ def _dma_ddr_spans(i: Instruction) -> list[Span]:
         if i["d1"] and i["d2"] and row_stride > row:
             return [(start + r * row_stride, start + r * row_stride + row) for r in range(i["d0"])]
     size = dma_ddr_extent(i)
-    return [(start, start + size)] if size else []
+    spans = [(start, start + size)] if size else []
+    bits = i.fields.get("codebook_bits", 0)
+    if bits:
+        spans.append((i["dictionary_addr"], i["dictionary_addr"] + (1 << bits)))
+    return spans
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, DictionaryAttr, IntegerAttr, ModuleOp, f32, i8, i64
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, f32, i8, i64
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
@@ -338,39 +338,3 @@ def codebook_of(weight: Operation) -> tuple[int, np.ndarray] | None:
     if bits is None or dictionary is None:
         return None
     return bits.value.data, np.asarray(dictionary.get_values(), dtype=np.int8)
-
-
-# The isa module attribute listing the constant-image regions stored as section kind 6:
-# [{offset, size, bits, dictionary}], set by lower-npu-to-isa (from npu-allocate's
-# `npu.compressed_weights`), read by the emitter.
-COMPRESSED_REGIONS_ATTR = "isa.compressed_weights"
-
-
-def regions_attr(regions) -> ArrayAttr:
-    """[(image offset, bytes, bits, int8 dictionary)] as the isa module attribute."""
-    return ArrayAttr([
-        DictionaryAttr({
-            "offset": IntegerAttr(offset, i64),
-            "size": IntegerAttr(size, i64),
-            "bits": IntegerAttr(bits, i64),
-            "dictionary": DenseArrayBase.from_list(i8, [int(v) for v in dictionary]),
-        })
-        for offset, size, bits, dictionary in regions
-    ])
-
-
-def regions_of(module: ModuleOp) -> list[tuple[int, int, int, np.ndarray]]:
-    attr = module.attributes.get(COMPRESSED_REGIONS_ATTR)
-    if attr is None:
-        return []
-    regions = []
-    try:
-        for entry in attr.data:
-            fields = entry.data
-            regions.append((
-                fields["offset"].value.data, fields["size"].value.data, fields["bits"].value.data,
-                np.asarray(fields["dictionary"].get_values(), dtype=np.int8),
-            ))
-    except (AttributeError, KeyError, TypeError):
-        raise XnpuError(f"{COMPRESSED_REGIONS_ATTR} must be a list of {{offset, size, bits, dictionary}}") from None
-    return regions

@@ -1,5 +1,6 @@
-"""Seed 003's log-domain codebook: the pure functions, the pass, binary section kind 6 and the
-simulator's decode, bit-exact against the fixed level (docs/compression.md)."""
+"""Seed 003's log-domain codebook: the pure functions, the pass, the compressed weights in the
+constant image and the decoding LOADs that read them, bit-exact against the fixed level
+(docs/compression.md, docs/isa.md "Decoding LOADs")."""
 
 from __future__ import annotations
 
@@ -14,19 +15,12 @@ import xnpu
 from xnpu.ir.context import make_context
 from xnpu.core.errors import XnpuError
 from xnpu.driver.pipeline import compile as compile_model
-from xnpu.backend.binary import (
-    CHECKSUMMED_FROM,
-    FORMAT_VERSION,
-    HEADER_SIZE,
-    SECTION_COMPRESSED_WEIGHTS,
-    SECTION_ENTRY,
-    Binary,
-    CompressedWeights,
-    pack_ids,
-    packed_size,
-    unpack_ids,
-)
-from xnpu.backend.simulator import simulate
+from xnpu.backend.binary import CHECKSUMMED_FROM, FORMAT_VERSION, HEADER_SIZE, SECTION_ENTRY, Binary
+from xnpu.backend.simulator import Machine, simulate
+from xnpu.target.codebook import compressed_weights, pack_rows, row_bytes, unpack_rows
+from xnpu.target.cost import instruction_cycles
+from xnpu.target.description import load_target
+from xnpu.target.encoding import make_instruction
 from xnpu.transforms.compress_weights import (
     FIXED_CODEBOOK_ATTR,
     FIXED_CODEBOOK_BITS_ATTR,
@@ -143,21 +137,24 @@ def test_zero_rule_reserves_entry_zero(method):
 
 
 @pytest.mark.parametrize("bits", range(1, 9))
-@pytest.mark.parametrize("count", [0, 1, 3, 7, 13, 64, 101])
-def test_pack_unpack_round_trip_at_odd_lengths(bits, count):
-    ids = np.random.default_rng(bits * 100 + count).integers(0, 1 << bits, size=count)
-    packed = pack_ids(ids, bits)
-    assert len(packed) == packed_size(count, bits) == -(-count * bits // 8)
-    assert np.array_equal(unpack_ids(packed, bits, count), ids)
+@pytest.mark.parametrize("rows, count", [(1, 0), (1, 1), (3, 3), (2, 7), (4, 13), (1, 64), (3, 101)])
+def test_pack_unpack_round_trip_at_odd_lengths(bits, rows, count):
+    ids = np.random.default_rng(bits * 100 + count).integers(0, 1 << bits, size=(rows, count))
+    packed = pack_rows(ids, bits)
+    width = row_bytes(count, bits)
+    assert len(packed) == rows * width and width == -(-count * bits // 8)
+    matrix = np.frombuffer(packed, dtype=np.uint8).reshape(rows, width)
+    assert np.array_equal(unpack_rows(matrix, bits, count), ids)
     if count * bits % 8:
-        assert packed[-1] >> (count * bits % 8) == 0  # unused high bits are zero
+        assert not (matrix[:, -1] >> (count * bits % 8)).any()  # unused high bits of every row are zero
 
 
-def test_packing_is_lsb_first():
-    assert pack_ids([1, 2, 3], 2) == bytes([0b00111001])
-    assert pack_ids([5, 1, 7], 3) == bytes([0b11001101, 0b1])
+def test_packing_is_lsb_first_and_every_row_starts_on_a_byte():
+    assert pack_rows([[1, 2, 3]], 2) == bytes([0b00111001])
+    assert pack_rows([[5, 1, 7]], 3) == bytes([0b11001101, 0b1])
+    assert pack_rows([[5, 1, 7], [7, 1, 5]], 3) == bytes([0b11001101, 0b1, 0b01001111, 0b1])
     with pytest.raises(XnpuError, match="does not fit 2 bits"):
-        pack_ids([4], 2)
+        pack_rows([[4]], 2)
 
 
 def test_bad_options_are_one_line_errors():
@@ -229,8 +226,23 @@ def test_recalibrating_per_channel_after_compression_is_refused():
 
 
 # --------------------------------------------------------------------------------------
-# Binary section kind 6 and the simulator
+# Compressed weights in DDR and the decoding LOADs
 # --------------------------------------------------------------------------------------
+
+
+def weight_sizes(model: Path) -> dict[str, int]:
+    """Weights per Conv / Gemm node of an ONNX model."""
+    import onnx
+
+    graph = onnx.load(str(model)).graph
+    initializers = {i.name: i for i in graph.initializer}
+    return {n.name: int(np.prod(initializers[n.input[1]].dims)) for n in graph.node if n.op_type in ("Conv", "Gemm")}
+
+
+def decoded_weights(binary: Binary) -> tuple[set[int], int]:
+    """(the bits, the number of weights) the binary's decoding LOADs read."""
+    layers = compressed_weights(binary.instructions).values()
+    return {bits for bits, _, _ in layers}, sum(weights for _, weights, _ in layers)
 
 
 def tiny_binary(bits: int, method: str = "seed003"):
@@ -244,7 +256,7 @@ def tiny_binary(bits: int, method: str = "seed003"):
 @pytest.mark.parametrize("bits, method", [(8, "seed003"), (5, "frequency"), (4, "kmeans"), (3, "seed003"), (1, "frequency")])
 def test_compressed_binary_is_bit_exact_with_the_fixed_level(bits, method):
     fixed, binary = tiny_binary(bits, method)
-    assert len(binary.compressed) == 4 and all(r.bits == bits for r in binary.compressed)
+    assert decoded_weights(binary) == ({bits}, sum(weight_sizes(EXAMPLES / "tiny_cnn.onnx").values()))
     data = binary.to_bytes()
     assert struct.unpack_from("<H", data, 4)[0] == FORMAT_VERSION
     decoded = Binary.from_bytes(data)
@@ -255,31 +267,61 @@ def test_compressed_binary_is_bit_exact_with_the_fixed_level(bits, method):
     run = simulate(decoded, x)
     for name, value in expected.items():
         assert np.array_equal(run.outputs[name], value)
-    assert run.stats.by_class["DECODE"] > 0
-    # the stored image leaves placeholders; the decode is what puts the weights back
-    for region in decoded.compressed:
-        assert not any(decoded.constants[region.ddr_addr : region.ddr_addr + region.size])
+    assert set(run.stats.by_class) <= {"SYNC", "LOAD", "STORE", "CONV", "ELTWISE", "POOL", "TABLE", "CLAMP"}  # no decode step
 
 
-def test_compressed_binary_is_smaller_and_equals_the_plain_compile_of_codebook_weights():
+def test_compressed_binary_is_smaller_and_its_loads_cost_the_packed_bytes():
     _, binary = tiny_binary(2)
     plain = compile_model(EXAMPLES / "tiny_cnn.onnx", np.load(EXAMPLES / "tiny_calib.npy"))
-    assert len(binary.to_bytes()) < len(plain.to_bytes())
-    assert len(binary.constant_image()) == len(plain.constants)
-    stored = sum(len(r.dictionary) + packed_size(r.size, r.bits) for r in binary.compressed)
-    assert stored < sum(r.size for r in binary.compressed) / 2
+    assert len(binary.to_bytes()) < len(plain.to_bytes()) and len(binary.constants) < len(plain.constants)
+    layers = compressed_weights(binary.instructions).values()
+    assert sum(4 + ids for _, _, ids in layers) < sum(weights for _, weights, _ in layers) / 2
+    target = load_target("xnpu_default")
+    cost = target.cost
+    for i in binary.instructions:
+        if i.op == "LOAD" and i["codebook_bits"]:
+            rows = i["d0"]
+            elements = i["d1"] * i["d2"] * (i["d3"] if i["layout"] == 3 else 1)
+            packed = rows * row_bytes(elements, 2) + 4  # the id rows and the dictionary
+            assert instruction_cycles(i, target) == (cost.instruction_overhead_cycles + cost.dma_latency_cycles
+                                                     + -(-packed // cost.dma_bytes_per_cycle))
+    x = np.load(EXAMPLES / "tiny_input.npy")
+    assert simulate(binary, x).stats.by_class["LOAD"] < simulate(plain, x).stats.by_class["LOAD"]
 
 
-def test_digits_model_compressed_is_bit_exact():
-    if not SHARED.is_dir():
-        pytest.skip(f"bench data not found at {SHARED}")
-    calibration = np.load(SHARED / "calib_x.npy")[:32]
-    x = np.load(SHARED / "test_x.npy")[:8]
-    model = SHARED / "digits_resnet.onnx"
-    for bits in (6, 4):
-        fixed = compile_model(model, calibration, stop_at="fixed", compress_bits=bits, compress_method="frequency")
-        binary = Binary.from_bytes(compile_model(model, calibration, compress_bits=bits, compress_method="frequency").to_bytes())
-        assert np.array_equal(simulate(binary, x).outputs["logits"], xnpu.run(fixed, x)["logits"])
+def test_a_decoding_load_writes_the_dictionary_entries_of_its_rows():
+    m = Machine("xnpu_default", ddr_size=1 << 16)
+    dictionary = np.array([0, -3, 7, 100, -127, 1, 2, -1], dtype=np.int8)  # b = 3
+    ids = np.random.default_rng(3).integers(0, 8, size=(5, 2 * 2 * 3))  # O = 5 rows of KH x KW x I = 2 x 2 x 3
+    packed = pack_rows(ids, 3)
+    width = row_bytes(12, 3)
+    assert width == 5 and len(packed) == 25  # 36 bits: every row takes whole bytes
+    m.write_ddr(64, dictionary.tobytes())
+    m.write_ddr(128, packed)
+    m.sram[:] = 0x55
+    fields = dict(layout=3, d1=2, d2=2, d3=3, codebook_bits=3, dictionary_addr=64)
+    m.execute([  # rows 0-1 at SRAM 0, rows 2-4 (starting on row 2's byte) at 0x1000
+        make_instruction("LOAD", sram_addr=0, ddr_addr=128, d0=2, **fields),
+        make_instruction("LOAD", sram_addr=0x1000, ddr_addr=128 + 2 * width, d0=3, **fields),
+    ])
+    weights = dictionary[ids].reshape(5, 2, 2, 3)
+    for address, part in ((0, weights[:2]), (0x1000, weights[2:])):
+        padded = m.sram[address : address + 16 * 4 * 16].view(np.int8).reshape(16, 2, 2, 16)
+        assert np.array_equal(padded[: len(part), :, :, :3], part)
+        assert not padded[len(part) :].any() and not padded[:, :, :, 3:].any()  # pad lanes zero
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(op="STORE", layout=1, d0=1, d1=1, d2=1, codebook_bits=4), "only a LOAD of int8 weights"),
+    (dict(op="LOAD", layout=1, d0=1, d1=1, d2=1, codebook_bits=4), "only a LOAD of int8 weights"),
+    (dict(op="LOAD", layout=3, elem_log2=1, d0=1, d1=1, d2=1, d3=1, codebook_bits=4), "only a LOAD of int8 weights"),
+    (dict(op="LOAD", layout=4, d0=1, d1=1, d2=1, codebook_bits=9), "codebook_bits 9 is not 0..8"),
+    (dict(op="LOAD", layout=4, d0=1, d1=1, d2=1, dictionary_addr=64), "dictionary_addr must be 0"),
+])
+def test_codebook_fields_outside_a_weight_load_are_refused(fields, message):
+    op = fields.pop("op")
+    with pytest.raises(XnpuError, match=f"{op} is not valid on target xnpu_default: {message}"):
+        load_target("xnpu_default").check_instruction(make_instruction(op, **fields))
 
 
 def recrc(image: bytearray) -> bytes:
@@ -287,84 +329,16 @@ def recrc(image: bytearray) -> bytes:
     return bytes(image)
 
 
-def small_compressed_binary(bits: int = 3, count: int = 11) -> Binary:
-    from xnpu.target.encoding import make_instruction
-
-    ids = np.arange(count) % (1 << bits)
-    dictionary = bytes(range(1 << bits))
-    constants = bytes(range(1, 65)) + bytes(count) + b"\x7f" * 5
-    return Binary(1, [make_instruction("SYNC", halt=1)], constants, [], {}, [CompressedWeights(64, bits, dictionary, ids)])
-
-
-def kind6_offset(data: bytes) -> tuple[int, int]:
+def test_a_section_that_decoded_weights_before_the_run_is_refused():
+    _, binary = tiny_binary(4)
+    data = bytearray(binary.to_bytes())
     count = struct.unpack_from("<I", data, 20)[0]
-    for index in range(count):
-        kind, offset, size, _ = SECTION_ENTRY.unpack_from(data, HEADER_SIZE + index * SECTION_ENTRY.size)
-        if kind == SECTION_COMPRESSED_WEIGHTS:
-            return offset, size
-    raise AssertionError("no kind-6 section")
-
-
-def test_kind6_layout_is_the_documented_one():
-    binary = small_compressed_binary()
-    data = binary.to_bytes()
-    offset, size = kind6_offset(data)
-    section = data[offset : offset + size]
-    assert struct.unpack_from("<IIIB", section) == (1, 64, 11, 3)
-    assert section[13:16] == bytes(3) and section[16:24] == bytes(range(8))
-    assert section[24:29] == pack_ids(np.arange(11) % 8, 3) and size == 32  # 29 padded to 4
-    assert Binary.from_bytes(data).constant_image()[64:75] == bytes((np.arange(11) % 8).tolist())
-    assert Binary.from_bytes(data).constants == binary.constants
-
-
-def damaged(offset_in_section: int, value: bytes, size_delta: int = 0) -> bytes:
-    data = small_compressed_binary().to_bytes()
-    offset, _ = kind6_offset(data)
-    image = bytearray(data)
-    image[offset + offset_in_section : offset + offset_in_section + len(value)] = value
-    return recrc(image)
-
-
-@pytest.mark.parametrize("offset, value, message", [
-    (12, b"\x00", "bits 0 is not 1..8"),
-    (12, b"\x09", "bits 9 is not 1..8"),
-    (13, b"\x01", "reserved bytes are not zero"),
-    (8, struct.pack("<I", 40), "ends inside compressed region 0 ids"),
-    (12, b"\x08", "ends inside compressed region 0 dictionary of 256 entries"),
-    (28, b"\xff", "unused bits after the last id are not zero"),
-    (4, struct.pack("<I", 10**6), "past the end of the constant image"),
-    (0, struct.pack("<I", 2), "ends inside compressed region 1"),
-])
-def test_kind6_damage_is_one_line(offset, value, message):
-    with pytest.raises(XnpuError, match=message) as error:
-        Binary.from_bytes(damaged(offset, value))
-    assert "\n" not in str(error.value) and str(error.value).startswith("binary:")
-
-
-def test_kind6_is_optional_in_version_4_and_in_order_versions_are_refused():
-    data = bytearray(small_compressed_binary().to_bytes())
-    assert struct.unpack_from("<H", data, 4)[0] == 4
-    plain = small_compressed_binary()
-    plain.compressed = []
-    assert struct.unpack_from("<H", plain.to_bytes(), 4)[0] == 4
-    struct.pack_into("<H", data, 4, 2)  # the decode-before-run format of the in-order machine
-    with pytest.raises(XnpuError, match="format version 2 is a strictly in-order program"):
+    for index in range(count):  # the provenance section relabelled as the retired kind 6
+        entry = HEADER_SIZE + index * SECTION_ENTRY.size
+        if struct.unpack_from("<I", data, entry)[0] == 5:
+            struct.pack_into("<I", data, entry, 6)
+    with pytest.raises(XnpuError, match=r"^binary: section \d+: section kind 6 .* recompile the model$"):
         Binary.from_bytes(recrc(data))
-
-
-def test_writer_rejects_inconsistent_regions():
-    binary = small_compressed_binary()
-    binary.constants = bytes(range(1, 100))
-    with pytest.raises(XnpuError, match="are not zero placeholders"):
-        binary.to_bytes()
-    binary = small_compressed_binary()
-    binary.compressed[0].dictionary = bytes(4)
-    with pytest.raises(XnpuError, match="dictionary of 4 entries, 3 bits need 8"):
-        binary.to_bytes()
-    binary = small_compressed_binary()
-    binary.compressed.append(CompressedWeights(70, 2, bytes(4), np.zeros(3, dtype=np.uint8)))
-    with pytest.raises(XnpuError, match="not past the previous region's end"):
-        binary.to_bytes()
 
 
 # --------------------------------------------------------------------------------------
@@ -379,10 +353,10 @@ def test_xnpu_compile_compress_options(tmp_path, capsys):
     args = [str(EXAMPLES / "tiny_cnn.onnx"), "--calibration", str(EXAMPLES / "tiny_calib.npy"), "-o", str(output)]
     every_layer = ["--compress-min-elements", "0"]
     assert main(args + ["--compress-bits", "4", "--compress-method", "kmeans", "--compress-exclude", "fc", *every_layer]) == 0
-    binary = Binary.from_bytes(output.read_bytes())
-    assert len(binary.compressed) == 3 and {r.bits for r in binary.compressed} == {4}
+    sizes = weight_sizes(EXAMPLES / "tiny_cnn.onnx")
+    assert decoded_weights(Binary.from_bytes(output.read_bytes())) == ({4}, sum(sizes.values()) - sizes["fc"])
     assert main(args + ["--compress-bits", "4"]) == 0  # by default layers under 1000 weights stay int8
-    assert len(Binary.from_bytes(output.read_bytes()).compressed) == 1
+    assert decoded_weights(Binary.from_bytes(output.read_bytes())) == ({4}, sum(n for n in sizes.values() if n >= 1000))
     output.unlink()
     assert main(args + ["--compress-bits", "9"]) == 1
     error = capsys.readouterr().err
@@ -390,7 +364,7 @@ def test_xnpu_compile_compress_options(tmp_path, capsys):
     assert not output.exists()
 
 
-def test_isa_text_keeps_the_regions_and_disassembly_reassembles_plain():
+def test_isa_text_and_disassembly_reassemble_to_the_same_bytes():
     from xnpu.ir.io import parse_ir, print_ir
     from xnpu.backend.emit import emit_binary, module_from_binary
 
@@ -398,7 +372,5 @@ def test_isa_text_keeps_the_regions_and_disassembly_reassembles_plain():
                                compress_bits=3, compress_method="kmeans", compress_min_elements=0)
     binary = emit_binary(isa_module)
     assert emit_binary(parse_ir(print_ir(isa_module))).to_bytes() == binary.to_bytes()
-    plain = emit_binary(module_from_binary(binary))
-    assert plain.compressed == [] and plain.constants == binary.constant_image()
-    x = np.load(EXAMPLES / "tiny_input.npy")
-    assert np.array_equal(simulate(plain, x).outputs["logits"], simulate(binary, x).outputs["logits"])
+    assert emit_binary(module_from_binary(binary)).to_bytes() == binary.to_bytes()
+    assert "codebook_bits = 3" in print_ir(isa_module)

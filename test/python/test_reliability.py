@@ -414,15 +414,17 @@ def test_compress_bits_4_alone_keeps_digits_accuracy(tmp_path, name):
     accuracy = float((np.load(tmp_path / "out.npz")["logits"].argmax(1) == labels).mean())
     assert accuracy >= float_accuracy - 0.01, (accuracy, float_accuracy)
 
-    from xnpu.backend.binary import Binary, packed_size
+    from xnpu.backend.binary import Binary
+    from xnpu.target.codebook import compressed_weights
 
     graph = onnx.load(str(model)).graph
     weights = {i.name: i for i in graph.initializer}
     sizes = [int(np.prod(weights[n.input[1]].dims)) for n in graph.node if n.op_type in ("Conv", "Gemm")]
     binary = Binary.from_bytes((tmp_path / "m.xnb").read_bytes())
-    stored = sum(len(r.dictionary) + packed_size(r.size, r.bits) for r in binary.compressed)
+    layers = compressed_weights(binary.instructions).values()
+    stored = sum((1 << bits) + ids for bits, _, ids in layers)
     stored += sum(size for size in sizes if size < 1000)  # the small layers, int8
-    assert {r.size for r in binary.compressed} == {size for size in sizes if size >= 1000}
+    assert sum(weights for _, weights, _ in layers) == sum(size for size in sizes if size >= 1000)
     assert 4 * sum(sizes) >= 6 * stored
 
 

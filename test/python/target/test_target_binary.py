@@ -138,7 +138,7 @@ GOOD = sample_binary().to_bytes()
         (_damage(GOOD, _section_entry_offset(1), struct.pack("<I", 1)), "a second instructions section"),
         (_damage(GOOD, _section_entry_offset(0) + 8, struct.pack("<I", 33)), "not a whole number of 32-byte words"),
         (_damage(GOOD, 128, b"\x7f"), "instruction 0: unknown opcode 0x7f"),
-        (_damage(GOOD, 128 + 32 + 31, b"\x01"), "instruction 1: LOAD: reserved bits set"),
+        (_damage(GOOD, 128 + 32 + 31, b"\x40"), "instruction 1: LOAD: reserved bits set"),  # bit 254
     ],
 )
 def test_damaged_files_give_one_clear_line(data, message):

@@ -19,24 +19,24 @@ builtin.module attributes {npu.target = "xnpu_default"} {
   }
 }
 
-// The constant image: c1's OHWI weights (18 bytes) at 0, its int32 biases at 64 and its two
-// rescale records at 128; c2's weights at 192 and record at 256; c3's weights and record are
-// the same bytes as c2's, stored once. c1's weights are all in their 1-bit codebook: a
-// compressed region. Activations start at the next 64-byte boundary above the image (320).
-// CHECK:      builtin.module attributes {npu.target = "xnpu_default", npu.activation_bytes = 160 : i64,
-// CHECK-SAME:   npu.compressed_weights = [{offset = 0 : i64, size = 18 : i64, bits = 1 : i64, dictionary = array<i8: 0, 1>}]} {
-// CHECK-NEXT:   isa.constants dense<"0x010101010101010101010101010101010101{{0+}}0100000002000000{{[0-9A-F]+}}"> : tensor<260xi8>
+// The constant image: c1's weights are all in their 1-bit codebook, so they stay compressed:
+// two rows (output channels) of nine 1-bit ids, each row two bytes (FF 01), at 0, and the
+// dictionary (00 01) at 64; its int32 biases at 128 and its two rescale records at 192; c2's
+// weights at 256 and record at 320; c3's weights and record are the same bytes as c2's,
+// stored once. Activations start at the next 64-byte boundary above the image (384).
+// CHECK:      builtin.module attributes {npu.target = "xnpu_default", npu.activation_bytes = 160 : i64} {
+// CHECK-NEXT:   isa.constants dense<"0xFF01FF01{{0+}}0001{{0+}}0100000002000000{{[0-9A-F]+}}"> : tensor<324xi8>
 // CHECK-NEXT:   func.func @main
 
 // The input is pinned for the whole run (the host's copy); a (live at layers 0-1) and b
 // (1-2) get the next free addresses; c (2-3) reuses a's bytes, which died at layer 1; the
 // output copy (3 to the end, pinned) reuses b's.
-// CHECK:      fixed.quantize %x {npu.layout = "NCHW", npu.ddr = 320 : i64,
-// CHECK:      %a = npu.conv %0, %w1, %b1 {npu.layout = "NHWC", npu.tile = array<i64: 4, 4, 2>,
-// CHECK-SAME:   npu.constants = {weights = 0 : i64, bias = 64 : i64, records = 128 : i64}, npu.ddr = 384 : i64,
-// CHECK:      %b = npu.conv %a, %w2 {{{.*}}npu.constants = {weights = 192 : i64, records = 256 : i64}, npu.ddr = 448 : i64,
-// CHECK:      %c = npu.conv %b, %w3 {{{.*}}npu.constants = {weights = 192 : i64, records = 256 : i64}, npu.ddr = 384 : i64,
-// CHECK:      %r = npu.relayout %c "NCHW" {npu.layout = "NCHW", npu.tile = array<i64: 4, 4, 2>, npu.ddr = 448 : i64}
+// CHECK:      fixed.quantize %x {npu.layout = "NCHW", npu.ddr = 384 : i64,
+// CHECK:      %a = npu.conv %0, %w1, %b1 {npu.layout = "NHWC", npu.tile = array<i64: 4, 4, 2>, npu.codebook_bits = 1 : i64,
+// CHECK-SAME:   npu.constants = {weights = 0 : i64, dictionary = 64 : i64, bias = 128 : i64, records = 192 : i64}, npu.ddr = 448 : i64,
+// CHECK:      %b = npu.conv %a, %w2 {{{.*}}npu.constants = {weights = 256 : i64, records = 320 : i64}, npu.ddr = 512 : i64,
+// CHECK:      %c = npu.conv %b, %w3 {{{.*}}npu.constants = {weights = 256 : i64, records = 320 : i64}, npu.ddr = 448 : i64,
+// CHECK:      %r = npu.relayout %c "NCHW" {npu.layout = "NCHW", npu.tile = array<i64: 4, 4, 2>, npu.ddr = 512 : i64}
 
 // -----
 
