@@ -10,7 +10,9 @@ Statistics (`RunStats`): `cycles` is the makespan; `by_class` the cycles each mn
 its queue busy; `by_layer` the makespan split over layers (ONNX node names, the provenance):
 a cycle belongs to the instruction the EXEC queue runs then, or, while EXEC waits, to the DMA
 instruction running, or to the SYNC, so the layers' cycles add up to the program's; and per
-layer the EXEC and DMA busy cycles beside them (`compute`, `dma`).
+layer the EXEC and DMA busy cycles beside them (`compute`, `dma`), the DDR bytes its DMA
+moves and the compulsory ones among them (`ddr_bytes`, `compulsory_bytes`: the roofline,
+backend/roofline.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import bisect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from xnpu.backend.roofline import ddr_traffic, ratio
 from xnpu.core.errors import XnpuError
 from xnpu.target.cost import instruction_cycles
 from xnpu.target.description import TargetDescription
@@ -57,6 +60,8 @@ class RunStats:
     by_layer: dict[str, int] = field(default_factory=dict)  # ONNX node name(s) -> share of the makespan
     compute: dict[str, int] = field(default_factory=dict)  # layer -> EXEC busy cycles
     dma: dict[str, int] = field(default_factory=dict)  # layer -> DMA busy cycles
+    ddr_bytes: dict[str, int] = field(default_factory=dict)  # layer -> DDR bytes its DMA moves
+    compulsory_bytes: dict[str, int] = field(default_factory=dict)  # layer -> compulsory bytes it moves first
     tokens: list[int] = field(default_factory=list)  # SYNC tokens posted to the host, in order
 
     @property
@@ -71,25 +76,38 @@ class RunStats:
     def dma_cycles(self) -> int:
         return sum(self.dma.values())
 
-    def add(self, mnemonic: str, layer: str, cycles: int) -> None:
-        """Work done before the program, serially (it adds to the makespan)."""
-        self.cycles += cycles
-        self.by_class[mnemonic] = self.by_class.get(mnemonic, 0) + cycles
-        self.by_layer[layer] = self.by_layer.get(layer, 0) + cycles
+    @property
+    def roofline_ratio(self) -> float:
+        """The makespan over the busier queue's cycles (1: perfect overlap)."""
+        return ratio(self.cycles, self.compute_cycles, self.dma_cycles)
+
+    def layer_ratio(self, layer: str) -> float:
+        """A layer's share of the makespan over its busier queue's cycles; below 1 where other
+        layers' computation hid its DMA (a prefetch)."""
+        return ratio(self.by_layer.get(layer, 0), self.compute.get(layer, 0), self.dma.get(layer, 0))
+
+    @property
+    def total_ddr_bytes(self) -> int:
+        return sum(self.ddr_bytes.values())
+
+    @property
+    def total_compulsory_bytes(self) -> int:
+        return sum(self.compulsory_bytes.values())
 
     def merge(self, other: RunStats) -> None:
         """Accumulate another run (one more sample of a batch)."""
         self.cycles += other.cycles
         self.instructions += other.instructions
         for mine, theirs in ((self.by_class, other.by_class), (self.by_layer, other.by_layer),
-                             (self.compute, other.compute), (self.dma, other.dma)):
+                             (self.compute, other.compute), (self.dma, other.dma), (self.ddr_bytes, other.ddr_bytes),
+                             (self.compulsory_bytes, other.compulsory_bytes)):
             for key, cycles in theirs.items():
                 mine[key] = mine.get(key, 0) + cycles
         self.tokens.extend(other.tokens)
 
     def copy(self) -> RunStats:
         return RunStats(self.clock_mhz, self.cycles, self.instructions, dict(self.by_class), dict(self.by_layer),
-                        dict(self.compute), dict(self.dma))
+                        dict(self.compute), dict(self.dma), dict(self.ddr_bytes), dict(self.compulsory_bytes))
 
 
 def layer_name(provenance: Sequence[str]) -> str:
@@ -148,9 +166,10 @@ class Plan:
 
     @staticmethod
     def of(instructions: Sequence[Instruction], provenance: Mapping[int, tuple[str, ...]], target: TargetDescription,
-           units: Mapping[str, Callable]) -> Plan | None:
+           units: Mapping[str, Callable], compulsory: Sequence[tuple[str, int, int]] = ()) -> Plan | None:
         """None when an instruction fails a check: the run then reports it at its turn. A
-        program that deadlocks or has a hazard is refused here, before anything runs."""
+        program that deadlocks or has a hazard is refused here, before anything runs.
+        `compulsory`: the DDR ranges whose bytes a run must move (backend/roofline.py)."""
         program = list(instructions[: executed_count(instructions)])
         cycles = []
         for instruction in program:
@@ -173,6 +192,7 @@ class Plan:
             if queue is not None:
                 busy = stats.compute if queue == EXEC else stats.dma
                 busy[layers[index]] = busy.get(layers[index], 0) + cycles[index]
+        stats.ddr_bytes, stats.compulsory_bytes = ddr_traffic(program, layers, target.memory.channel_alignment, compulsory)
         steps = [(index, instruction.op, instruction) for index, instruction in enumerate(program)]
         return Plan(instructions, steps, timing, cycles, stats)
 

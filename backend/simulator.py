@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +32,7 @@ from xnpu.backend.host import HostSegments
 from xnpu.backend.machine_dma import DmaUnit
 from xnpu.backend.machine_plan import UNATTRIBUTED, Plan, RunStats, TraceRecord
 from xnpu.backend.machine_units import ComputeUnits
+from xnpu.backend.roofline import compulsory_ranges
 from xnpu.core.errors import XnpuError
 from xnpu.interpreters.function import TensorSpec, bind_inputs
 from xnpu.semantics import fixed_point as fp
@@ -41,7 +42,7 @@ from xnpu.target.encoding import Instruction, decode_program
 from xnpu.target.footprints import dma_ddr_extent
 
 __all__ = ["Machine", "RunStats", "TraceRecord", "BinaryRun", "BinaryModel", "simulate", "run_binary", "format_profile",
-           "machine_for", "target_for_binary", "UNATTRIBUTED"]
+           "roofline_summary", "machine_for", "target_for_binary", "UNATTRIBUTED"]
 
 # The io table's dtypes, little-endian.
 IO_DTYPES = {"int8": np.dtype("<i1"), "int16": np.dtype("<i2"), "int32": np.dtype("<i4"), "uint8": np.dtype("u1"),
@@ -151,8 +152,9 @@ class Machine(DmaUnit, ComputeUnits):
         plan = self._checked_plan(program, provenance)
         return self._run_plan(plan, provenance, trace)
 
-    def _checked_plan(self, program: list, provenance: Mapping[int, tuple[str, ...]]) -> Plan:
-        plan = Plan.of(program, provenance, self.target, self._units)
+    def _checked_plan(self, program: list, provenance: Mapping[int, tuple[str, ...]],
+                      compulsory: Sequence[tuple[str, int, int]] = ()) -> Plan:
+        plan = Plan.of(program, provenance, self.target, self._units, compulsory)
         if plan is None:
             self._execute_checking(program)  # raises at the first instruction that fails a check
             raise AssertionError("a program the plan refused ran")  # pragma: no cover
@@ -199,7 +201,7 @@ class Machine(DmaUnit, ComputeUnits):
         if cached is not None and cached[0] is binary and cached[1].instructions is binary.instructions:
             plan = cached[1]
         else:
-            plan = self._checked_plan(binary.instructions, binary.provenance)
+            plan = self._checked_plan(binary.instructions, binary.provenance, binary_compulsory(binary))
             self._plans[id(binary)] = (binary, plan)
         return self._run_plan(plan, binary.provenance, trace)
 
@@ -265,12 +267,21 @@ def target_for_binary(binary: Binary) -> TargetDescription:
     raise XnpuError(f"binary: built for target id {binary.target_id}, which no shipped target has (known: {', '.join(known)})")
 
 
+def io_bytes(tensor: IoTensor) -> int:
+    return IO_DTYPES.get(tensor.dtype, np.dtype("u1")).itemsize * int(np.prod(tensor.shape, dtype=np.int64))
+
+
+def binary_compulsory(binary: Binary) -> list[tuple[str, int, int]]:
+    """The DDR bytes a run of the binary must move: its constant image, inputs and outputs."""
+    return compulsory_ranges(len(binary.constants), [(t.ddr_addr, io_bytes(t)) for t in binary.inputs()],
+                             [(t.ddr_addr, io_bytes(t)) for t in binary.outputs()])
+
+
 def ddr_bytes_needed(binary: Binary) -> int:
     """The DDR a program touches: its constant image, io tensors and DMA transfers."""
     end = len(binary.constants)
     for tensor in binary.io:
-        size = IO_DTYPES.get(tensor.dtype, np.dtype("u1")).itemsize
-        end = max(end, tensor.ddr_addr + size * int(np.prod(tensor.shape, dtype=np.int64)))
+        end = max(end, tensor.ddr_addr + io_bytes(tensor))
     for instruction in binary.instructions:
         if instruction.op in ("LOAD", "STORE"):
             end = max(end, instruction["ddr_addr"] + dma_ddr_extent(instruction))
@@ -349,27 +360,41 @@ def run_binary(
 
 
 def format_profile(stats: RunStats) -> str:
-    """Cycles per layer (its share of the makespan, beside its EXEC and DMA busy cycles) and
-    per instruction class (busy cycles), as two tables."""
-    def table(title: str, rows: dict[str, int], extra=None) -> list[str]:
+    """Cycles per layer (its share of the makespan, beside its EXEC and DMA busy cycles, their
+    roofline ratio and its DDR bytes against the compulsory ones) and per instruction class
+    (busy cycles), as two tables, then the program's roofline (backend/roofline.py)."""
+    def table(title: str, rows: dict[str, int], per_layer: bool = False) -> list[str]:
         width = max([len(title)] + [len(name) for name in rows])
-        heads = f"  {'compute':>12s}  {'dma':>12s}" if extra else ""
+        heads = (f"  {'compute':>12s}  {'dma':>12s}  {'x max':>6s}  {'ddr bytes':>12s}  {'compulsory':>12s}"
+                 if per_layer else "")
         lines = [f"{title:<{width}s}  {'cycles':>12s}  {'share':>6s}{heads}"]
         for name, cycles in sorted(rows.items(), key=lambda item: (-item[1], item[0])):
             share = 100.0 * cycles / stats.cycles if stats.cycles else 0.0
-            more = f"  {extra[0].get(name, 0):12d}  {extra[1].get(name, 0):12d}" if extra else ""
+            more = (f"  {stats.compute.get(name, 0):12d}  {stats.dma.get(name, 0):12d}  {stats.layer_ratio(name):6.2f}"
+                    f"  {stats.ddr_bytes.get(name, 0):12d}  {stats.compulsory_bytes.get(name, 0):12d}"
+                    if per_layer else "")
             lines.append(f"{name:<{width}s}  {cycles:12d}  {share:5.1f}%{more}")
         return lines
 
-    lines = table("layer", stats.by_layer, (stats.compute, stats.dma)) + [""] + table("instruction", stats.by_class)
+    lines = table("layer", stats.by_layer, per_layer=True) + [""] + table("instruction", stats.by_class)
     lines.append("")
     lines.append(
         f"total: {stats.cycles} cycles in {stats.instructions} instructions, "
         f"{stats.time_us:.1f} us at {stats.clock_mhz:g} MHz"
     )
-    lines.append(f"queues: EXEC busy {stats.compute_cycles} cycles, DMA busy {stats.dma_cycles} cycles "
-                 f"(the makespan is at least the larger)")
+    lines.append(roofline_summary(stats))
     return "\n".join(lines)
+
+
+def roofline_summary(stats: RunStats) -> str:
+    """The program's roofline in two lines: cycles against the busier queue, DDR bytes
+    against the compulsory ones."""
+    bound = "DMA" if stats.dma_cycles > stats.compute_cycles else "compute"
+    moved, compulsory = stats.total_ddr_bytes, stats.total_compulsory_bytes
+    times = f" = {moved / compulsory:.2f} x the compulsory {compulsory}" if compulsory else ""
+    return (f"roofline: {stats.cycles} cycles = {stats.roofline_ratio:.3f} x max(EXEC busy {stats.compute_cycles}, "
+            f"DMA busy {stats.dma_cycles}) ({bound}-bound)\n"
+            f"DDR bytes moved: {moved}{times} (constants once, inputs, outputs)")
 
 
 class BinaryModel:

@@ -74,6 +74,7 @@ def compare(model, samples: int) -> dict:
                 size={t: len(binaries[t].to_bytes()) for t in built},
                 placement={t: xnpu.placement_of(binaries[t]) for t in built},
                 layers={t: one[t].stats.by_layer if t in one else {} for t in TARGETS},
+                stats={t: one[t].stats for t in built},
                 cycles={t: one[t].stats.cycles if t in one else None for t in TARGETS})
 
 
@@ -122,6 +123,19 @@ def markdown(results: list[dict], header: str) -> str:
               "|---|---|---|---|---|---|---|---|"]
     for r in results:
         lines += per_target_rows(r)
+    lines += ["", "## Roofline (one sample)", "",
+              "The program's cycles against max(EXEC busy, DMA busy), the least any schedule of its instructions",
+              "takes (1.00: the busier queue never waits), and the DDR bytes its DMA moves against the compulsory",
+              "ones (every constant it loads once, its inputs, its outputs; backend/roofline.py).", "",
+              "| model | target | cycles | EXEC busy | DMA busy | cycles / max | bound | DDR bytes moved | compulsory | moved / compulsory |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        for target, stats in r["stats"].items():
+            bound = "DMA" if stats.dma_cycles > stats.compute_cycles else "compute"
+            moved, compulsory = stats.total_ddr_bytes, stats.total_compulsory_bytes
+            lines.append(f"| {r['name']} | {target} | {stats.cycles:,} | {stats.compute_cycles:,} | {stats.dma_cycles:,} | "
+                         f"{stats.roofline_ratio:.3f} | {bound} | {moved:,} | {compulsory:,} | "
+                         f"{moved / compulsory if compulsory else 0:.2f} |")
     for r in results:
         for target, error in r["errors"].items():
             why = (" No exact legalization exists: splitting a conv's input channels needs int32 partial sums, "
@@ -138,7 +152,27 @@ def markdown(results: list[dict], header: str) -> str:
             ratios = [f"{layers[t].get(layer, 0) / base[layer]:.2f}" if base.get(layer) else "-" for t in TARGETS[1:]]
             lines.append(f"| {layer} | " + " | ".join(f"{layers[t].get(layer, 0):,}" for t in TARGETS) + " | "
                          + " | ".join(ratios) + " |")
+        lines += roofline_per_layer(r)
     return "\n".join(lines) + "\n"
+
+
+def roofline_per_layer(r: dict) -> list[str]:
+    """Per layer and target: EXEC and DMA busy cycles, its share of the makespan over the larger
+    (below 1 where other layers' computation hid its DMA), DDR bytes moved and compulsory."""
+    targets = list(r["stats"])
+    lines = ["", f"## {r['name']}: roofline per layer (one sample)", "",
+             "| layer | " + " | ".join(f"{t}: EXEC / DMA busy | x max | DDR moved / compulsory" for t in targets) + " |",
+             "|---|" + "---|---|---|" * len(targets)]
+    first = r["stats"][targets[0]]
+    names = set().union(*(s.by_layer for s in r["stats"].values()))
+    for layer in sorted(names, key=lambda k: (-first.by_layer.get(k, 0), k)):
+        cells = []
+        for t in targets:
+            s = r["stats"][t]
+            cells.append(f"{s.compute.get(layer, 0):,} / {s.dma.get(layer, 0):,} | {s.layer_ratio(layer):.2f} | "
+                         f"{s.ddr_bytes.get(layer, 0):,} / {s.compulsory_bytes.get(layer, 0):,}")
+        lines.append(f"| {layer} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,6 +13,36 @@ INPUT_PREFIX = "input:"  # graph inputs in LayerStats.inputs, apart from layer n
 
 
 @dataclass
+class LayerRoofline:
+    """A layer's roofline in one sample of the compiled program (backend/roofline.py): its share
+    of the makespan, its EXEC and DMA busy cycles, the DDR bytes its DMA moves and the
+    compulsory bytes among them."""
+
+    cycles: int = 0
+    compute: int = 0
+    dma: int = 0
+    ddr_bytes: int = 0
+    compulsory_bytes: int = 0
+
+    @property
+    def ratio(self) -> float:
+        bound = max(self.compute, self.dma)
+        return self.cycles / bound if bound else 0.0
+
+
+ROOFLINE_COLUMNS = ("cycles", "compute", "dma", "x max", "DDR bytes", "compulsory")
+
+
+def roofline_cells(roofline: LayerRoofline | None) -> tuple[str, ...]:
+    """A layer's ROOFLINE_COLUMNS as text ("-" where the layer has none)."""
+    r = roofline
+    if r is None:
+        return ("-",) * len(ROOFLINE_COLUMNS)
+    return (f"{r.cycles:,}", f"{r.compute:,}", f"{r.dma:,}", f"{r.ratio:.2f}", f"{r.ddr_bytes:,}",
+            f"{r.compulsory_bytes:,}")
+
+
+@dataclass
 class LayerStats:
     name: str  # the location: ONNX node name(s)
     op: str  # the float op, without the dialect prefix
@@ -26,6 +56,7 @@ class LayerStats:
     saturated: float  # fraction of float values beyond the int range
     inputs: list[str] = field(default_factory=list)  # producer layers (or INPUT_PREFIX + graph input)
     runs_on: str = "accelerator"  # where placement puts the layer: "accelerator" or "host"
+    roofline: LayerRoofline | None = None  # when the report ran the compiled program
 
     @property
     def scale_text(self) -> str:

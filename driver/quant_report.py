@@ -45,7 +45,16 @@ from xdsl.printer import Printer
 from xnpu.core.errors import XnpuError
 from xnpu.core.files import write_atomically
 from xnpu.dialects import fixed, nn
-from xnpu.driver.layer_stats import INPUT_PREFIX, LayerStats, db_text, sqnr_colour, worst_layer
+from xnpu.driver.layer_stats import (
+    INPUT_PREFIX,
+    ROOFLINE_COLUMNS,
+    LayerRoofline,
+    LayerStats,
+    db_text,
+    roofline_cells,
+    sqnr_colour,
+    worst_layer,
+)
 from xnpu.driver.pipeline import float_cleanup
 from xnpu.driver.report_html import report_html
 from xnpu.interpreters.function import (
@@ -319,10 +328,34 @@ def _number(value: float) -> float | str:
 
 
 TEXT_COLUMNS = ("layer", "op", "runs on", "scale", "cosine", "SQNR dB", "max err LSB", "saturated %")
+def attach_roofline(stats: list[LayerStats], by_layer: Mapping[str, int], compute: Mapping[str, int],
+                    dma: Mapping[str, int], ddr_bytes: Mapping[str, int], compulsory: Mapping[str, int]) -> list[str]:
+    """Give each report layer the roofline of the program's layers (RunStats' per-layer maps,
+    keyed by ONNX node names joined with " + ") that name it; a fused program layer (a conv and
+    its relu) counts for the first report layer it names. Returns the program layers no report
+    layer names."""
+    owner: dict[str, LayerStats] = {}
+    for layer in stats:
+        for name in layer.name.split("+"):
+            owner.setdefault(name.strip(), layer)
+    unmatched = []
+    for key in sorted(set(by_layer) | set(compute) | set(dma) | set(ddr_bytes)):
+        layer = next((owner[n] for n in key.split(" + ") if n in owner), None)
+        if layer is None:
+            unmatched.append(key)
+            continue
+        r = layer.roofline = layer.roofline or LayerRoofline()
+        r.cycles += by_layer.get(key, 0)
+        r.compute += compute.get(key, 0)
+        r.dma += dma.get(key, 0)
+        r.ddr_bytes += ddr_bytes.get(key, 0)
+        r.compulsory_bytes += compulsory.get(key, 0)
+    return unmatched
 
 
 def report_text(stats: list[LayerStats], title: str = "", notes: list[str] = ()) -> str:
     worst = worst_layer(stats)
+    columns = TEXT_COLUMNS + (ROOFLINE_COLUMNS if any(s.roofline for s in stats) else ())
     rows = [
         (
             s.name,
@@ -333,11 +366,11 @@ def report_text(stats: list[LayerStats], title: str = "", notes: list[str] = ())
             db_text(s.sqnr_db),
             f"{s.max_error_lsb:.2f}",
             f"{100.0 * s.saturated:.3f}",
-        )
+        ) + (roofline_cells(s.roofline) if len(columns) > len(TEXT_COLUMNS) else ())
         for s in stats
     ]
-    widths = [max(len(TEXT_COLUMNS[i]), *(len(row[i]) for row in rows)) for i in range(len(TEXT_COLUMNS))]
-    numeric = {3, 4, 5, 6, 7}
+    widths = [max(len(columns[i]), *(len(row[i]) for row in rows)) for i in range(len(columns))]
+    numeric = set(range(3, len(columns)))
 
     def line(cells, mark: str = "") -> str:
         parts = [cell.rjust(widths[i]) if i in numeric else cell.ljust(widths[i]) for i, cell in enumerate(cells)]
@@ -349,7 +382,7 @@ def report_text(stats: list[LayerStats], title: str = "", notes: list[str] = ())
     samples = stats[0].samples if stats else 0
     out.append(f"{len(stats)} layers, {samples} samples; SQNR and cosine of the dequantized int8 output vs float")
     out.append("")
-    out.append(line(TEXT_COLUMNS))
+    out.append(line(columns))
     out.append(line(["-" * w for w in widths]))
     for s, row in zip(stats, rows):
         out.append(line(row, "  <- worst" if s is worst else ""))
@@ -361,7 +394,7 @@ def report_text(stats: list[LayerStats], title: str = "", notes: list[str] = ())
 
 
 CSV_FIELDS = ("name", "op", "runs_on", "scale", "bits", "samples", "elements", "cosine", "sqnr_db", "max_error_lsb", "saturated",
-              "inputs", "worst")
+              "inputs", "worst", "cycles", "compute_cycles", "dma_cycles", "roofline_ratio", "ddr_bytes", "compulsory_bytes")
 
 
 def report_csv(stats: list[LayerStats]) -> str:
@@ -373,7 +406,10 @@ def report_csv(stats: list[LayerStats]) -> str:
         scale = " ".join(repr(v) for v in s.scale) if isinstance(s.scale, list) else repr(s.scale)
         writer.writerow([s.name, s.op, s.runs_on, scale, s.bits, s.samples, s.elements, repr(s.cosine), db_text(s.sqnr_db)
                          if not math.isfinite(s.sqnr_db) else repr(s.sqnr_db), repr(s.max_error_lsb),
-                         repr(s.saturated), " ".join(s.inputs), int(s is worst)])
+                         repr(s.saturated), " ".join(s.inputs), int(s is worst),
+                         *(() if s.roofline is None else (s.roofline.cycles, s.roofline.compute, s.roofline.dma,
+                                                         f"{s.roofline.ratio:.4f}", s.roofline.ddr_bytes,
+                                                         s.roofline.compulsory_bytes))])
     return stream.getvalue()
 
 
@@ -383,6 +419,8 @@ def report_json(stats: list[LayerStats]) -> str:
     for s in stats:
         entry = asdict(s)
         entry["sqnr_db"] = _number(s.sqnr_db)
+        if s.roofline is not None:
+            entry["roofline"]["ratio"] = s.roofline.ratio
         layers.append(entry)
     document = {
         "samples": stats[0].samples if stats else 0,

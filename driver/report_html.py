@@ -15,7 +15,15 @@ from __future__ import annotations
 import math
 from html import escape
 
-from xnpu.driver.layer_stats import INPUT_PREFIX, LayerStats, db_text, sqnr_colour, worst_layer
+from xnpu.driver.layer_stats import (
+    INPUT_PREFIX,
+    ROOFLINE_COLUMNS,
+    LayerStats,
+    db_text,
+    roofline_cells,
+    sqnr_colour,
+    worst_layer,
+)
 
 NODE_WIDTH, NODE_HEIGHT, NODE_GAP, ROW_GAP, MARGIN = 168, 52, 24, 44, 20
 PLACEHOLDER_WIDTH = 12  # the slot an edge takes in a row it passes through
@@ -187,14 +195,18 @@ TABLE_COLUMNS = ("layer", "op", "runs on", "scale", "bits", "cosine", "SQNR dB",
 
 def layer_table(stats: list[LayerStats]) -> str:
     worst = worst_layer(stats)
-    head = "".join(f"<th>{escape(c)}</th>" for c in TABLE_COLUMNS)
+    roofline = any(s.roofline for s in stats)
+    columns = TABLE_COLUMNS + (ROOFLINE_COLUMNS if roofline else ())
+    head = "".join(f"<th>{escape(c)}</th>" for c in columns)
     rows = []
     for s in stats:
         cells = (s.name, s.op, s.runs_on, s.scale_text, str(s.bits), f"{s.cosine:.6f}", db_text(s.sqnr_db),
                  f"{s.max_error_lsb:.2f}", f"{100.0 * s.saturated:.3f}")
+        if roofline:
+            cells += roofline_cells(s.roofline)
         swatch = f'<td style="background:{sqnr_colour(s.sqnr_db)}">'
         row = "".join((swatch if column == "SQNR dB" else "<td>") + escape(cell) + "</td>"
-                      for column, cell in zip(TABLE_COLUMNS, cells))
+                      for column, cell in zip(columns, cells))
         marked = ' class="worst"' if s is worst else ""
         rows.append(f'<tr data-layer="{escape(s.name)}"{marked}>{row}</tr>')
     return f'<table class="layers"><thead><tr>{head}</tr></thead><tbody>\n' + "\n".join(rows) + "\n</tbody></table>"

@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+import numpy as np
+
+from xnpu.backend.simulator import simulate
 from xnpu.core.array_io import load_arrays
 from xnpu.core.errors import XnpuError
 from xnpu.driver.pipeline import LEVELS
@@ -128,11 +131,19 @@ def compile_main(args: argparse.Namespace) -> None:
 
         if "fold-quantize-pairs" not in report_modules:
             raise XnpuError("--report needs the int8 model: compile to --emit=fixed or below")
+        run = simulate(result, first_sample(calibration)).stats if args.emit == "bin" else None
         write_layer_report(args, report_modules["import-onnx"], report_modules["fold-quantize-pairs"], calibration,
-                           placement)
+                           placement, run)
     # TOSA goes out in MLIR's generic form, the one every upstream parser reads (docs/tosa.md)
     payload = result.to_bytes() if args.emit == "bin" else print_ir(result, generic=args.emit == "tosa")
     write_output(args.output, payload, inputs)
+
+
+def first_sample(data):
+    """The first sample of calibration data (an array, or arrays by input name)."""
+    if isinstance(data, Mapping):
+        return {name: np.asarray(values)[:1] for name, values in data.items()}
+    return np.asarray(data)[:1]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

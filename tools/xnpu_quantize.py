@@ -21,10 +21,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import xnpu
+from xnpu.backend.simulator import roofline_summary
 from xnpu.core.errors import XnpuError
 from xnpu.core.files import write_atomically
 from xnpu.driver.pipeline import float_cleanup
-from xnpu.driver.quant_report import layer_report, match_layers, write_report
+from xnpu.driver.quant_report import attach_roofline, layer_report, match_layers, write_report
 from xnpu.ir.io import load_ir, print_ir
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors
 from xnpu.tools.shape_option import add_input_shape_option, input_shapes
@@ -94,8 +95,10 @@ def quantize_file(args: argparse.Namespace) -> list[Path]:
     return written
 
 
-def write_layer_report(args: argparse.Namespace, float_module, fixed_module, calibration, placement=None) -> list[Path]:
-    """The per-layer report; with a `placement` (xnpu-compile for a target) each layer says where it runs."""
+def write_layer_report(args: argparse.Namespace, float_module, fixed_module, calibration, placement=None,
+                       run=None) -> list[Path]:
+    """The per-layer report; with a `placement` (xnpu-compile for a target) each layer says where
+    it runs, and with `run` (the RunStats of one sample of the compiled binary) its roofline."""
 
     stats = layer_report(float_module, fixed_module, calibration, samples=args.report_samples)
     if placement is not None:
@@ -103,6 +106,12 @@ def write_layer_report(args: argparse.Namespace, float_module, fixed_module, cal
             layer.runs_on = placement.runs_on(layer.name.split("+"))
     _, unmatched = match_layers(float_cleanup(float_module), fixed_module)
     notes = [f"layers without an integer output in the fixed model: {', '.join(unmatched)}"] if unmatched else []
+    if run is not None:
+        elsewhere = attach_roofline(stats, run.by_layer, run.compute, run.dma, run.ddr_bytes, run.compulsory_bytes)
+        notes += [f"one sample of the binary: {line}" for line in roofline_summary(run).splitlines()]
+        elsewhere = [name for name in elsewhere if not name.startswith("(")]  # the final SYNC, idle cycles
+        if elsewhere:
+            notes.append(f"program cycles outside the report's layers: {', '.join(elsewhere)}")
     title = (f"{Path(args.model).name}: {args.method}, {'per-tensor' if args.per_tensor else 'per-channel'} "
              f"weights, {args.variant}")
     return write_report(stats, args.report, title, notes)
