@@ -21,14 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from xnpu.backend.emit import emit_binary, module_target_of
 from xnpu.backend.simulator import BinaryModel
 from xnpu.core.array_io import load_arrays
 from xnpu.core.errors import XnpuError
 from xnpu.core.files import write_atomically
-from xnpu.dialects import isa
-from xnpu.driver.runner import run
-from xnpu.ir.io import load_ir
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors
 
 PROG = "xnpu-run"
@@ -38,22 +34,13 @@ ModelRunner = Callable[[Inputs], dict[str, np.ndarray]]
 
 
 def load_ir_model(path: Path) -> ModelRunner:
-    """IR of any level: nn, fixed and npu run through their interpreters; an isa program (a
-    module naming its `isa.target`) is assembled and runs on the simulator, as its binary would."""
-    module = load_ir(path)
+    # imported here: a binary's run needs no IR (xDSL is ~0.5 s of such a process)
+    from xnpu.tools.ir_model import load_ir_model
 
-    if isa.TARGET_ATTRIBUTE in module.attributes:
-
-        try:
-            return BinaryModel(emit_binary(module), module_target_of(module))
-        except XnpuError as error:
-            raise XnpuError(f"{path}: {error}") from None
-    return lambda inputs: run(module, inputs)
+    return load_ir_model(path)
 
 
 def load_binary_model(path: Path) -> ModelRunner:
-    # imported here so that running IR does not pay for the target package
-
     return BinaryModel.from_file(path)
 
 
