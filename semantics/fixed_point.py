@@ -332,21 +332,37 @@ def mul_widening(lhs, rhs, out_bits: int = 16) -> np.ndarray:
 
 def table_lookup(q, table) -> np.ndarray:
     """R15: table[q + 128] for a 256-entry table."""
-    table = int64_array(table)
-    if table.shape != (TABLE_SIZE,):
-        raise XnpuError(f"a lookup table needs {TABLE_SIZE} entries, got {table.size}")
     q = np.asarray(q)
     if q.dtype == np.int8:
-        # every int8 is in range, and its byte q mod 256 indexes the table rotated by 128
-        rotated = np.roll(table, TABLE_OFFSET)
-        low, high = storage_range(DATA_BITS)
-        if rotated.min() >= low and rotated.max() <= high:
-            rotated = rotated.astype(np.int8)  # int8 in, int8 out: an eighth of the memory traffic
-        return np.take(rotated, q.view(np.uint8))
+        return int8_table_lookup(q, int8_lookup_table(table))
+    table = _checked_table(table)
     q = int64_array(q)
     if q.size and (q.min() < -TABLE_OFFSET or q.max() >= TABLE_SIZE - TABLE_OFFSET):
         raise XnpuError("table lookup input is outside int8")
     return table[q + TABLE_OFFSET]
+
+
+def _checked_table(table) -> np.ndarray:
+    table = int64_array(table)
+    if table.shape != (TABLE_SIZE,):
+        raise XnpuError(f"a lookup table needs {TABLE_SIZE} entries, got {table.size}")
+    return table
+
+
+def int8_lookup_table(table) -> np.ndarray:
+    """R15's table prepared for int8 inputs (`int8_table_lookup`): rotated by 128, so that the
+    byte of q (q mod 256) indexes it, and int8 when every entry fits (an eighth of the memory
+    traffic). A caller that looks the same table up many times prepares it once."""
+    rotated = np.roll(_checked_table(table), TABLE_OFFSET)
+    low, high = storage_range(DATA_BITS)
+    if rotated.min() >= low and rotated.max() <= high:
+        rotated = rotated.astype(np.int8)
+    return rotated
+
+
+def int8_table_lookup(q: np.ndarray, prepared: np.ndarray) -> np.ndarray:
+    """R15 for int8 `q` (every int8 is in range) through an `int8_lookup_table`."""
+    return np.take(prepared, q.view(np.uint8))
 
 
 def build_table(function, in_scale: float, out_scale: float, bits: int = 8) -> np.ndarray:
