@@ -14,7 +14,7 @@ import importlib.util
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 
 from xdsl.context import Context
@@ -99,6 +99,7 @@ class Pattern:
     source: Path
     order: int = 0
     parsed: pdl.PatternOp | None = None
+    stored: Callable[[], Operation | None] | None = field(default=None, repr=False, compare=False)  # a cache entry's op
 
     @property
     def op(self) -> pdl.PatternOp:
@@ -138,6 +139,12 @@ def pdl_context() -> Context:
     ctx.load_dialect(Builtin)
     ctx.load_dialect(pdl.PDL)
     return ctx
+
+
+@cache
+def _entry_context() -> Context:
+    """The context cache entries are built in: one per process (making one costs more than reading an entry)."""
+    return pdl_context()
 
 
 UNSUPPORTED = (pdl.ResultsOp, pdl.RangeOp)
@@ -223,24 +230,29 @@ def _parsed(path: Path) -> list[Pattern]:
         patterns = _cached(path, text)
         if patterns is None:
             patterns = parse_pattern_file(path, text)
-            pdl_cache.store(path, text, patterns)
+            pdl_cache.store(path, text, [(p.name, p.benefit, p.root_name, p.summary, p.op) for p in patterns])
         _PARSED[key] = patterns
     return _PARSED[key]
 
 
 def _cached(path: Path, text: str) -> list[Pattern] | None:
-    """The patterns of the cache entry of `path` for `text`, named by `path` where they are now."""
-    stored = pdl_cache.load(path, text)
-    if not (isinstance(stored, list) and all(isinstance(p, Pattern) and isinstance(p.parsed, pdl.PatternOp)
-                                             for p in stored)):
+    """The patterns of the cache entry of `path` for `text`, named by `path` where they are now;
+    each op is built from the entry when the pattern is first tried."""
+    entries = pdl_cache.load(path, text, _entry_context())
+    if entries is None:
         return None
-    return [replace(p, source=path) for p in stored]
+    return [Pattern(name, benefit, root, summary, path, stored=op) for name, benefit, root, summary, op in entries]
 
 
 def _parsed_op(path: Path, name: str) -> pdl.PatternOp:
     for pattern in _parsed(path):
         if pattern.name == name:
-            assert pattern.parsed is not None
+            if pattern.parsed is None and pattern.stored is not None:
+                op = pattern.stored()
+                pattern.parsed = op if isinstance(op, pdl.PatternOp) else None
+            if pattern.parsed is None:  # a cache entry that does not build: the file is parsed after all
+                _PARSED[_version(path)] = parse_pattern_file(path)
+                return _parsed_op(path, name)
             return pattern.parsed
     raise XnpuError(f"{path}: pattern @{name} is not in the file any more")
 

@@ -1,11 +1,14 @@
 """The on-disk cache of parsed pattern files (pdl/cache.py): a cached file gives the
 same patterns and the same lowering as a fresh parse; an entry that is corrupt, truncated or
-for other text is ignored and rewritten; only checked parses are kept; where bytecode is not
-written (-B) no entry is written beside the sources, only in the user's cache; a directory that cannot be written falls back to the user's
-cache directory, then to none."""
+for other text is ignored and rewritten; only checked parses are kept; no entry is written
+beside the sources where bytecode is not written (-B), only in the user's cache; a directory that cannot be written falls back to the user's
+cache directory, then to none. Entries are data: a planted pickle never runs, wherever it is
+put and whatever its header says, and an entry another user could have written is not read."""
 
 from __future__ import annotations
 
+import json
+import os
 import pickle
 import sys
 from pathlib import Path
@@ -49,6 +52,7 @@ class Runs:
     def next(self) -> None:
         self.monkeypatch.setattr(patterns_module, "_PARSED", {})
         self.monkeypatch.setattr(patterns_module, "_SCANNED", {})
+        self.monkeypatch.setattr(patterns_module, "parse_pattern_file", parse_pattern_file)
 
     def from_entries(self) -> None:
         def parse(path, text=None):
@@ -78,7 +82,7 @@ def pattern_file(tmp_path: Path, max: int, name: str = "p.mlir") -> Path:
 
 
 def described(patterns):
-    return [(p.name, p.benefit, p.root_name, p.summary, p.source, str(p.parsed)) for p in patterns]
+    return [(p.name, p.benefit, p.root_name, p.summary, p.source, str(p.op)) for p in patterns]
 
 
 def entry(path: Path) -> Path:
@@ -93,7 +97,7 @@ def test_cache_entries_live_where_bytecode_does(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "pycache_prefix", None)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user"))
     path = tmp_path.resolve() / "p.mlir"
-    name = f"p.mlir.{sys.implementation.cache_tag}.pickle"
+    name = "p.mlir.patterns.json"
     pycache, user = pdl_cache.cache_paths(path)
     assert pycache == path.parent / "__pycache__" / name
     assert user.parent == tmp_path / "user" / "xnpu" / "patterns" and user.name.endswith(f"-{name}")
@@ -109,7 +113,7 @@ def test_a_cached_pattern_file_gives_the_patterns_of_its_parse(path, runs):
     cached = patterns_module._parsed(path)
     assert described(cached) == described(parsed) == described(parse_pattern_file(path))
     for pattern in cached:
-        pattern.parsed.verify()
+        pattern.op.verify()
 
 
 @pytest.mark.parametrize("target", ["xnpu_default", "xnpu_lite"])
@@ -123,7 +127,7 @@ def test_a_lowering_with_cached_patterns_equals_one_with_parsed_patterns(target,
         return print_ir(isa), xnpu.compile(model, calibration, target=target, progress=False).to_bytes()
 
     parsed = compiled()
-    entries = sorted(Path(sys.pycache_prefix).rglob("*.pickle"))
+    entries = sorted(Path(sys.pycache_prefix).rglob("*.patterns.json"))
     assert len(entries) >= 8, entries  # nn_to_fixed, legalize, fixed_to_npu and fuse_activations files
     runs.from_entries()
     assert compiled() == parsed
@@ -136,8 +140,10 @@ def test_a_corrupt_or_truncated_entry_is_ignored_and_rewritten(tmp_path, runs):
     good = entry(path).read_bytes()
     header_length = good.index(b"\n") + 1
     for damaged in (b"\x00garbage" * 50, good[: header_length + (len(good) - header_length) // 2],
-                    good[:header_length] + b"not a pickle", good[:header_length],
-                    good[:header_length] + pickle.dumps([1, 2])):  # a pickle, but not of patterns
+                    good[:header_length] + b"not json", good[:header_length], good.replace(b'"t_cached_4"', b'"t_cached_5"'),
+                    with_header(path, json.dumps([1, 2]).encode()),  # JSON, but not of patterns
+                    with_header(path, json.dumps({"attributes": [], "patterns": [["p", 1, None, "", ["pdl.pattern"]]]}).encode()),
+                    with_header(path, json.dumps({"attributes": [], "patterns": [["p", 1, None, "", ["os.system", [], [], {}, {}, []]]]}).encode())):
         entry(path).write_bytes(damaged)
         runs.next()
         assert described(patterns_module._parsed(path)) == expected
@@ -207,8 +213,8 @@ def test_an_unwritable_cache_falls_back_to_the_user_cache_then_to_none(tmp_path,
     assert no_entry(other)
 
 
-def test_a_pattern_too_deep_to_pickle_is_parsed_each_run(tmp_path, runs):
-    """pickle recurses along an op list: a pattern of a few hundred ops is not kept, and says nothing."""
+def test_a_wide_pattern_is_kept_too(tmp_path, runs):
+    """A pattern of a few hundred operands (pickle's recursion along the op list refused it)."""
     operands = 400
     values = "\n".join(f"  %v{i} = pdl.operand" for i in range(operands))
     path = tmp_path / "wide.mlir"
@@ -220,5 +226,59 @@ def test_a_pattern_too_deep_to_pickle_is_parsed_each_run(tmp_path, runs):
   }}
 }}
 """)
-    assert [p.name for p in patterns_module._parsed(path)] == ["t_wide"]
-    assert no_entry(path)
+    expected = described(parse_pattern_file(path))
+    assert described(patterns_module._parsed(path)) == expected
+    runs.from_entries()
+    assert described(patterns_module._parsed(path)) == expected
+
+
+def with_header(path: Path, payload: bytes) -> bytes:
+    """`payload` as an entry for the pattern file at `path`: a header that holds for its text."""
+    return pdl_cache._header(path.read_text(), payload) + payload
+
+
+class Planted:
+    """A pickle that creates `marker` when it is unpickled."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_an_entry_holding_a_pickle_is_never_unpickled(tmp_path, runs):
+    path = pattern_file(tmp_path, 4)
+    expected = described(parse_pattern_file(path))
+    marker = tmp_path / "pwned"
+    payload = pickle.dumps(Planted(marker))
+    for place in pdl_cache.cache_paths(path):
+        place.parent.mkdir(parents=True, exist_ok=True)
+        place.write_bytes(with_header(path, payload))
+        place.with_name(place.name.replace(pdl_cache.NAME_SUFFIX, f"{sys.implementation.cache_tag}.pickle")).write_bytes(
+            b"xnpu-patterns 1 header\n" + payload)  # where the pickled format kept its entries
+    runs.next()
+    assert described(patterns_module._parsed(path)) == expected
+    assert not marker.exists()
+
+
+def test_an_entry_others_can_write_is_not_read(tmp_path, runs):
+    """Group- or world-writable entries (and, where this runs as root, entries of another
+    user) are ignored: the file is parsed, and the entry written again as its owner's."""
+    path = pattern_file(tmp_path, 4)
+    patterns_module._parsed(path)
+    place = entry(path)
+    place.chmod(0o664)
+    runs.from_entries()
+    with pytest.raises(AssertionError, match="was parsed"):
+        patterns_module._parsed(path)
+    runs.next()
+    patterns_module._parsed(path)
+    assert place.stat().st_mode & 0o777 == 0o644
+    runs.from_entries()
+    patterns_module._parsed(path)
+    if os.getuid() == 0:
+        os.chown(place, 12345, -1)
+        runs.from_entries()
+        with pytest.raises(AssertionError, match="was parsed"):
+            patterns_module._parsed(path)
