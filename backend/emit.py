@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 from xnpu.backend.binary import Binary, HostSegment, IoTensor
 from xnpu.backend.host import segment_function
-from xnpu.core.errors import XnpuError
+from xnpu.core.errors import XnpuError, printable
 from xnpu.dialects import isa
 from xnpu.dialects.targeting import module_target
 from xnpu.ir.io import print_ir, verify_module
@@ -142,7 +142,7 @@ def disassemble(binary: Binary, target: str | None = None, constants: bool = Tru
             out.write(f"{segment.group(1)}// host segment (section 7): run by the host where SYNC token {segment.group(2)} hands off\n")
         match = _INSTRUCTION_LINE.match(line)
         if match:
-            names = ", ".join(binary.provenance.get(index, ())) or "-"
+            names = ", ".join(printable(name) for name in binary.provenance.get(index, ())) or "-"
             out.write(f"{match.group(1)}// [{index}] {names}\n")
             index += 1
         out.write(line + "\n")

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from xnpu.backend.roofline import ddr_traffic, ratio
-from xnpu.core.errors import XnpuError
+from xnpu.core.errors import XnpuError, printable
 from xnpu.target.cost import instruction_cycles
 from xnpu.target.description import TargetDescription
 from xnpu.target.encoding import Instruction
@@ -45,7 +45,7 @@ class TraceRecord:
     end: int = 0
 
     def __str__(self) -> str:
-        origin = ", ".join(self.provenance) or "-"
+        origin = ", ".join(printable(name) for name in self.provenance) or "-"
         return f"{self.index:6d}  {self.mnemonic:<8s} {self.cycles:10d} cycles  {self.start:>10d}..{self.end:<10d}  {origin}"
 
 
@@ -111,7 +111,7 @@ class RunStats:
 
 
 def layer_name(provenance: Sequence[str]) -> str:
-    return " + ".join(provenance) if provenance else UNATTRIBUTED
+    return " + ".join(printable(name) for name in provenance) if provenance else UNATTRIBUTED
 
 
 def _covered(intervals: list[tuple[int, int]], starts: list[int], begin: int, end: int) -> int:

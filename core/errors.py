@@ -20,3 +20,15 @@ class XnpuNote(UserWarning):
 def first_line(error: Exception) -> str:
     lines = [line for line in str(error).splitlines() if line.strip()]
     return lines[0].strip() if lines else type(error).__name__
+
+
+def printable(text: str) -> str:
+    """`text` with every character a terminal would act on escaped as its UTF-8 bytes, `\\XX` as
+    MLIR escapes string literals: control characters (a newline, ESC and the terminal sequences
+    it starts, C1 controls), line and paragraph separators, bidirectional overrides; whatever
+    `str.isprintable` refuses. A node name printed in an error line, a listing or a summary
+    then shows what it holds on one line, instead of ending the line or recolouring the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else "".join(f"\\{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
+                   for c in text)

@@ -42,7 +42,7 @@ from xdsl.dialects.builtin import FusedLoc, IntegerType, ModuleOp, NameLoc, Tens
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.printer import Printer
 
-from xnpu.core.errors import XnpuError
+from xnpu.core.errors import XnpuError, printable
 from xnpu.core.files import write_atomically
 from xnpu.dialects import fixed, nn
 from xnpu.driver.layer_stats import (
@@ -358,7 +358,7 @@ def report_text(stats: list[LayerStats], title: str = "", notes: list[str] = ())
     columns = TEXT_COLUMNS + (ROOFLINE_COLUMNS if any(s.roofline for s in stats) else ())
     rows = [
         (
-            s.name,
+            printable(s.name),
             s.op,
             s.runs_on,
             s.scale_text,
@@ -388,9 +388,20 @@ def report_text(stats: list[LayerStats], title: str = "", notes: list[str] = ())
         out.append(line(row, "  <- worst" if s is worst else ""))
     out.append("")
     if worst is not None:
-        out.append(f"worst layer: {worst.name} ({worst.op}), SQNR {db_text(worst.sqnr_db)} dB, cosine {worst.cosine:.6f}")
+        out.append(f"worst layer: {printable(worst.name)} ({worst.op}), SQNR {db_text(worst.sqnr_db)} dB, cosine {worst.cosine:.6f}")
     out.extend(notes)
     return "\n".join(out) + "\n"
+
+
+# OWASP's advice against CSV injection: a cell a spreadsheet would take for a formula (one that
+# starts with =, +, -, @, a tab or a carriage return) starts with ' instead, and cells holding
+# the separator or a quote are quoted (the csv module does that). Only cells from the model's
+# names are text; the numbers are written as numbers.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text_cell(text: str) -> str:
+    return "'" + text if text.startswith(_FORMULA_START) else text
 
 
 CSV_FIELDS = ("name", "op", "runs_on", "scale", "bits", "samples", "elements", "cosine", "sqnr_db", "max_error_lsb", "saturated",
@@ -404,9 +415,9 @@ def report_csv(stats: list[LayerStats]) -> str:
     writer.writerow(CSV_FIELDS)
     for s in stats:
         scale = " ".join(repr(v) for v in s.scale) if isinstance(s.scale, list) else repr(s.scale)
-        writer.writerow([s.name, s.op, s.runs_on, scale, s.bits, s.samples, s.elements, repr(s.cosine), db_text(s.sqnr_db)
+        writer.writerow([csv_text_cell(s.name), s.op, s.runs_on, scale, s.bits, s.samples, s.elements, repr(s.cosine), db_text(s.sqnr_db)
                          if not math.isfinite(s.sqnr_db) else repr(s.sqnr_db), repr(s.max_error_lsb),
-                         repr(s.saturated), " ".join(s.inputs), int(s is worst),
+                         repr(s.saturated), csv_text_cell(" ".join(s.inputs)), int(s is worst),
                          *(() if s.roofline is None else (s.roofline.cycles, s.roofline.compute, s.roofline.dma,
                                                          f"{s.roofline.ratio:.4f}", s.roofline.ddr_bytes,
                                                          s.roofline.compulsory_bytes))])

@@ -289,8 +289,9 @@ def _check_attribute_types(node: onnx.NodeProto, opset: int) -> None:
 
 
 def _ssa_name(onnx_name: str) -> str | None:
-    """An SSA name hint from an ONNX tensor name, when it makes a valid, readable one."""
-    cleaned = "".join(c if c.isalnum() or c in "_." else "_" for c in onnx_name)
+    """An SSA name hint from an ONNX tensor name, when it makes a valid, readable one (ASCII:
+    the IR lexer reads no other letter in `%name`, though xDSL accepts any as a hint)."""
+    cleaned = "".join(c if (c.isascii() and c.isalnum()) or c in "_." else "_" for c in onnx_name)
     if not cleaned or cleaned[0].isdigit() or len(cleaned) > 40:
         return None
     return cleaned

@@ -22,7 +22,9 @@ from xdsl.irdl.dominance import DominanceInfo
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
-from xdsl.utils.lexer import Input, Span
+from xdsl.parser.generic_parser import ParserState
+from xdsl.utils.lexer import Input, Span, Token
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind, StringLiteral
 
 from xnpu.core.errors import XnpuError, first_line
 from xnpu.core.files import read_input_file
@@ -87,6 +89,23 @@ def _decode_source(data: str | bytes) -> tuple[str, int | None]:
         return data.decode("utf-8", errors="replace"), len(data[: error.start].decode("utf-8", errors="replace"))
 
 
+class _Utf8Lexer(MLIRLexer):
+    """xDSL's lexer, except that a string literal whose escaped bytes decode as UTF-8 is a
+    string: xDSL's printer escapes every non-ASCII byte (`loc("conv_é")` prints as
+    `loc("conv_\\C3\\A9")`, as MLIR's does), but its lexer makes any non-ASCII escaped literal a
+    bytes literal, which no location or string attribute accepts, so such output did not read back."""
+
+    def _lex_string_literal(self, start_pos):
+        token = super()._lex_string_literal(start_pos)
+        if token.kind is MLIRTokenKind.BYTES_LIT:
+            try:
+                StringLiteral.from_span(token.span).bytes_contents.decode("utf-8")
+            except UnicodeDecodeError:
+                return token
+            return Token(MLIRTokenKind.STRING_LIT, token.span)
+        return token
+
+
 class IRParser(Parser):
     """xDSL's parser, made total: every bad input is a ParseError with its file:line:col.
 
@@ -100,6 +119,8 @@ class IRParser(Parser):
       reference, and every interpreter would then fail on it.
     - A tensor over MAX_TENSOR_ELEMENTS is an error where its type is written (dense
       literals) or at the op that has it, before anything is allocated for it.
+    - A string literal whose escaped bytes are UTF-8 text is a string (`_Utf8Lexer`), so a
+      non-ASCII name reads back as xDSL printed it.
     """
 
     def __init__(self, ctx, input: str | bytes, name: str = "<unknown>"):
@@ -111,6 +132,7 @@ class IRParser(Parser):
             offset, reason = bad_string
             raise ParseError(Span(offset, offset + 1, Input(text, name)), reason)
         super().__init__(ctx, text, name)
+        self._parser_state = ParserState(_Utf8Lexer(Input(text, name)))
         self.op_spans: dict[Operation, Span] = {}
 
     def parse_operation(self) -> Operation:

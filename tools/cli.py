@@ -15,7 +15,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterable
 
-from xnpu.core.errors import XnpuError, XnpuNote
+from xnpu.core.errors import XnpuError, XnpuNote, printable
 from xnpu.core.files import refuse_overwriting_inputs, write_atomically
 
 
@@ -24,12 +24,12 @@ class ArgumentParser(argparse.ArgumentParser):
     instead of the usage text followed by the error."""
 
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(2, printable(f"{self.prog}: error: {message} (see --help)") + "\n")
 
 
 def error_line(prog: str, error: XnpuError) -> str:
     # IR errors read `file:line:col: error: ...`; after the tool's own prefix, once is enough
-    return f"{prog}: error: {str(error).replace(': error: ', ': ', 1)}"
+    return printable(f"{prog}: error: {str(error).replace(': error: ', ': ', 1)}")
 
 
 _NUMPY_FLOAT_WARNING = r"(overflow|invalid value|divide by zero|underflow) encountered"
@@ -41,7 +41,7 @@ def run_reporting_errors(prog: str, action: Callable[[], int | None]) -> int:
     def one_line_warning(message, category, filename, lineno, file=None, line=None):
         text = " ".join(str(message).split())
         kind = "note" if issubclass(category, XnpuNote) else "warning"
-        print(f"{prog}: {kind}: {text}", file=sys.stderr)
+        print(printable(f"{prog}: {kind}: {text}"), file=sys.stderr)
 
     try:
         with warnings.catch_warnings():

@@ -26,7 +26,7 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseE
 if TYPE_CHECKING:  # xdsl.passes is imported when a pipeline is given
     from xdsl.passes import ModulePass
 
-from xnpu.core.errors import XnpuError, first_line
+from xnpu.core.errors import XnpuError, first_line, printable
 from xnpu.core.files import check_input_file, write_atomically
 from xnpu.driver.registry import all_passes
 from xnpu.ir.context import make_context
@@ -286,11 +286,11 @@ class XnpuOptMain(CommandLineTool):
                 write_atomically(self.args.output_file, "".join(pieces), inputs)
         except ToolError as error:
             sys.stdout.flush()
-            print(error, file=sys.stderr)
+            print(printable(str(error)), file=sys.stderr)
             return 1
         except XnpuError as error:
             sys.stdout.flush()
-            print(f"{PROG}: error: {error}", file=sys.stderr)
+            print(printable(f"{PROG}: error: {error}"), file=sys.stderr)
             return 1
         return 0
 

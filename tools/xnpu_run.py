@@ -23,7 +23,7 @@ import numpy as np
 
 from xnpu.backend.simulator import BinaryModel
 from xnpu.core.array_io import load_arrays
-from xnpu.core.errors import XnpuError
+from xnpu.core.errors import XnpuError, printable
 from xnpu.core.files import write_atomically
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors
 
@@ -98,7 +98,7 @@ def collect_inputs(specs: Sequence[str]) -> Inputs:
 
 def summarize(name: str, array: np.ndarray, shown: int = 8) -> str:
     shape = "x".join(map(str, array.shape)) or "scalar"
-    line = f"{name}: {shape} {array.dtype}"
+    line = f"{printable(name)}: {shape} {array.dtype}"
     if array.size:
         values = array.astype(np.float64)
         line += f"  min {values.min():.6g}  max {values.max():.6g}  mean {values.mean():.6g}"

@@ -187,3 +187,115 @@ def test_planted_numba_cache_never_runs(work, tmp_path, monkeypatch):
     assert run.returncode == 0 and run.stderr == "", run
     run.within_bounds()
     assert not marker.exists()
+
+
+# --------------------------------------------------------------------------------------
+# Names and strings escaped wherever printed
+# --------------------------------------------------------------------------------------
+
+NASTY_NAMES = [
+    'conv_é', "tab\there", 'a\n  isa.halt\n"x', "\x1b[31mred\x1b[0m\x07", "\x01\x7f\x9b", "back\\slash\\0A",
+    "line\u2028separator", "\u202eevil", "// [3] fake", '"}) loc(', "日本語", "emoji🙂", "=HYPERLINK(\"http://x\")",
+]
+
+
+def renamed_tiny_cnn(directory: Path, names: list[str], input_name: str = "input", output_name: str = "logits") -> Path:
+    """tiny_cnn with its nodes (in turn) named `names`, and its input and output renamed."""
+    import onnx
+
+    model = onnx.load(str(EXAMPLES / "tiny_cnn.onnx"))
+    graph = model.graph
+    for index, node in enumerate(graph.node):
+        node.name = names[index % len(names)] + ("" if index < len(names) else f"#{index}")
+        for values in (node.input, node.output):
+            for position, value in enumerate(values):
+                values[position] = {"input": input_name, "logits": output_name}.get(value, value)
+    graph.input[0].name, graph.output[0].name = input_name, output_name
+    path = directory / "named.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+def test_listing_reassembles_to_the_same_binary_whatever_the_names(work):
+    """xnpu-objdump prints names escaped: a name with a newline cannot add an instruction, and
+    the listing assembles back to the same bytes, provenance and io names included."""
+    renamed_tiny_cnn(work, NASTY_NAMES, input_name="in\nput é", output_name='lo"gits\x1b')
+    assert bounded("xnpu-compile", "named.onnx", "-c", "tiny_calib.npy", "-o", "m.xnb", "--quiet", cwd=work).returncode == 0
+    run = bounded("xnpu-objdump", "m.xnb", "-o", "listing.mlir", cwd=work)
+    assert run.returncode == 0 and run.stderr == "", run
+    listing = (work / "listing.mlir").read_text()
+    assert not CONTROL.search(listing.replace("\n", "")) and "\u2028" not in listing and "\u202e" not in listing
+    from xnpu.backend.binary import Binary
+
+    binary = Binary.from_bytes((work / "m.xnb").read_bytes())
+    instructions = [line for line in listing.splitlines() if re.match(r"\s*isa\.(?!io|constants|host_segment)\w+ ", line)]
+    assert len(instructions) == len(binary.instructions)
+    assert {name for names in binary.provenance.values() for name in names} >= {NASTY_NAMES[0], NASTY_NAMES[2]}
+    run = bounded("xnpu-translate", "--emit-binary", "listing.mlir", "-o", "again.xnb", cwd=work)
+    assert run.returncode == 0 and run.stderr == "", run
+    assert (work / "again.xnb").read_bytes() == (work / "m.xnb").read_bytes()
+
+
+@pytest.mark.parametrize("level", ["nn", "fixed", "npu", "isa", "tosa"])
+def test_emitted_ir_with_any_names_reads_back(work, level):
+    """`loc("conv_é")` prints as `loc("conv_\\C3\\A9")`, as MLIR prints it; every level's text
+    reads back, and prints again the same."""
+    renamed_tiny_cnn(work, NASTY_NAMES, input_name="entrée", output_name="sortie\n")
+    run = bounded("xnpu-compile", "named.onnx", "-c", "tiny_calib.npy", "--emit", level, "-o", "m.mlir", "--quiet", cwd=work)
+    assert run.returncode == 0 and run.stderr == "", run
+    assert "\"conv_\\C3\\A9\"" in (work / "m.mlir").read_text() or level == "tosa"
+    run = bounded("xnpu-opt", "m.mlir", "-o", "again.mlir", cwd=work)
+    assert run.returncode == 0 and run.stderr == "", run
+    if level != "tosa":  # the export is printed in generic form; xnpu-opt prints the custom one
+        assert (work / "again.mlir").read_text() == (work / "m.mlir").read_text()
+    if level in ("fixed", "isa"):
+        np.save(work / "x.npy", np.load(work / "tiny_input.npy"))
+        run = bounded("xnpu-run", "m.mlir", "--input", "x.npy", cwd=work)
+        assert run.returncode == 0 and "sortie\\0A" in run.stdout and not CONTROL.search(run.stdout.replace("\n", ""))
+
+
+def test_a_name_the_binary_cannot_hold_is_one_error(work):
+    """The binary's string table ends each string with a NUL, so a name holding one is refused."""
+    renamed_tiny_cnn(work, ["nul\x00byte"])
+    before = snapshot(work)
+    one_clean_error(bounded("xnpu-compile", "named.onnx", "-c", "tiny_calib.npy", "-o", "m.xnb", cwd=work),
+                    "xnpu-compile", r"binary: string 'nul\\x00byte' contains a NUL character")
+    nothing_left_and_inputs_untouched(work, before)
+
+
+def test_error_lines_hold_no_control_characters(work):
+    import onnx
+
+    model = onnx.load(str(renamed_tiny_cnn(work, NASTY_NAMES)))
+    model.graph.node[3].op_type = "Bogus"
+    onnx.save(model, str(work / "bogus.onnx"))
+    before = snapshot(work)
+    for command in (["xnpu-compile", "bogus.onnx", "-c", "tiny_calib.npy", "-o", "out.xnb"],
+                    ["xnpu-translate", "--import-onnx", "bogus.onnx", "-o", "out.mlir"]):
+        line = one_clean_error(bounded(*command, cwd=work), command[0],
+                               r"unsupported ONNX op 'Bogus' \(node '\\1B\[31mred\\1B\[0m\\07'\): no nn equivalent")
+        assert "\x1b" not in line
+    nothing_left_and_inputs_untouched(work, before)
+    # a usage error quoting what was typed, and a pass option naming a file
+    one_clean_error(bounded("xnpu-compile", "named.onnx", "--target", "x\x1b[2Jy", "-c", "tiny_calib.npy", cwd=work),
+                    "xnpu-compile", r".*x\\1B\[2Jy.*")
+    (work / "m.mlir").write_text("func.func @main(%x: tensor<1xf32>) -> tensor<1xf32> {\n  func.return %x : tensor<1xf32>\n}\n")
+    one_clean_error(bounded("xnpu-run", "m.mlir", "--input", "a\nb.npy", cwd=work), "xnpu-run", r"a\\0Ab\.npy: cannot read: .*")
+
+
+def test_report_csv_neutralises_formulas(work):
+    """A node named `=HYPERLINK(...)` (or starting with +, -, @, a tab) is a text cell starting
+    with ' in report.csv, as OWASP advises; report.html and report.dot escape it as markup."""
+    import csv
+
+    names = ["=HYPERLINK(\"http://evil\",\"x\")", "+1+cmd|' /C calc'!A0", "-2", "@SUM(A1:A9)", "\tTAB", "plain"]
+    renamed_tiny_cnn(work, names)
+    run = bounded("xnpu-quantize", "named.onnx", "--calibration", "tiny_calib.npy", "-o", "m.mlir", "--report", "report",
+                  cwd=work)
+    assert run.returncode == 0, run
+    with open(work / "report" / "report.csv", newline="") as handle:
+        cells = [cell for row in csv.reader(handle) for cell in row]
+    assert not [cell for cell in cells if cell[:1] in ("=", "+", "@", "\t", "\r")]
+    assert "'=HYPERLINK(\"http://evil\",\"x\")" in cells and "'@SUM(A1:A9)" in cells and "plain" in cells
+    html = (work / "report" / "report.html").read_text()
+    assert "=HYPERLINK(&quot;http://evil&quot;" in html and '"http://evil"' not in html
