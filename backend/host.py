@@ -70,6 +70,10 @@ class HostSegments:
                 self.programs[segment.token] = CompiledFunction(segment_function(segment).parent_op())
             except CompiledFunction.CannotCompile as error:
                 raise _fail(segment, f"the host cannot run it: {error}") from None
+            try:
+                self.programs[segment.token].check_budget(1)  # before the program starts, not at its SYNC
+            except XnpuError as error:
+                raise _fail(segment, str(error)) from None
 
     def run(self, token: int, machine: TensorMemory) -> bool:
         """Run the segment `token` names on the machine's DDR; False when no segment has that token."""

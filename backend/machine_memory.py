@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from xnpu.backend.binary import Binary
+from xnpu.core.budget import check_tensor
 from xnpu.core.errors import XnpuError
 from xnpu.semantics import fixed_point as fp
 from xnpu.target.description import TargetDescription, load_target
@@ -38,6 +39,7 @@ class MachineMemory:
         ddr_size = limit if ddr_size is None else ddr_size
         if not 0 <= ddr_size <= limit:
             raise XnpuError(f"simulator DDR of {ddr_size} bytes: target {self.target.name} has {limit}")
+        check_tensor((ddr_size,), 1, f"the simulator's DDR for target {self.target.name}")
         self.ddr = np.frombuffer(bytearray(ddr_size), dtype=np.uint8)
         self._sram_array = np.frombuffer(bytearray(self.target.memory.sram_bytes), dtype=np.uint8)
         self.align = self.target.align

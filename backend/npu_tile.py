@@ -67,6 +67,11 @@ from xnpu.backend.npu_residency import Residency, layer_positions, resident_plac
 
 ANY_CHUNK = 1 << 16  # units without a channel limit of their own
 NO_LIMIT = 1 << 62
+# The most instructions a program may have. Each costs the compiler ~0.4 ms and ~5 KB to emit,
+# check and encode, so a layer that would need millions (a Conv of 10^6 output channels: a LOAD
+# and a STORE per channel plane of its relayout) is one error here instead of minutes of
+# compiling. The bench models need at most a few hundred.
+MAX_INSTRUCTIONS = 1 << 15
 
 
 def _ceil(a: int, b: int) -> int:
@@ -322,6 +327,7 @@ class NpuTilePass(ModulePass):
         residents = resident_placement(function, target)
         positions = layer_positions(function)
         ordered = layers(function)
+        at_least = 0
         for index, layer in enumerate(ordered):
             budget = residents.largest_gap(positions[layer])
             # room for the next layer's constants, to be loaded while this layer runs
@@ -330,8 +336,25 @@ class NpuTilePass(ModulePass):
             if reserve and smallest_working_set(layer, target) <= budget - reserve:
                 budget -= reserve
             planner = TilePlanner(target, layer, budget)
-            set_ints(layer, TILE, planner.tile(layer))
+            tile = planner.tile(layer)
+            set_ints(layer, TILE, tile)
+            at_least += fewest_instructions(layer, tile)
+            if at_least > MAX_INSTRUCTIONS:  # before minutes of emitting them (lower-npu-to-isa counts exactly)
+                raise fail(layer, f"the program needs more than {MAX_INSTRUCTIONS} instructions: a layer this "
+                                  "large is too big for one accelerator program", target)
             if planner.double:
                 layer.attributes.pop(SINGLE_BUFFERED, None)
             else:
                 layer.attributes[SINGLE_BUFFERED] = UnitAttr()
+
+
+def fewest_instructions(op: Operation, tile: list[int]) -> int:
+    """A lower bound of the instructions the layer's tiles take: one per output tile of a
+    convolution, pool or element-wise op, a LOAD and a STORE per band (and channel plane) of a copy."""
+    if isinstance(op, npu.ConvOp | npu.PoolOp | npu.EltwiseOp | npu.TableOp | npu.ClampOp):
+        h, w, _ = hwc(shape_of(op.results[0]), op)
+        return _ceil(h, tile[0]) * _ceil(w, max(tile[1], 1))
+    if isinstance(op, npu.RelayoutOp):
+        h, w, c = hwc(shape_of(op.input), op)
+        return 2 * _ceil(h, tile[0]) * (c if tile[2] == 1 and c > 1 else 1)
+    return 0

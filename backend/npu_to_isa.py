@@ -29,6 +29,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from xnpu.backend.npu_annotations import (
+    LoweringError,
     ACTIVATION_BYTES,
     CODEBOOK_BITS,
     CONSTANTS,
@@ -52,6 +53,7 @@ from xnpu.backend.npu_annotations import (
 )
 from xnpu.backend.npu_assign_layout import argument_name
 from xnpu.backend.npu_residency import concat_in_place, home_of, on_chip, source_of, spilled
+from xnpu.backend.npu_tile import MAX_INSTRUCTIONS
 from xnpu.backend.npu_tiling import TABLE_BYTES, bands, channel_chunks, per_position, window_of
 from xnpu.dialects import fixed, isa, npu
 from xnpu.dialects.shapes import ints, shape_of
@@ -66,6 +68,8 @@ RAW_ROW = 32768  # a RAW DMA moves d0 rows of d1 elements, both 16-bit fields
 BROADCASTS = {"none": 0, "channel": 1, "scalar": 2}
 
 
+
+
 class Program:
     """The instructions emitted so far, each with the location of the layer being emitted."""
 
@@ -74,6 +78,10 @@ class Program:
         self.location: Attribute = UnknownLoc()
 
     def emit(self, mnemonic: str, **fields: int) -> None:
+        if len(self.ops) >= MAX_INSTRUCTIONS:
+            names = ", ".join(f"'{name}'" for name in location_names(self.location)) or "a layer"
+            raise LoweringError(f"the program needs more than {MAX_INSTRUCTIONS} instructions (at {names}): "
+                                "a layer this large is too big for one accelerator program")
         op = isa.make_op(mnemonic, **fields)
         op.location = self.location
         self.ops.append(op)

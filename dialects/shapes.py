@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, TensorType, f32, i64
+import numpy as np
+from xdsl.dialects.builtin import BytesAttr, DenseArrayBase, FloatAttr, IntegerAttr, TensorType, f32, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
@@ -142,7 +143,9 @@ def ints(attr: DenseArrayBase | None) -> tuple[int, ...]:
 
 
 def i64_array(values: Sequence[int]) -> DenseArrayBase:
-    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+    # packed by numpy: xDSL's from_list normalises value by value (a per-channel rescale of
+    # 10^6 channels took 25 s); a value outside int64 raises OverflowError as there
+    return DenseArrayBase(i64, BytesAttr(np.asarray([int(v) for v in values], dtype="<i8").tobytes()))
 
 
 def f32_attr(value: float) -> FloatAttr:

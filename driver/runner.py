@@ -13,7 +13,7 @@ import numpy as np
 
 from xnpu.backend.binary import Binary
 from xnpu.backend.simulator import run_binary
-from xnpu.driver.tosa_export import IreeProgram
+from xnpu.driver.tosa_export import IreeProgram, iree_program_text
 from xnpu.interpreters.function import TensorSpec, entry_function, run_function, signature
 from xnpu.ir.io import print_ir
 
@@ -41,6 +41,5 @@ def _is_tosa(module) -> bool:
 
 def _iree_call(module):
     """The TOSA export runs on IREE (docs/tosa.md)."""
-
-    program = IreeProgram(print_ir(module, generic=True), entry_function(module).sym_name.data)
+    program = IreeProgram(iree_program_text(module), entry_function(module).sym_name.data)
     return lambda args: tuple(program(*args))

@@ -11,11 +11,15 @@ below the importer works on static shapes, so before import
 2. `fold_shape_computations` evaluates the nodes that only compute on constants and on
    static shapes (Shape, Size, Gather, Concat, Cast, Slice, int64 arithmetic, ...) with
    onnx's own `ReferenceEvaluator` and replaces them by initializers, so a Reshape's target
-   or a Resize's sizes are constants the importer can read.
+   or a Resize's sizes are constants the importer can read. Each node's result is checked
+   against the memory budget (xnpu.core.budget) from its inputs before it is computed: a
+   172-byte model's ConstantOfShape of 1x1x16000x16000 took 4 GB, an Expand to 30000x30000
+   7 GB and then a SIGSEGV.
 """
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Mapping, Sequence
 
@@ -244,7 +248,10 @@ def _replace_by_initializers(
     try:
         from onnx.reference import ReferenceEvaluator
 
-        values = ReferenceEvaluator(evaluation_model).run(None, feeds) if wanted else []
+        checked = _budgeted_ops(evaluation_model)
+        values = ReferenceEvaluator(evaluation_model, new_ops=checked).run(None, feeds) if wanted else []
+    except XnpuError:
+        raise
     except Exception as error:
         lines = [line.strip() for line in str(error).splitlines() if line.strip()]
         nodes = ", ".join(f"'{node.name or node.op_type}'" for node in folded[:3]) + (", ..." if len(folded) > 3 else "")
@@ -258,3 +265,79 @@ def _replace_by_initializers(
     for name, value in zip(wanted, values):
         copy.graph.initializer.append(numpy_helper.from_array(np.asarray(value), name))
     return copy
+
+
+# --------------------------------------------------------------------------------------
+# The budget of a shape computation
+# --------------------------------------------------------------------------------------
+
+
+def _broadcast(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """numpy's broadcast shape, as Python integers (no array is made); an incompatible pair
+    gives the larger size, and the op itself then fails."""
+    rank = max((len(shape) for shape in shapes), default=0)
+    padded = [(1,) * (rank - len(shape)) + tuple(int(d) for d in shape) for shape in shapes]
+    return tuple(max(dims) if 0 not in dims else 0 for dims in zip(*padded))
+
+
+def _ints(value) -> tuple[int, ...]:
+    return tuple(int(v) for v in np.asarray(value).reshape(-1))
+
+
+def _result_shape(op_type: str, inputs: Sequence, attributes: Mapping) -> tuple[tuple[int, ...], int]:
+    """(shape, bytes per element) of what `op_type` computes from `inputs`, before it does:
+    exact for the ops whose result can outgrow their inputs, an upper bound for the others."""
+    arrays = [np.asarray(value) for value in inputs if value is not None]
+    first = arrays[0] if arrays else np.zeros(())
+    if op_type == "ConstantOfShape":
+        value = attributes.get("value")
+        return _ints(first), (np.asarray(value).itemsize if value is not None else 4)
+    if op_type == "Expand":
+        return _broadcast(first.shape, _ints(arrays[1])), first.itemsize
+    if op_type == "Tile":
+        return tuple(d * r for d, r in zip(first.shape, _ints(arrays[1]))), first.itemsize
+    if op_type == "Range":
+        start, limit, delta = (float(a) for a in arrays[:3])
+        count = int(np.ceil((limit - start) / delta)) if delta and np.isfinite((limit - start) / delta) else 0
+        return (max(count, 0),), first.itemsize
+    if op_type == "Gather":
+        axis = int(attributes.get("axis") or 0) % max(first.ndim, 1)
+        return (*first.shape[:axis], *arrays[1].shape, *first.shape[axis + 1:]), first.itemsize
+    if op_type == "Concat":
+        return (sum(a.size for a in arrays),), first.itemsize
+    if op_type == "Cast":
+        return first.shape, onnx.helper.tensor_dtype_to_np_dtype(int(attributes["to"])).itemsize
+    if op_type in ARITHMETIC_OPS and op_type != "ReduceProd":
+        return _broadcast(*(a.shape for a in arrays)), max(a.itemsize for a in arrays)
+    return first.shape, first.itemsize  # no bigger than its first input
+
+
+def _budgeted_ops(model: onnx.ModelProto) -> list[type]:
+    """onnx's reference implementation of every op of `model`, each checking the result it is
+    about to compute against the budget (one tensor, and every result of the evaluation together:
+    the evaluator keeps them all)."""
+    from onnx.reference.ops import load_op
+
+    from xnpu.core.budget import check_tensor, check_total
+
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    held = [0]
+    classes = []
+    for op_type in sorted({node.op_type for node in model.graph.node if node.domain in ("", "ai.onnx")}):
+        base = load_op("", op_type, opset)
+        parameters = inspect.signature(base._run).parameters
+        # named `op_type`, the class is given the attributes of the op's newest version: an
+        # older version's implementation takes only its own
+        takes = None if any(p.kind is p.VAR_KEYWORD for p in parameters.values()) else set(parameters)
+
+        def _run(self, *inputs, _base=base, _op_type=op_type, _takes=takes, **attributes):
+            what = f"ONNX node '{self.onnx_node.name or _op_type}' ({_op_type}), folded as a shape computation"
+            shape, itemsize = _result_shape(_op_type, inputs, attributes)
+            held[0] += check_tensor(shape, itemsize, what)
+            check_total(held[0], what)
+            if _takes is not None:
+                attributes = {name: value for name, value in attributes.items() if name in _takes}
+            return _base._run(self, *inputs, **attributes)
+
+        classes.append(type(op_type, (base,), {"_run": _run, "op_domain": ""}))
+    return classes

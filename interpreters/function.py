@@ -26,6 +26,7 @@ from xdsl.interpreter import (
     register_impls,
 )
 from xdsl.ir import SSAValue
+from xdsl.traits import ConstantLike
 
 from xnpu.core.errors import XnpuError
 from xnpu.core.inputs import TensorSpec, bind_inputs  # noqa: F401 (part of this module's API)
@@ -93,6 +94,9 @@ class CompiledFunction:
     once. `listeners` receive `did_interpret_op(op, results)` after every op, as xDSL
     Interpreter listeners do. Functions this cannot run (several blocks, an op without an
     implementation) raise CannotCompile; `run` then uses xDSL's Interpreter.
+
+    Before a call runs, the values it will compute for its samples are checked against the
+    memory budget (xnpu.core.budget), from the IR's shapes: each one, and those alive at once.
     """
 
     class CannotCompile(Exception):
@@ -129,6 +133,8 @@ class CompiledFunction:
             functions, implementation = implementations[type(op)]
             self.steps.append((op, functions, implementation, operands, tuple(results)))
         self.slot_count = len(slots)
+        self.constant_slots = {slot for step in self.steps if step[0].has_trait(ConstantLike) for slot in step[4]}
+        self.constant_slots.update(range(self.arguments))  # the caller's arrays
         self.slot_bytes = [0] * len(slots)
         for value, slot in slots.items():
             self.slot_bytes[slot] = _value_bytes(value)
@@ -136,8 +142,53 @@ class CompiledFunction:
         # after step k, the values read there for the last time (and not returned) are dropped
         self.dropped = [tuple(s for s in step[3] if last_use[s] == k and s not in kept) for k, step in enumerate(self.steps)]
         self.batched = runs_batched(self.function)
+        leading = [shape_of_type(argument.type)[:1] for argument in block.args]
+        self.argument_leading = leading[0][0] if leading and leading[0] else 0
+        self.budget_checked: set[int] = set()
+
+    def samples_in(self, arguments: tuple) -> int:
+        """How many samples `arguments` hold (along a batch-1 model's leading dimension)."""
+        if not self.batched or not arguments or not self.argument_leading or not getattr(arguments[0], "ndim", 0):
+            return 1
+        return max(1, arguments[0].shape[0] // self.argument_leading)
+
+    def check_budget(self, samples: int) -> None:
+        """An XnpuError before `samples` run at once when a value they compute, or the values
+        alive together, would be over the budget (constants hold what the module holds)."""
+        from xnpu.core.budget import check_total, over_tensor_budget
+        from xnpu.ir.io import describe_op
+
+        if samples in self.budget_checked:
+            return
+        for op, _, _, _, results in self.steps:
+            if op.has_trait(ConstantLike):
+                continue
+            for result, slot in zip(op.results, results):
+                shape = shape_of_type(result.type)
+                if not shape or not self.slot_bytes[slot]:
+                    continue
+                reason = over_tensor_budget((shape[0] * samples, *shape[1:]), self.slot_bytes[slot] // math.prod(shape),
+                                            str(result.type.get_element_type()))
+                if reason is not None:
+                    at_once = f" ({samples} samples at once)" if samples > 1 else ""
+                    raise XnpuError(f"{describe_op(op)}{at_once}: {reason}")
+        check_total(self.computed_bytes(samples), f"running {self.function.sym_name.data}"
+                    + (f" on {samples} samples at once" if samples > 1 else ""))
+        self.budget_checked.add(samples)
+
+    def computed_bytes(self, samples: int) -> int:
+        """The largest set of values a run of `samples` computes that are alive at once."""
+        live = peak = 0
+        for (op, _, _, _, results), dropped in zip(self.steps, self.dropped):
+            if op.has_trait(ConstantLike):
+                continue
+            live += samples * sum(self.slot_bytes[r] for r in results)
+            peak = max(peak, live)
+            live -= samples * sum(self.slot_bytes[d] for d in dropped if d not in self.constant_slots)
+        return peak
 
     def __call__(self, arguments: tuple) -> tuple:
+        self.check_budget(self.samples_in(arguments))
         values: list = [None] * self.slot_count
         values[: self.arguments] = arguments
         for (op, functions, implementation, operands, results), dropped in zip(self.steps, self.dropped):
@@ -164,6 +215,10 @@ class CompiledFunction:
             peak = max(peak, live + produced + scratch)
             live += produced - sum(self.slot_bytes[d] for d in dropped)
         return peak
+
+
+def shape_of_type(type_) -> tuple[int, ...]:
+    return tuple(type_.get_shape()) if isinstance(type_, TensorType) else ()
 
 
 def _value_bytes(value: SSAValue) -> int:

@@ -26,6 +26,7 @@ from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.lexer import Input, Span, Token
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind, StringLiteral
 
+from xnpu.core.budget import over_tensor_budget, over_total_budget
 from xnpu.core.errors import XnpuError, first_line
 from xnpu.core.files import read_input_file
 from xnpu.ir.context import make_context
@@ -36,28 +37,43 @@ def parse_error_line(error: ParseError) -> str:
     return f"{error.span.get_location()}: error: {error.msg.strip()}"
 
 
-# Tensors with more elements than this are refused (VGG-16's largest weight has 103 M): a
-# one-line `dense<0.0> : tensor<100000x100000xf32>` would otherwise be expanded by the parser,
-# or allocated by an interpreter, until the machine runs out of memory.
-MAX_TENSOR_ELEMENTS = 1 << 27
-
 # What can come before a string literal's quote: code, or a comment running to the line end.
 _CODE_OR_COMMENT = re.compile(r'[^"/]+|//[^\n]*|/')
 _ESCAPE = re.compile(r'\\(?:["nt\\]|[0-9A-Fa-f]{2})')
 
 
-def _bad_string_literal(text: str) -> tuple[int, str] | None:
-    """(offset, reason) of the first string literal the lexer could not end, or None.
+# Brackets may nest this deep in IR text. xDSL's parser, printer and verifier recurse once
+# or more per level (an attribute nested ~200 deep ended in a 3,000-line RecursionError
+# traceback); real IR nests about ten deep (module, function, op regions, a 4-D literal).
+MAX_NESTING = 64
+_BRACKET = re.compile(r"->|[\[({<]|[\])}>]")
+
+
+def _lexical_problem(text: str) -> tuple[int, str] | None:
+    """(offset, reason) of the first string literal the lexer could not end, or of the first
+    bracket nested deeper than MAX_NESTING; None when there is neither.
 
     xDSL's lexer matches a string literal with a pattern that nests `(...+)*` and backtracks
     exponentially when the closing quote is missing (an IR file cut short inside a hex blob
     hangs it), so strings are checked here first, by a scan that is linear in the text
-    (str.find, not a regular expression, over the long hex blobs of weights).
+    (str.find, not a regular expression, over the long hex blobs of weights). Brackets are
+    counted outside strings and comments (`->` closes nothing).
     """
     position = 0
+    depth = 0
     while position < len(text):
         if text[position] != '"':
-            position = _CODE_OR_COMMENT.match(text, position).end()
+            code = _CODE_OR_COMMENT.match(text, position)
+            if text[position] != "/":
+                for bracket in _BRACKET.finditer(text, position, code.end()):
+                    token = bracket.group()
+                    if token in "[({<":
+                        depth += 1
+                        if depth > MAX_NESTING:
+                            return bracket.start(), f"brackets nested more than {MAX_NESTING} deep"
+                    elif token != "->":
+                        depth -= 1
+            position = code.end()
             continue
         start, position = position, position + 1
         line_end = text.find("\n", position)
@@ -112,13 +128,16 @@ class IRParser(Parser):
     - A constraint an op's builder checks while parsing (an i32 tensor handed to an f32-only
       op), or a literal its attribute cannot hold (1000 in an i8 tensor, 1e40 in an f32 one),
       is reported at that op instead of escaping as an exception that says nowhere.
-    - Text that is not UTF-8, and string literals the lexer could not end, are refused before
-      the lexer sees them (its pattern backtracks exponentially on an unterminated string).
+    - Text that is not UTF-8, string literals the lexer could not end and brackets nested
+      more than MAX_NESTING deep are refused before the lexer sees them (its pattern
+      backtracks exponentially on an unterminated string; the parser recurses per level).
     - A value used where its definition does not dominate the use (`%1 = op %0` before
       `%0 = ...` in one block) is an error at the using op: xDSL accepts the forward
       reference, and every interpreter would then fail on it.
-    - A tensor over MAX_TENSOR_ELEMENTS is an error where its type is written (dense
-      literals) or at the op that has it, before anything is allocated for it.
+    - A tensor over the budget (xnpu.core.budget: MAX_TENSOR_BYTES for one, MAX_TOTAL_BYTES for
+      a module's splat literals together) is an error where its type is written (dense
+      literals) or at the op that has it, before anything is allocated for it; a splat within
+      the budget is expanded as bytes, not as a Python list of every element.
     - A string literal whose escaped bytes are UTF-8 text is a string (`_Utf8Lexer`), so a
       non-ASCII name reads back as xDSL printed it.
     """
@@ -127,13 +146,15 @@ class IRParser(Parser):
         text, bad_byte = _decode_source(input)
         if bad_byte is not None:
             raise ParseError(Span(bad_byte, bad_byte + 1, Input(text, name)), "the file is not UTF-8 text")
-        bad_string = _bad_string_literal(text)
+        bad_string = _lexical_problem(text)
         if bad_string is not None:
             offset, reason = bad_string
             raise ParseError(Span(offset, offset + 1, Input(text, name)), reason)
         super().__init__(ctx, text, name)
         self._parser_state = ParserState(_Utf8Lexer(Input(text, name)))
         self.op_spans: dict[Operation, Span] = {}
+        self.splat_bytes = 0  # what this module's splat literals materialise, together
+        self._literal_kind = ("other", 0)  # of the dense literal being parsed
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span
@@ -154,20 +175,65 @@ class IRParser(Parser):
         # before xDSL expands a splat to every element of the type
         start = self._current_token.span
         type_ = super()._parse_dense_literal_type()
-        elements = math.prod(type_.get_shape())
-        if elements > MAX_TENSOR_ELEMENTS:
-            raise ParseError(start, f"a dense literal of {elements} elements is over the {MAX_TENSOR_ELEMENTS}-element limit")
+        self._check_literal_type(type_, start)
         return type_
 
+    def _check_literal_type(self, type_, start: Span) -> None:
+        """The budget, before anything is allocated for the literal: its type for one tensor,
+        and a splat's bytes with the module's other splats for the total."""
+        reason = over_tensor_budget(type_.get_shape(), _element_bytes(type_), str(type_.get_element_type()))
+        if reason is not None:
+            raise ParseError(start, f"dense literal: {reason}")
+        kind, hex_bytes = self._literal_kind
+        if kind == "scalar" or (kind == "hex" and hex_bytes == _element_bytes(type_)):
+            self.splat_bytes += math.prod(type_.get_shape()) * _element_bytes(type_)
+            reason = over_total_budget(self.splat_bytes)
+            if reason is not None:
+                raise ParseError(start, f"splat literals: {reason}")
+
     def parse_dense_int_or_fp_elements_attr(self, type_):
+        start = self._current_token.span
+        self._literal_kind = self._dense_literal_kind()
+        if type_ is not None:
+            self._check_literal_type(type_, start)
+        if self._literal_kind[0] == "scalar":
+            return self._parse_splat(type_)
         # xDSL accepts a hex blob of any length that holds enough whole elements; the extra
         # bytes would break every later reader of the attribute (the printer included)
-        start = self._current_token.span
         attr = super().parse_dense_int_or_fp_elements_attr(type_)
         needed = math.prod(attr.get_shape()) * attr.get_element_type().compile_time_size
         if len(attr.data.data) != needed:
             raise ParseError(start, f"the dense literal holds {len(attr.data.data)} bytes, its type {attr.type} needs {needed}")
         return attr
+
+    def _dense_literal_kind(self) -> tuple[str, int]:
+        """What the `dense<...>` at the current `<` holds: "scalar" (a splat), "hex" (and its
+        bytes: one element's is a splat too) or "other" (a list, or nothing)."""
+        text = self.lexer.input.content
+        position = self._current_token.span.end
+        while position < len(text) and text[position] in " \t\r\n":
+            position += 1
+        if position >= len(text) or text[position] in "[>":
+            return "other", 0
+        if text[position] == '"':
+            end = text.find('"', position + 1)  # the string was checked to end on its line
+            return "hex", max(end - position - 3, 0) // 2  # without the quotes and the 0x
+        return "scalar", 0
+
+    def _parse_splat(self, type_):
+        """`dense<scalar>` of any size as the bytes of one element repeated: xDSL builds a
+        Python list of every element (3.2 GB and 20 s for 2^27 floats)."""
+        from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, TensorType
+
+        self.parse_punctuation("<", " in dense attribute")
+        elements, _ = self._parse_tensor_literal()
+        self.parse_punctuation(">", " in dense attribute")
+        if type_ is None:
+            self.parse_punctuation(":", " in dense attribute")
+            type_ = self._parse_dense_literal_type()
+        (element,) = elements
+        one = DenseIntOrFPElementsAttr.from_list(TensorType(type_.element_type, [1]), [element.to_type(self, type_.element_type)])
+        return DenseIntOrFPElementsAttr(type_, BytesAttr(one.data.data * math.prod(type_.get_shape())))
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         module = super().parse_module(allow_implicit_module)
@@ -184,15 +250,20 @@ def first_structural_problem(root: Operation) -> tuple[Operation, str] | None:
 
 
 def first_oversized_tensor(root: Operation) -> tuple[Operation, str] | None:
-    """The first op with a result or block argument of more than MAX_TENSOR_ELEMENTS elements."""
+    """The first op with a result or block argument over the budget for one tensor (xnpu.core.budget)."""
     for op in root.walk():
         values = [*op.results, *(arg for region in op.regions for block in region.blocks for arg in block.args)]
         for value in values:
             if isinstance(value.type, TensorType):
-                elements = math.prod(value.type.get_shape())
-                if elements > MAX_TENSOR_ELEMENTS:
-                    return op, f"a tensor of {elements} elements is over the {MAX_TENSOR_ELEMENTS}-element limit"
+                reason = over_tensor_budget(value.type.get_shape(), _element_bytes(value.type),
+                                            str(value.type.get_element_type()))
+                if reason is not None:
+                    return op, reason
     return None
+
+
+def _element_bytes(type_) -> int:
+    return getattr(type_.get_element_type(), "compile_time_size", 1)
 
 
 def first_dominance_violation(root: Operation) -> tuple[Operation, str] | None:

@@ -60,6 +60,9 @@ def run_reporting_errors(prog: str, action: Callable[[], int | None]) -> int:
     except MemoryError:
         print(f"{prog}: error: out of memory (the model or its data is too large for this machine)", file=sys.stderr)
         return 1
+    except RecursionError:  # IR text is limited before it is parsed (MAX_NESTING); this is for any other input
+        print(f"{prog}: error: the input nests too deeply to be read (Python's recursion limit)", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         # the reader (`| head`) went away: say nothing more, and keep the interpreter's
         # final flush of stdout from failing again

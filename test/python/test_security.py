@@ -299,3 +299,338 @@ def test_report_csv_neutralises_formulas(work):
     assert "'=HYPERLINK(\"http://evil\",\"x\")" in cells and "'@SUM(A1:A9)" in cells and "plain" in cells
     html = (work / "report" / "report.html").read_text()
     assert "=HYPERLINK(&quot;http://evil&quot;" in html and '"http://evil"' not in html
+
+
+# --------------------------------------------------------------------------------------
+# Bounded resources: one budget for materialised tensors, instructions, nesting
+# --------------------------------------------------------------------------------------
+
+SPLAT = """\
+func.func @main(%x: tensor<1x4xf32>) -> tensor<1x4xf32> {
+  %c = nn.constant dense<1.0> : tensor<134217728xf32>
+  %0 = nn.relu %x : tensor<1x4xf32> -> tensor<1x4xf32>
+  func.return %0 : tensor<1x4xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("command", [["xnpu-opt", "splat.mlir", "-o", "out.mlir"],
+                                     ["xnpu-run", "splat.mlir", "--input", "x.npy", "-o", "out.npz"],
+                                     ["xnpu-translate", "--emit-binary", "splat.mlir", "-o", "out.xnb"]])
+def test_a_splat_literal_over_the_budget_is_refused_before_it_is_expanded(work, command):
+    """285 bytes of IR describing 512 MiB (it took 3.2 GB and 20 s): one line at the literal."""
+    (work / "splat.mlir").write_text(SPLAT)
+    np.save(work / "x.npy", np.ones((1, 4), np.float32))
+    before = snapshot(work)
+    line = one_clean_error(bounded(*command, cwd=work), command[0],
+                           r"dense literal: a 134217728 f32 tensor \(512 MiB\) is over the 256 MiB budget for one tensor")
+    assert "splat.mlir:2:33:" in line
+    nothing_left_and_inputs_untouched(work, before)
+
+
+def test_a_splat_within_the_budget_is_expanded_as_bytes(work):
+    """A 192 MiB splat parses, prints and runs without a list of 50 M Python floats."""
+    (work / "splat.mlir").write_text(SPLAT.replace("134217728", "50331648"))
+    np.save(work / "x.npy", np.ones((1, 4), np.float32))
+    for command in (["xnpu-opt", "splat.mlir", "-o", "out.mlir"], ["xnpu-run", "splat.mlir", "--input", "x.npy"]):
+        run = bounded(*command, cwd=work)
+        assert run.returncode == 0 and run.stderr == "", run
+        run.within_bounds()
+    assert "dense<1.000000e+00> : tensor<50331648xf32>" in (work / "out.mlir").read_text()
+
+
+def onnx_bomb(directory: Path, kind: str) -> Path:
+    """A model of a few hundred bytes whose shape computation describes gigabytes."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    constants = {
+        "ConstantOfShape": ([helper.make_node("ConstantOfShape", ["shape"], ["big"], name="bomb")],
+                            {"shape": np.array([1, 1, 16000, 16000], np.int64)}),
+        "Expand": ([helper.make_node("Expand", ["one", "shape"], ["big"], name="bomb")],
+                   {"one": np.ones((1, 1), np.float32), "shape": np.array([30000, 30000], np.int64)}),
+        "Range": ([helper.make_node("Range", ["start", "limit", "delta"], ["ints"], name="bomb"),
+                   helper.make_node("Cast", ["ints"], ["big"], name="to_float", to=TensorProto.FLOAT)],
+                  {"start": np.array(0, np.int64), "limit": np.array(400_000_000, np.int64), "delta": np.array(1, np.int64)}),
+        "Gather": ([helper.make_node("Range", ["start", "limit", "delta"], ["ints"], name="ints"),
+                    helper.make_node("Gather", ["ints", "indices"], ["gathered"], name="bomb", axis=0),
+                    helper.make_node("Cast", ["gathered"], ["big"], name="to_float", to=TensorProto.FLOAT)],
+                   {"start": np.array(0, np.int64), "limit": np.array(20_000, np.int64), "delta": np.array(1, np.int64),
+                    "indices": np.zeros((20_000, 1), np.int64)}),
+    }
+    nodes, initializers = constants[kind]
+    nodes = [*nodes, helper.make_node("Add", ["x", "big"], ["y"], name="add")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(value, name) for name, value in initializers.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = directory / f"{kind}.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.mark.parametrize("kind, shape", [("ConstantOfShape", r"1x1x16000x16000 tensor \(977 MiB\)"),
+                                         ("Expand", r"30000x30000 tensor \(3\.35 GiB\)"),
+                                         ("Range", r"400000000 tensor \(2\.98 GiB\)"),
+                                         ("Gather", r"20000x1 tensor .*|.*")])
+@pytest.mark.parametrize("tool", ["xnpu-translate", "xnpu-compile"])
+def test_onnx_shape_folding_is_checked_before_it_allocates(work, kind, shape, tool):
+    """ConstantOfShape of 1x1x16000x16000 from 172 bytes took 4 GB; Expand to 30000x30000 7 GB
+    and then SIGSEGV; Range of 4e8 6 GB. Each folded result is checked before it is computed."""
+    onnx_bomb(work, kind)
+    np.save(work / "calib.npy", np.ones((2, 1), np.float32))
+    before = snapshot(work)
+    command = (["xnpu-translate", "--import-onnx", f"{kind}.onnx", "-o", "out.mlir"] if tool == "xnpu-translate"
+               else ["xnpu-compile", f"{kind}.onnx", "-c", "calib.npy", "-o", "out.xnb"])
+    if kind == "Gather":  # within the budget for one tensor: folded, and the model compiles or is refused cleanly
+        run = bounded(*command, cwd=work)
+        assert run.returncode in (0, 1) and "Traceback" not in run.stderr and len(run.stderr.splitlines()) <= 1, run
+        run.within_bounds()
+        return
+    one_clean_error(bounded(*command, cwd=work), tool,
+                    rf"ONNX node 'bomb' \({kind}\), folded as a shape computation: a {shape} is over the 256 MiB budget "
+                    r"for one tensor")
+    nothing_left_and_inputs_untouched(work, before)
+
+
+def host_segment_binary(work: Path, body: str) -> Path:
+    """tiny_cnn with a Softmax placed on the host, its segment's body replaced by `body`."""
+    import dataclasses
+
+    import onnx
+    from onnx import helper
+
+    import xnpu
+    from xnpu.backend.binary import Binary
+
+    model = onnx.load(str(EXAMPLES / "tiny_cnn.onnx"))
+    model.graph.node.append(helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=1))
+    model.graph.output[0].name = "probs"
+    binary = xnpu.compile(model, np.load(EXAMPLES / "tiny_calib.npy"), progress=False)
+    (segment,) = binary.host_segments
+    binary = dataclasses.replace(binary, host_segments=[dataclasses.replace(segment, body=body)])
+    path = work / "m.xnb"
+    path.write_bytes(binary.to_bytes())
+    return path
+
+
+SEGMENT = """\
+"func.func"() <{{sym_name = "host_segment_1", function_type = (tensor<1x10xi8>) -> tensor<1x10xf32>}}> ({{
+^bb0(%0: tensor<1x10xi8>):
+  %1 = "fixed.dequantize"(%0) <{{scale = 0.026188898831605911 : f64}}> : (tensor<1x10xi8>) -> tensor<1x10xf32>
+{extra}
+  "func.return"({result}) : (tensor<1x10xf32>) -> ()
+}}) : () -> ()
+"""
+RESIZE = ('  %{out} = "nn.resize"(%{source}) <{{mode = "nearest", coordinate_transformation_mode = "asymmetric", '
+          'nearest_mode = "floor"}}> : ({source_type}) -> {out_type}')
+
+
+def resized(sizes: list[tuple[int, int]]) -> str:
+    """The segment's values as 1x1x1x10, resized to each size (from that 1x1x1x10, so all stay
+    alive), the results summed, averaged to 1x1x1x1 and added back to the values."""
+    lines = ['  %2 = "nn.reshape"(%1) : (tensor<1x10xf32>) -> tensor<1x1x1x10xf32>']
+    names = []
+    for index, (h, w) in enumerate(sizes):
+        out, out_type = f"r{index}", f"tensor<1x1x{h}x{w}xf32>"
+        lines.append(RESIZE.format(out=out, source=2, source_type="tensor<1x1x1x10xf32>", out_type=out_type))
+        names.append(out)
+    h, w = sizes[0]
+    big = f"tensor<1x1x{h}x{w}xf32>"
+    total = names[0]
+    for index, name in enumerate(names[1:]):
+        lines.append(f'  %s{index} = "nn.add"(%{total}, %{name}) : ({big}, {big}) -> {big}')
+        total = f"s{index}"
+    lines += [f'  %g = "nn.global_average_pool"(%{total}) : ({big}) -> tensor<1x1x1x1xf32>',
+              '  %m = "nn.reshape"(%g) : (tensor<1x1x1x1xf32>) -> tensor<1x1xf32>',
+              '  %99 = "nn.add"(%1, %m) : (tensor<1x10xf32>, tensor<1x1xf32>) -> tensor<1x10xf32>']
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("case, pattern", [
+    ("splat", r"binary: host segment 1: body:\d+:\d+: dense literal: a 134217728 f32 tensor \(512 MiB\) is over "
+              r"the 256 MiB budget for one tensor"),
+    ("one resize", r"binary: host segment 1: body:\d+:\d+: 'nn.resize': a 1x1x40000x40000 f32 tensor "
+                   r"\(5\.96 GiB\) is over the 256 MiB budget for one tensor"),
+    ("four resizes", r"binary: host segment 1: running host_segment_1: .* of tensors at once is over the 512 MiB budget"),
+])
+def test_host_segment_tensors_are_within_the_budget(work, case, pattern):
+    """A 5 KB binary's host segment described a 512 MiB splat, or resizes of 2.8 GB."""
+    if case == "splat":
+        body = SEGMENT.format(extra='  %2 = "nn.constant"() <{value = dense<1.0> : tensor<134217728xf32>}> : () -> '
+                                    'tensor<134217728xf32>', result="%1")
+    elif case == "one resize":
+        body = SEGMENT.format(extra=resized([(40000, 40000)]), result="%99")
+    else:  # 244 MiB each, all alive at once
+        body = SEGMENT.format(extra=resized([(8000, 8000)] * 4), result="%99")
+    host_segment_binary(work, body)
+    before = snapshot(work)
+    one_clean_error(bounded("xnpu-run", "m.xnb", "--input", "tiny_input.npy", "-o", "out.npz", cwd=work), "xnpu-run", pattern)
+    nothing_left_and_inputs_untouched(work, before)
+
+
+def test_a_layer_of_a_million_channels_is_refused_in_seconds(work):
+    """A Conv with 10^6 output channels was still compiling after 150 s: the tiling counts the
+    instructions the program would need before they are emitted."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = np.ones((1_000_000, 1, 1, 1), np.float32)
+    graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], name="conv")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(weight, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(work / "wide.onnx"))
+    np.save(work / "calib.npy", np.ones((2, 1, 4, 4), np.float32))
+    before = snapshot(work)
+    one_clean_error(bounded("xnpu-compile", "wide.onnx", "-c", "calib.npy", "-o", "out.xnb", cwd=work), "xnpu-compile",
+                    r"'npu.relayout' at loc\(\"conv\"\): the program needs more than 32768 instructions: a layer this "
+                    r"large is too big for one accelerator program \(target xnpu_default\)")
+    nothing_left_and_inputs_untouched(work, before)
+
+
+def deep_attribute(depth: int) -> str:
+    return ("func.func @main(%x: tensor<1x4xf32>) -> tensor<1x4xf32> attributes {deep = "
+            + "[" * depth + "1" + "]" * depth + "} {\n  func.return %x : tensor<1x4xf32>\n}\n")
+
+
+@pytest.mark.parametrize("command", [["xnpu-opt", "deep.mlir", "-o", "out.mlir"],
+                                     ["xnpu-run", "deep.mlir", "--input", "x.npy", "-o", "out.npz"],
+                                     ["xnpu-translate", "--emit-binary", "deep.mlir", "-o", "out.xnb"],
+                                     ["xnpu-quantize", "deep.mlir", "--calibration", "x.npy", "-o", "out.mlir"]])
+def test_deep_nesting_is_one_line_in_every_tool_that_parses_ir(work, command):
+    """An attribute nested ~200 deep gave a 3,000-line RecursionError traceback."""
+    (work / "deep.mlir").write_text(deep_attribute(200))
+    np.save(work / "x.npy", np.ones((1, 4), np.float32))
+    before = snapshot(work)
+    line = one_clean_error(bounded(*command, cwd=work), command[0], r"brackets nested more than 64 deep")
+    assert "deep.mlir:1:" in line
+    nothing_left_and_inputs_untouched(work, before)
+
+
+def test_nesting_within_the_limit_parses_verifies_prints_and_runs(work):
+    (work / "deep.mlir").write_text(deep_attribute(62))
+    np.save(work / "x.npy", np.ones((1, 4), np.float32))
+    for command in (["xnpu-opt", "deep.mlir", "-o", "out.mlir"], ["xnpu-run", "deep.mlir", "--input", "x.npy"]):
+        run = bounded(*command, cwd=work)
+        assert run.returncode == 0 and run.stderr == "", run
+    assert "[" * 62 + "1" in (work / "out.mlir").read_text()
+
+
+def test_any_other_recursion_is_one_line(work):
+    """A target TOML nested 1500 deep: Python's TOML reader recurses; the tools say so in one line."""
+    (work / "deep.toml").write_text('name = "t"\nx = ' + "[" * 1500 + "1" + "]" * 1500 + "\n")
+    one_clean_error(bounded("xnpu-compile", "tiny_cnn.onnx", "-c", "tiny_calib.npy", "--target", "deep.toml", "-o", "out.xnb",
+                            cwd=work), "xnpu-compile", r"the input nests too deeply to be read \(Python's recursion limit\)")
+
+
+# --------------------------------------------------------------------------------------
+# TOSA text given to xnpu-run, and IREE
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def tosa_resize(work) -> Path:
+    """A linear Resize exported as TOSA: its dequantizing table lookups are gathers whose
+    indices are computed from the data, its resize gathers have constant indices."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    pytest.importorskip("iree.runtime", reason="IREE runs the TOSA export (pip install iree-base-runtime)")
+    graph = helper.make_graph([helper.make_node("Resize", ["x", "", "scales"], ["y"], name="up", mode="linear",
+                                                coordinate_transformation_mode="half_pixel")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(work / "resize.onnx"))
+    rng = np.random.default_rng(3)
+    np.save(work / "rc.npy", rng.random((8, 2, 4, 4), dtype=np.float32))
+    np.save(work / "rx.npy", rng.random((1, 2, 4, 4), dtype=np.float32))
+    run = bounded("xnpu-compile", "resize.onnx", "-c", "rc.npy", "--emit", "tosa", "-o", "r.tosa.mlir", cwd=work)
+    assert run.returncode == 0, run
+    return work / "r.tosa.mlir"
+
+
+def test_computed_gather_indices_out_of_range_never_reach_iree(tosa_resize, work):
+    """The table lookup's offset of 128 changed: its indices leave the table. IREE read heap
+    bytes into the output or crashed (SIGSEGV, exit status 139, no message); the indices are
+    clamped to the table before IREE sees them."""
+    text = tosa_resize.read_text()
+    assert "dense<128> : tensor<1x1x1x1xi32>" in text
+    for offset in ("100000000", "-2000000000"):
+        (work / "bad.tosa.mlir").write_text(text.replace("dense<128> : tensor<1x1x1x1xi32>",
+                                                         f"dense<{offset}> : tensor<1x1x1x1xi32>"))
+        run = bounded("xnpu-run", "bad.tosa.mlir", "--input", "rx.npy", "-o", "bad.npz", cwd=work)
+        assert run.returncode == 0 and run.stderr == "", run
+        values = np.load(work / "bad.npz")["output0"]
+        assert np.isfinite(values).all() and np.unique(values).size == 1  # every index clamped to one table end
+        run.within_bounds()
+
+
+@pytest.mark.parametrize("damage, pattern", [
+    ((r"-> tensor<1x(\d+)x1xf32> loc", r"-> tensor<1x999x1xf32> loc"), r"d\.tosa\.mlir:\d+:\d+: .*"),  # shapes disagree
+    ((r'"tosa\.gather"\((%\d+), (%\d+)\)', r'"tosa.gather"(\2, \1)'), r".*"),  # operands swapped
+    ((r'"tosa\.add"', r'"tosa.sub"'), None),  # well-formed, another program: it runs
+])
+def test_damaged_tosa_is_one_line(tosa_resize, work, damage, pattern):
+    """Damaged TOSA text ends in exit 0 or one error line: refused by the parser, the checks
+    above, or iree-compile (its first error; a compiler crash is one line too)."""
+    text, count = re.subn(*damage, tosa_resize.read_text(), count=1)
+    assert count == 1
+    (work / "d.tosa.mlir").write_text(text)
+    before = snapshot(work)
+    run = bounded("xnpu-run", "d.tosa.mlir", "--input", "rx.npy", "-o", "out.npz", cwd=work)
+    if pattern is None:
+        assert run.returncode == 0 and run.stderr == "", run
+        return
+    one_clean_error(run, "xnpu-run", pattern)
+    nothing_left_and_inputs_untouched(work, before)
+
+
+GATHER = """\
+func.func @main(%x: tensor<1x4x1xf32>) -> tensor<1x3x1xf32> {{
+  %i = "tosa.const"() <{{values = dense<[[0, {index}, 2]]> : tensor<1x3xi32>}}> : () -> tensor<1x3xi32>
+  %0 = "tosa.gather"(%x, %i) : (tensor<1x4x1xf32>, tensor<1x3xi32>) -> tensor<1x3x1xf32>
+  func.return %0 : tensor<1x3x1xf32>
+}}
+"""
+
+
+def test_constant_gather_indices_are_checked(work):
+    pytest.importorskip("iree.runtime", reason="IREE runs the TOSA export")
+    np.save(work / "x.npy", np.arange(4, dtype=np.float32).reshape(1, 4, 1))
+    (work / "ok.tosa.mlir").write_text(GATHER.format(index=3))
+    run = bounded("xnpu-run", "ok.tosa.mlir", "--input", "x.npy", "-o", "out.npz", cwd=work)
+    assert run.returncode == 0 and run.stderr == "", run
+    assert np.load(work / "out.npz")["output0"].reshape(-1).tolist() == [0.0, 3.0, 2.0]
+    (work / "bad.tosa.mlir").write_text(GATHER.format(index=4000000))
+    one_clean_error(bounded("xnpu-run", "bad.tosa.mlir", "--input", "x.npy", cwd=work), "xnpu-run",
+                    r"'tosa\.gather': indices \[0, 4000000\] are outside the 4 rows gathered from")
+
+
+def test_a_tosa_file_holds_tosa_only(work):
+    (work / "mixed.tosa.mlir").write_text(
+        'func.func @main(%x: tensor<1x4xf32>) -> tensor<1x4xf32> {\n'
+        '  %0 = nn.relu %x : tensor<1x4xf32> -> tensor<1x4xf32>\n'
+        '  %1 = "tosa.abs"(%0) : (tensor<1x4xf32>) -> tensor<1x4xf32>\n'
+        '  func.return %1 : tensor<1x4xf32>\n}\n')
+    np.save(work / "x.npy", np.ones((1, 4), np.float32))
+    one_clean_error(bounded("xnpu-run", "mixed.tosa.mlir", "--input", "x.npy", cwd=work), "xnpu-run",
+                    r"'nn\.relu': a TOSA program holds tosa ops in one function only \(what convert-fixed-to-tosa writes\)")
+
+
+def test_tosa_tables_must_match_their_index_type(work):
+    pytest.importorskip("iree.runtime", reason="IREE runs the TOSA export")
+    (work / "table.tosa.mlir").write_text(
+        'func.func @main(%x: tensor<1x4xi8>) -> tensor<1x4xi8> {\n'
+        '  %t = "tosa.const"() <{values = dense<1> : tensor<16xi8>}> : () -> tensor<16xi8>\n'
+        '  %0 = "tosa.table"(%x, %t) : (tensor<1x4xi8>, tensor<16xi8>) -> tensor<1x4xi8>\n'
+        '  func.return %0 : tensor<1x4xi8>\n}\n')
+    np.save(work / "x.npy", np.full((1, 4), 100, np.int8))
+    one_clean_error(bounded("xnpu-run", "table.tosa.mlir", "--input", "x.npy", cwd=work), "xnpu-run",
+                    r"'tosa\.table': a table for i8 values has 256 entries of i8, not tensor<16xi8>")
