@@ -15,7 +15,6 @@ from xnpu.backend.binary import Binary
 from xnpu.backend.simulator import run_binary
 from xnpu.driver.tosa_export import IreeProgram, iree_program_text
 from xnpu.interpreters.function import TensorSpec, entry_function, run_function, signature
-from xnpu.ir.io import print_ir
 
 __all__ = ["TensorSpec", "run", "signature"]
 

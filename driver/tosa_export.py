@@ -11,12 +11,18 @@ imported only here and only when a program is built: xnpu itself does not depend
 from __future__ import annotations
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects import func
+from xdsl.dialects.builtin import IntegerType, ModuleOp
+from xdsl.ir import Block
 
 from xnpu.core.errors import XnpuError
+from xnpu.dialects import tosa
+from xnpu.dialects.shapes import shape_of
+from xnpu.interpreters.function import entry_function
 from xnpu.ir.context import make_context
-from xnpu.ir.io import print_ir
+from xnpu.ir.io import describe_op, print_ir
 from xnpu.lowering.fixed_to_tosa import ConvertFixedToTosaPass
+from xnpu.lowering.tosa_build import TosaBuilder
 
 
 def to_tosa(module: ModuleOp) -> str:
@@ -87,16 +93,6 @@ def iree_program_text(module: ModuleOp) -> str:
     indices inside their table; computed gather indices (a table lookup by code) are clamped
     to the table (minimum and maximum, as `TosaBuilder.clamp` writes an int32 clamp): the
     exporter's are in range already, so its programs compute the same. `module` is changed."""
-    from xdsl.dialects import func
-    from xdsl.dialects.builtin import IntegerType
-    from xdsl.ir import Block
-
-    from xnpu.dialects import tosa
-    from xnpu.dialects.shapes import shape_of
-    from xnpu.interpreters.function import entry_function
-    from xnpu.ir.io import describe_op
-    from xnpu.lowering.tosa_build import TosaBuilder
-
     function = entry_function(module)
     for op in module.walk():
         if op is module or isinstance(op, func.FuncOp | func.ReturnOp):
@@ -148,8 +144,6 @@ def iree_program_text(module: ModuleOp) -> str:
 
 
 def _shape_constant(value) -> list[int] | None:
-    from xnpu.dialects import tosa
-
     owner = value.owner
     if not isinstance(owner, tosa.ConstShapeOp):
         return None

@@ -27,6 +27,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from xnpu.core.budget import check_tensor, check_total
 from xnpu.core.errors import XnpuError, XnpuNote
 from xnpu.frontend.input_shapes import INPUT_SHAPE_FLAG
 
@@ -316,9 +317,7 @@ def _budgeted_ops(model: onnx.ModelProto) -> list[type]:
     """onnx's reference implementation of every op of `model`, each checking the result it is
     about to compute against the budget (one tensor, and every result of the evaluation together:
     the evaluator keeps them all)."""
-    from onnx.reference.ops import load_op
-
-    from xnpu.core.budget import check_tensor, check_total
+    from onnx.reference.ops import load_op  # with ReferenceEvaluator: onnx.reference costs its import only here
 
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
     held = [0]

@@ -28,12 +28,14 @@ from xdsl.interpreter import (
 from xdsl.ir import SSAValue
 from xdsl.traits import ConstantLike
 
+from xnpu.core.budget import check_total, over_tensor_budget
 from xnpu.core.errors import XnpuError
 from xnpu.core.inputs import TensorSpec, bind_inputs  # noqa: F401 (part of this module's API)
 from xnpu.interpreters.batching import runs_batched
 from xnpu.interpreters.fixed import FixedFunctions
 from xnpu.interpreters.nn import NNFunctions
 from xnpu.interpreters.npu import NpuFunctions
+from xnpu.ir.io import describe_op
 from xnpu.semantics.dtypes import numpy_dtype
 
 NAME_ATTR = "nn.name"
@@ -155,9 +157,6 @@ class CompiledFunction:
     def check_budget(self, samples: int) -> None:
         """An XnpuError before `samples` run at once when a value they compute, or the values
         alive together, would be over the budget (constants hold what the module holds)."""
-        from xnpu.core.budget import check_total, over_tensor_budget
-        from xnpu.ir.io import describe_op
-
         if samples in self.budget_checked:
             return
         for op, _, _, _, results in self.steps:

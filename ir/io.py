@@ -16,7 +16,7 @@ import math
 import os
 import re
 
-from xdsl.dialects.builtin import ModuleOp, TensorType, UnknownLoc
+from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, ModuleOp, TensorType, UnknownLoc
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region
 from xdsl.irdl.dominance import DominanceInfo
 from xdsl.parser import Parser
@@ -223,8 +223,6 @@ class IRParser(Parser):
     def _parse_splat(self, type_):
         """`dense<scalar>` of any size as the bytes of one element repeated: xDSL builds a
         Python list of every element (3.2 GB and 20 s for 2^27 floats)."""
-        from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, TensorType
-
         self.parse_punctuation("<", " in dense attribute")
         elements, _ = self._parse_tensor_literal()
         self.parse_punctuation(">", " in dense attribute")

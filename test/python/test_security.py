@@ -13,10 +13,10 @@ import hashlib
 import os
 import pickle
 import re
-import resource
+import signal
 import subprocess
 import sys
-import threading
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,28 +44,38 @@ class Run:
         assert self.peak_bytes <= PEAK_BYTES, f"{self.peak_bytes >> 20} MB at peak"
 
 
+# Forks the tool and reports its CPU time and peak RSS from wait4: measured in the test's own
+# child, the peak would be the pytest process's, which Linux counts into a child that forks
+# from it and then execs (and a launcher this small adds nothing).
+LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as report:
+    report.write(f"{usage.ru_utime + usage.ru_stime} {usage.ru_maxrss}")
+sys.exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+"""
+
+
 def bounded(name: str, *args, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120) -> Run:
-    """Run a tool in its own process; its CPU time and peak RSS from its own rusage (wait4)."""
+    """Run a tool in its own process; its CPU time and peak RSS from its own rusage."""
     script = BIN / name
     command = [str(script)] if script.exists() else [sys.executable, "-m", f"xnpu.tools.{name.replace('-', '_')}"]
-    process = subprocess.Popen([*command, *map(str, args)], cwd=cwd, env={**os.environ, **(env or {})},
-                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    output: dict[str, bytes] = {}
-    readers = [threading.Thread(target=lambda key, stream: output.__setitem__(key, stream.read()), args=item)
-               for item in (("stdout", process.stdout), ("stderr", process.stderr))]
-    for reader in readers:
-        reader.start()
-    timer = threading.Timer(timeout, process.kill)
-    timer.start()
-    try:
-        _, status, usage = os.wait4(process.pid, 0)
-    finally:
-        timer.cancel()
-    process.returncode = os.waitstatus_to_exitcode(status)
-    for reader in readers:
-        reader.join()
-    return Run(process.returncode, output["stdout"].decode(errors="replace"), output["stderr"].decode(errors="replace"),
-               usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024)
+    with tempfile.NamedTemporaryFile("r", suffix=".rusage") as usage:
+        process = subprocess.Popen([sys.executable, "-c", LAUNCHER, usage.name, *command, *map(str, args)], cwd=cwd,
+                                   env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)  # the launcher and the tool
+            raise
+        cpu, peak = usage.read().split()
+        result = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+    return Run(result.returncode, result.stdout.decode(errors="replace"), result.stderr.decode(errors="replace"),
+               float(cpu), int(peak) * 1024)
 
 
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
