@@ -5,6 +5,7 @@ outputs written atomically, through devices and FIFOs, and never over an input
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import tempfile
 from collections.abc import Iterable
@@ -59,6 +60,13 @@ def refuse_overwriting_inputs(output: str | os.PathLike[str], inputs: Iterable[s
             raise XnpuError(f"{output}: refusing to overwrite the input {source}")
 
 
+def _new_mode(base: int = 0o777) -> int:
+    """The mode `open`/`mkdir` would give a new file (0o666) or directory (0o777): `base` less the umask."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return base & ~umask
+
+
 def write_atomically(
     path: str | os.PathLike[str], data: str | bytes, inputs: Iterable[str | os.PathLike[str] | None] = ()
 ) -> None:
@@ -96,9 +104,7 @@ def write_atomically(
         if status is not None:
             mode = stat.S_IMODE(status.st_mode)
         else:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
+            mode = _new_mode(0o666)
         os.chmod(tmp, mode)
         os.replace(tmp, target)
     except OSError as error:
@@ -114,3 +120,74 @@ def _write_through(path: Path, payload: bytes) -> None:
             handle.write(payload)
     except OSError as error:
         raise XnpuError(f"{path}: cannot write: {error.strerror or error}") from None
+
+
+def write_directory_atomically(directory: str | os.PathLike[str], files: dict[str, str | bytes],
+                               owned: Iterable[str]) -> list[Path]:
+    """Write `files` (name -> content) into `directory` as a whole or not at all.
+
+    Everything is written into a temporary directory first; a failure there leaves
+    `directory` as it was. A new directory, or one holding only names in `owned` (an earlier
+    run's files), is then replaced by the temporary one with renames, so readers see the old
+    set or the new one, never a mix. A directory holding other files too (a report written
+    beside the binary, the working directory) gets the new files renamed in one by one, and
+    loses the owned files this run did not write (an earlier run's report.svg).
+    """
+    directory = Path(directory)
+    target = Path(os.path.realpath(directory))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        status = os.stat(target) if os.path.lexists(target) else None
+        present = os.listdir(target) if status is not None and stat.S_ISDIR(status.st_mode) else []
+    except OSError as error:
+        raise XnpuError(f"{directory}: cannot write: {error.strerror or error}") from None
+    if status is not None and not stat.S_ISDIR(status.st_mode):
+        raise XnpuError(f"{directory}: cannot write: not a directory")
+    owned = set(owned) | set(files)
+    for name in sorted(set(present) & owned):
+        if os.path.islink(target / name) or not os.path.isfile(target / name):
+            raise XnpuError(f"{directory / name}: cannot write: not a regular file")
+    working = Path(os.path.realpath(os.getcwd()))
+    whole = set(present) <= owned and target != working and target not in working.parents
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent if whole else target))
+    except OSError as error:
+        raise XnpuError(f"{directory}: cannot write: {error.strerror or error}") from None
+    try:
+        for name, content in files.items():
+            with open(staging / name, "wb") as handle:
+                handle.write(content.encode() if isinstance(content, str) else content)
+            os.chmod(staging / name, _new_mode(0o666))
+        if whole:
+            os.chmod(staging, stat.S_IMODE(status.st_mode) if status is not None else _new_mode())
+            _replace_directory(staging, target)
+        else:
+            for name in files:
+                os.replace(staging / name, target / name)
+            for name in set(present) & owned - set(files):
+                os.unlink(target / name)
+    except OSError as error:
+        raise XnpuError(f"{directory}: cannot write: {error.strerror or error}") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # gone already when it became `directory`
+    return [directory / name for name in files]
+
+
+def _replace_directory(new: Path, target: Path) -> None:
+    """Rename `new` to `target`; an existing `target` (an earlier run's files only) is moved
+    aside first and removed after, or put back when the second rename fails."""
+    if not os.path.lexists(target):
+        os.rename(new, target)
+        return
+    aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
+    try:
+        os.rename(target, aside)  # over the empty directory mkdtemp made
+    except OSError:
+        os.rmdir(aside)
+        raise
+    try:
+        os.rename(new, target)
+    except OSError:
+        os.rename(aside, target)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)  # the earlier run's files

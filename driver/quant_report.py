@@ -43,7 +43,7 @@ from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.printer import Printer
 
 from xnpu.core.errors import XnpuError, printable
-from xnpu.core.files import write_atomically
+from xnpu.core.files import write_directory_atomically
 from xnpu.dialects import fixed, nn
 from xnpu.driver.layer_stats import (
     INPUT_PREFIX,
@@ -489,12 +489,8 @@ def render_svg(dot_text: str) -> tuple[bytes | None, str | None]:
 
 
 def write_report(stats: list[LayerStats], directory: str | Path, title: str = "", notes: list[str] = ()) -> list[Path]:
-    """Write report.{txt,csv,json,html,dot} (and .svg where Graphviz is installed) into `directory`."""
-    directory = Path(directory)
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise XnpuError(f"{directory}: cannot create the report directory: {error.strerror}") from None
+    """Write report.{txt,csv,json,html,dot} (and .svg where Graphviz is installed) into `directory`,
+    as a whole or not at all: an earlier report there is replaced, never mixed with this one."""
     dot_text = report_dot(stats, title or "quantization error")
     svg, svg_note = render_svg(dot_text)
     notes = list(notes) + ([svg_note] if svg_note else [])
@@ -507,8 +503,4 @@ def write_report(stats: list[LayerStats], directory: str | Path, title: str = ""
     if svg is not None:
         outputs["report.svg"] = svg
     outputs["report.txt"] = report_text(stats, title, notes)
-    written = []
-    for name, content in outputs.items():
-        write_atomically(directory / name, content)
-        written.append(directory / name)
-    return written
+    return write_directory_atomically(directory, outputs, owned=REPORT_FILES)

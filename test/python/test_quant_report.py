@@ -90,6 +90,42 @@ def test_output_layer_matches_the_model_outputs(stats, float_module, fixed_modul
     assert fc.elements == 10
 
 
+@pytest.mark.parametrize("beside", [False, True])
+def test_a_report_that_fails_while_it_is_moved_in_leaves_the_earlier_one(stats, tmp_path, monkeypatch, beside):
+    """The last step of writing a report (the rename of the new directory, or of one of its
+    files into a directory that holds other files too) fails: the earlier report is intact."""
+    import xnpu.core.files as files
+
+    directory = tmp_path / "report"
+    write_report(stats[:2], directory, title="earlier")
+    if beside:
+        (directory / "model.xnb").write_bytes(b"not a report file")
+    before = {p.name: p.read_bytes() for p in directory.iterdir()}
+    calls = []
+
+    def failing(operation):
+        def wrapped(source, destination):
+            calls.append(destination)
+            # the new directory renamed over the earlier one (moved aside first), or the third file
+            onto_report = Path(destination).resolve() == directory.resolve()
+            if (onto_report and calls.count(destination) == 1) or (beside and len(calls) == 3):
+                raise OSError(28, "No space left on device")
+            return operation(source, destination)
+        return wrapped
+
+    monkeypatch.setattr(files.os, "rename", failing(files.os.rename))
+    monkeypatch.setattr(files.os, "replace", failing(files.os.replace))
+    if not beside:
+        with pytest.raises(xnpu.XnpuError, match="No space left on device"):
+            write_report(stats, directory, title="later")
+        assert {p.name: p.read_bytes() for p in directory.iterdir()} == before
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]  # no staging directory left
+    else:  # files renamed in one by one: the failure is one line, the staging directory goes
+        with pytest.raises(xnpu.XnpuError, match="No space left on device"):
+            write_report(stats, directory, title="later")
+        assert not [p for p in directory.iterdir() if p.name.startswith(".")]
+
+
 def test_edges_follow_the_float_graph(stats):
     inputs = {s.name: s.inputs for s in stats}
     assert inputs["conv1"] == ["input:input"]

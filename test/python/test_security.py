@@ -311,6 +311,33 @@ def test_report_csv_neutralises_formulas(work):
     assert "=HYPERLINK(&quot;http://evil&quot;" in html and '"http://evil"' not in html
 
 
+def test_a_report_directory_is_written_whole_or_not_at_all(work):
+    """A report replaces an earlier one whole (no file of the earlier model's is left beside
+    it); a report that cannot be written leaves the earlier one as it was."""
+    quantize = ("xnpu-quantize", "named.onnx", "--calibration", "tiny_calib.npy", "-o", "m.mlir", "--report", "report")
+    renamed_tiny_cnn(work, ["first_model_" + str(i) for i in range(6)])
+    assert bounded(*quantize, cwd=work).returncode == 0
+    (work / "report" / "report.svg").write_text("<svg>first_model_0</svg>")  # as if dot had drawn it
+    (work / "m.mlir").unlink()
+    renamed_tiny_cnn(work, ["second_model_" + str(i) for i in range(6)])
+    run = bounded(*quantize, cwd=work)
+    assert run.returncode == 0, run
+    report = snapshot(work / "report")
+    assert not [name for name, data in report.items() if b"first_model" in data]
+    assert "report.svg" not in report or b"second_model" in report["report.svg"]
+    assert b"second_model_0" in report["report.csv"] and b"second_model_0" in report["report.html"]
+
+    # a file of the report that cannot be replaced (here a directory in its place): one line,
+    # nothing written, the earlier report unchanged and no output
+    (work / "m.mlir").unlink()
+    (work / "report" / "report.json").unlink()
+    (work / "report" / "report.json").mkdir()
+    renamed_tiny_cnn(work, ["third_model_" + str(i) for i in range(6)])
+    before = snapshot(work)
+    one_clean_error(bounded(*quantize, cwd=work), "xnpu-quantize", r"report/report\.json: cannot write: not a regular file")
+    nothing_left_and_inputs_untouched(work, before)
+
+
 # --------------------------------------------------------------------------------------
 # Bounded resources: one budget for materialised tensors, instructions, nesting
 # --------------------------------------------------------------------------------------
