@@ -160,7 +160,7 @@ def match_layers(float_module: ModuleOp, fixed_module: ModuleOp) -> tuple[list[_
 
 
 class _ValueRecorder:
-    """Keeps the current samples' result of each watched op, by layer name."""
+    """Keeps the current samples' result of each watched op of the float run, by layer name."""
 
     def __init__(self, watched: Mapping[Operation, str]):
         self.watched = watched
@@ -170,6 +170,28 @@ class _ValueRecorder:
         name = self.watched.get(op)
         if name is not None:
             self.values[name] = np.asarray(results[0])
+
+
+class _Comparer:
+    """In the fixed run: each watched op's result goes into its layer's statistics against the
+    float value recorded for it, which is dropped then (the run holds one side, not both)."""
+
+    def __init__(self, watched: Mapping[Operation, str], reference: dict[str, np.ndarray],
+                 accumulators: Mapping[str, _Accumulator]):
+        self.watched = watched
+        self.reference = reference
+        self.accumulators = accumulators
+        self.samples = 1
+
+    def did_interpret_op(self, op: Operation, results: tuple[Any, ...]) -> None:
+        name = self.watched.get(op)
+        reference = self.reference.pop(name, None) if name is not None else None
+        if reference is None:
+            return
+        try:
+            self.accumulators[name].update(reference, np.asarray(results[0]), self.samples)
+        except XnpuError as error:
+            raise XnpuError(f"layer '{name}': {error}") from None
 
 
 class _Accumulator:
@@ -190,19 +212,32 @@ class _Accumulator:
         return self.scale.reshape(channel_shape)
 
     def update(self, reference: np.ndarray, codes: np.ndarray, samples: int = 1) -> None:
-        f = reference.astype(np.float64)
-        scale = self._broadcast_scale(codes.shape)
-        d = codes.astype(np.float64) * scale
-        if f.shape != d.shape:
-            raise XnpuError(f"float shape {list(f.shape)} and integer shape {list(d.shape)} differ")
+        if reference.shape != codes.shape:
+            raise XnpuError(f"float shape {list(reference.shape)} and integer shape {list(codes.shape)} differ")
+        # float64 vectors and dot products: the sums without a temporary per product
+        # one C-ordered copy each (the interpreters' values are often transposed views, which
+        # ravel would copy again)
+        f = np.array(reference, dtype=np.float64, order="C").ravel()
+        d = np.array(codes, dtype=np.float64, order="C")
+        d *= self._broadcast_scale(codes.shape)
+        d = d.ravel()
         error = f - d
-        self.ff += float(np.sum(f * f))
-        self.dd += float(np.sum(d * d))
-        self.fd += float(np.sum(f * d))
-        self.ee += float(np.sum(error * error))
-        if error.size:
-            self.max_error = max(self.max_error, float(np.max(np.abs(error) / scale)))
-        self.saturated += int(np.count_nonzero(np.abs(f) > (self.qmax + 0.5) * scale))
+        self.ff += float(f @ f)
+        self.dd += float(d @ d)
+        self.fd += float(f @ d)
+        self.ee += float(error @ error)
+        np.abs(error, out=error)
+        np.abs(f, out=f)
+        if self.scale.size == 1:
+            scale = float(self.scale.reshape(()))
+            if error.size:
+                self.max_error = max(self.max_error, float(error.max()) / scale)
+            self.saturated += int(np.count_nonzero(f > (self.qmax + 0.5) * scale))
+        else:
+            scale = np.broadcast_to(self._broadcast_scale(codes.shape), codes.shape).ravel()
+            if error.size:
+                self.max_error = max(self.max_error, float(np.max(error / scale)))
+            self.saturated += int(np.count_nonzero(f > (self.qmax + 0.5) * scale))
         self.count += f.size
         self.samples += samples
 
@@ -221,6 +256,21 @@ class _Accumulator:
         return 10.0 * math.log10(self.ff / self.ee)
 
 
+# The float output of every layer of the samples run at once is kept from the float run until the
+# fixed run reaches the layer: the samples per run are as many as this holds.
+REPORT_MEMORY_BYTES = 64 << 20
+# By default the report runs on the first eighth of the calibration samples. Calibration runs the
+# float graph twice over every sample, the report the float graph and the fixed one (about 1.5
+# times as costly) once over its samples: an eighth keeps it under a fifth of the compile time,
+# and a layer's statistics still pool thousands of values or more (docs/reliability.md).
+REPORT_SHARE = 8
+
+
+def _sample_bytes(op: Operation) -> int:
+    shape = op.results[0].type.get_shape() if isinstance(op.results[0].type, TensorType) else ()
+    return 4 * math.prod(shape[1:])  # float32, per sample (the IR's leading dimension is the batch)
+
+
 def _scale_of(op: Operation, name: str) -> np.ndarray:
     scale = fixed.scale_values(op.properties.get("scale"))
     if scale is None:
@@ -234,16 +284,17 @@ def layer_report(
     data: np.ndarray | Mapping[str, np.ndarray],
     samples: int | None = None,
     progress: bool | None = None,
+    share: int = 1,
 ) -> list[LayerStats]:
     """Per-layer error of `fixed_module` against `float_module` on the samples in `data`.
 
     `float_module` is the nn module before quantization (`xnpu.quantize` changes its
     argument in place: quantize a clone); it is not changed here. The float-level cleanup
     the quantizer starts with (batch norm folding, no-op removal) is applied to a copy so
-    the locations of the two modules match. `samples` limits the run to the first N.
+    the locations of the two modules match. `samples` limits the run to the first N; without
+    it the report runs on the first 1/`share` of them (the tools: REPORT_SHARE).
     """
     from tqdm import tqdm
-
 
     float_module = float_cleanup(float_module.clone())
     layers, _ = match_layers(float_module, fixed_module)
@@ -252,23 +303,25 @@ def layer_report(
     input_specs, _ = signature(float_module)
     arrays, count = bind_inputs(input_specs, data)
     fixed_arrays, fixed_count = bind_inputs(signature(fixed_module)[0], data)
-    if samples is not None:
-        if samples < 1:
-            raise XnpuError(f"the number of report samples must be >= 1, got {samples}")
-        count = min(count, samples)
+    if samples is not None and samples < 1:
+        raise XnpuError(f"the number of report samples must be >= 1, got {samples}")
+    count = min(count, samples if samples is not None else max(1, -(-count // share)))
     if count == 0 or any(array.ndim and array.shape[0] == 0 for array in arrays):
         raise XnpuError("the report data holds no samples")
-    float_recorder = _ValueRecorder({layer.float_op: layer.name for layer in layers})
-    fixed_recorder = _ValueRecorder({layer.fixed_op: layer.name for layer in layers})
-    float_run = CompiledFunction(float_module, listeners=(float_recorder,))
-    fixed_run = CompiledFunction(fixed_module, listeners=(fixed_recorder,))
     accumulators = {
         layer.name: _Accumulator(_scale_of(layer.fixed_op, layer.name), fixed.width_of(layer.fixed_op.results[0]))
         for layer in layers
     }
+    float_recorder = _ValueRecorder({layer.float_op: layer.name for layer in layers})
+    comparer = _Comparer({layer.fixed_op: layer.name for layer in layers}, float_recorder.values, accumulators)
+    float_run = CompiledFunction(float_module, listeners=(float_recorder,))
+    fixed_run = CompiledFunction(fixed_module, listeners=(comparer,))
     several = count > 1 or fixed_count > 1
-    # both modules keep samples apart along axis 0: run as many at once as both allow
-    size = min(default_batch(float_run), default_batch(fixed_run)) if several else 1
+    # both modules keep samples apart along axis 0: run as many at once as both allow, and as
+    # the float outputs of every layer, kept from the float run for the fixed one, fit
+    recorded = sum(_sample_bytes(layer.float_op) for layer in layers)
+    size = min(default_batch(float_run), default_batch(fixed_run), max(1, REPORT_MEMORY_BYTES // max(recorded, 1)))
+    size = size if several else 1
 
     def samples_of(all_arrays: list[np.ndarray], start: int, stop: int) -> tuple[np.ndarray, ...]:
         return tuple(np.ascontiguousarray(a[start:stop] if several else a) for a in all_arrays)
@@ -277,19 +330,11 @@ def layer_report(
     with tqdm(total=count, desc="report", unit="sample", file=sys.stderr, disable=not show, leave=False) as bar:
         for start, stop in batches(count, size):
             float_recorder.values.clear()
-            fixed_recorder.values.clear()
             float_run(samples_of(arrays, start, stop))
+            comparer.samples = stop - start
             fixed_run(samples_of(fixed_arrays, start, stop))
-            for layer in layers:
-                reference = float_recorder.values.get(layer.name)
-                codes = fixed_recorder.values.get(layer.name)
-                if reference is None or codes is None:
-                    continue
-                try:
-                    accumulators[layer.name].update(reference, codes, stop - start)
-                except XnpuError as error:
-                    raise XnpuError(f"layer '{layer.name}': {error}") from None
             bar.update(stop - start)
+    float_recorder.values.clear()
     stats = []
     for layer in layers:
         accumulator = accumulators[layer.name]

@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quiet", "-q", action="store_true", help="do not print the placement summary (printed when an op runs on the host)")
     parser.add_argument("--report", metavar="DIR",
                         help="write the per-layer error report (as xnpu-quantize --report), with where each layer runs")
-    parser.add_argument("--report-samples", type=int, metavar="N", help="compute the report on the first N samples")
+    parser.add_argument("--report-samples", type=int, metavar="N", help="compute the report on the first N calibration samples (default: the first eighth)")
     add_input_shape_option(parser)
     return parser
 

@@ -8,7 +8,7 @@
 The model is an ONNX file or nn-level IR (.mlir); the calibration data an .npy holding N
 samples along the batch axis (one-input model) or an .npz of arrays by input name.
 `--report DIR` compares every layer of the int8 model with the float one on the calibration
-data (or its first `--report-samples N`) and writes report.{txt,csv,json,html,dot,svg} there
+data (its first eighth, or its first `--report-samples N`) and writes report.{txt,csv,json,html,dot,svg} there
 (driver/quant_report.py). Errors are one line `xnpu-quantize: error: ...` with exit
 status 1; the output is written atomically, so a failed run leaves no output file.
 """
@@ -25,7 +25,7 @@ from xnpu.backend.simulator import roofline_summary
 from xnpu.core.errors import XnpuError
 from xnpu.core.files import write_atomically
 from xnpu.driver.pipeline import float_cleanup
-from xnpu.driver.quant_report import attach_roofline, layer_report, match_layers, write_report
+from xnpu.driver.quant_report import REPORT_SHARE, attach_roofline, layer_report, match_layers, write_report
 from xnpu.ir.io import load_ir, print_ir
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors
 from xnpu.tools.shape_option import add_input_shape_option, input_shapes
@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", "--output", required=True, help="the fixed-level IR to write")
     parser.add_argument("--report", metavar="DIR", help="write a per-layer error report into DIR")
     parser.add_argument("--report-samples", type=int, metavar="N",
-                        help="compute the report on the first N calibration samples (default: all)")
+                        help="compute the report on the first N calibration samples (default: the first eighth)")
     add_input_shape_option(parser)
     return parser
 
@@ -100,7 +100,7 @@ def write_layer_report(args: argparse.Namespace, float_module, fixed_module, cal
     """The per-layer report; with a `placement` (xnpu-compile for a target) each layer says where
     it runs, and with `run` (the RunStats of one sample of the compiled binary) its roofline."""
 
-    stats = layer_report(float_module, fixed_module, calibration, samples=args.report_samples)
+    stats = layer_report(float_module, fixed_module, calibration, samples=args.report_samples, share=REPORT_SHARE)
     if placement is not None:
         for layer in stats:
             layer.runs_on = placement.runs_on(layer.name.split("+"))
@@ -112,6 +112,11 @@ def write_layer_report(args: argparse.Namespace, float_module, fixed_module, cal
         elsewhere = [name for name in elsewhere if not name.startswith("(")]  # the final SYNC, idle cycles
         if elsewhere:
             notes.append(f"program cycles outside the report's layers: {', '.join(elsewhere)}")
+    arrays = list(calibration.values()) if isinstance(calibration, dict) else [calibration]
+    total = arrays[0].shape[0] if arrays and arrays[0].ndim else 1
+    if stats and stats[0].samples < total and args.report_samples is None:
+        notes.append(f"computed on the first {stats[0].samples} of the {total} calibration samples "
+                     "(--report-samples N for more)")
     title = (f"{Path(args.model).name}: {args.method}, {'per-tensor' if args.per_tensor else 'per-channel'} "
              f"weights, {args.variant}")
     return write_report(stats, args.report, title, notes)
