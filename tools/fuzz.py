@@ -40,6 +40,7 @@ import io
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import stat
@@ -66,35 +67,29 @@ import xnpu.frontend.onnx_import  # noqa: F401
 import xnpu.lowering.fixed_to_npu  # noqa: F401
 from xnpu.driver.pipeline import below_npu
 from xnpu.driver.pipeline import compile as compile_model
-from xnpu.tools import xnpu_compile, xnpu_objdump, xnpu_opt, xnpu_quantize, xnpu_run, xnpu_translate
+from xnpu.ir.io import print_ir
+from xnpu.pdl import cache as pdl_cache
+from xnpu.pdl.patterns import parse_pattern_file
+from xnpu.tools import fuzz_hostile, xnpu_compile, xnpu_objdump, xnpu_opt, xnpu_quantize, xnpu_run, xnpu_translate
+from xnpu.tools.fuzz_case import Case
+from xnpu.tools.fuzz_case import pick as _pick
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-CATEGORIES = ("ir-nn", "ir-fixed", "ir-npu", "ir-isa", "binary", "onnx", "numpy", "paths")
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+CATEGORIES = ("ir-nn", "ir-fixed", "ir-npu", "ir-isa", "binary", "onnx", "numpy", "paths", *fuzz_hostile.FAMILIES)
 CLEAN = ("ok", "error")
-OUTCOMES = ("ok", "error", "hang", "traceback", "messy", "output-left", "input-changed", "crashed")
+OUTCOMES = ("ok", "error", "hang", "traceback", "messy", "output-left", "input-changed", "crashed", "code-ran",
+            "over-memory")
+# what a case may hold at its peak beyond what the campaign's process held when it forked it
+MEMORY_LIMIT_BYTES = 1 << 30
+# a character no line of a tool may hold: names are printed escaped (docs/reliability.md)
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e]")
 ERROR_LINE = re.compile(r"^(xnpu-[a-z]+: error: |\S+:\d+:\d+: error: ).+")
 
 
 # --------------------------------------------------------------------------------------
 # Cases
 # --------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class Case:
-    category: str
-    what: str  # the damage done, for the report
-    argv: list[str]  # the tool's name, then its arguments
-    files: dict[str, bytes] = dataclasses.field(default_factory=dict)  # written into the case directory
-    output: str | None = None  # the output the tool is asked to write
-    links: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)  # name -> ("hard"|"sym", target)
-    fifos: tuple[str, ...] = ()  # FIFOs to create; one named by `drain` is read while the tool runs
-    drain: str | None = None
-    devices: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)  # char devices (major, minor)
-
-    @property
-    def tool(self) -> str:
-        return self.argv[0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,6 +101,10 @@ class Base:
     binary: bytes
     input: bytes  # .npy, 4 samples
     calibration: bytes  # .npy, 8 samples
+    tosa: str  # the fixed level exported as TOSA (generic form, as --emit=tosa writes it)
+    pattern_text: str  # a pattern file of a `patterns=` directory, and its cache entry's payload
+    pattern_entry: bytes
+    named_binaries: tuple[bytes, ...]  # tiny_cnn compiled with hostile names
 
     @staticmethod
     def build() -> Base:
@@ -115,8 +114,22 @@ class Base:
         ir = {"nn": xnpu.print_ir(nn_module)}
         for level in ("fixed", "npu", "isa"):
             ir[level] = xnpu.print_ir(compile_model(model, calibration, stop_at=level))
+        pattern_text = (ROOT / "lowering" / "legalize" / "clamp.mlir").read_text().replace("@", "@extra_")
+        with tempfile.TemporaryDirectory() as scratch:
+            pattern_file = Path(scratch) / "clamp.mlir"
+            pattern_file.write_text(pattern_text)
+            entries = [(p.name, p.benefit, p.root_name, p.summary, p.op) for p in parse_pattern_file(pattern_file, pattern_text)]
+            named = []
+            for seed in range(3):
+                names = fuzz_hostile.hostile_names(np.random.default_rng([99, seed]), 8)
+                path = Path(scratch) / f"named{seed}.onnx"
+                path.write_bytes(fuzz_hostile.renamed_model(model.read_bytes(), [n.replace("\0", "") or "x" for n in names],
+                                                            "in\nput é", 'lo"gits\x1b'))
+                named.append(compile_model(path, calibration).to_bytes())
         return Base(model.read_bytes(), ir, compile_model(model, calibration).to_bytes(),
-                    npy_bytes(np.load(EXAMPLES / "tiny_input.npy")), npy_bytes(calibration))
+                    npy_bytes(np.load(EXAMPLES / "tiny_input.npy")), npy_bytes(calibration),
+                    print_ir(compile_model(model, calibration, stop_at="tosa"), generic=True), pattern_text,
+                    json.dumps(pdl_cache.encode(entries), separators=(",", ":")).encode(), tuple(named))
 
 
 def npy_bytes(array: np.ndarray, allow_pickle: bool = False) -> bytes:
@@ -135,10 +148,6 @@ INTERESTING_NUMBERS = ("0", "-1", "1", "7", "127", "128", "-129", "255", "1000",
                        "9223372036854775808", "-9223372036854775809", "1e40", "-1e40", "3e38", "1e-45",
                        "nan", "inf", "0x7FC00000", "0.5", "100000000000")
 INTERESTING_CHARS = '{}()<>[]",:=%@#^!x0-. \n\\/'
-
-
-def _pick(rng: np.random.Generator, items):
-    return items[int(rng.integers(len(items)))]
 
 
 def _replace_match(text: str, pattern: str, rng: np.random.Generator, make: Callable[[str], str]) -> str:
@@ -513,12 +522,14 @@ def paths_case(base: Base, rng: np.random.Generator) -> Case:
     return case
 
 
-def make_case(base: Base, seed: int, index: int) -> Case:
+def make_case(base: Base, seed: int, index: int, categories: tuple[str, ...] = CATEGORIES) -> Case:
     """Case `index` of the campaign with `seed`: the categories in turn, each with its own random stream."""
     rng = np.random.default_rng([seed, index])
-    category = CATEGORIES[index % len(CATEGORIES)]
+    category = categories[index % len(categories)]
     if category.startswith("ir-"):
         return ir_case(category[3:], base, rng)
+    if category in fuzz_hostile.FAMILIES:
+        return getattr(fuzz_hostile, f"{category}_case")(base, rng, mutate_text)
     return {"binary": binary_case, "onnx": onnx_case, "numpy": numpy_case, "paths": paths_case}[category](base, rng)
 
 
@@ -549,6 +560,8 @@ def prepare(case: Case, directory: Path) -> dict[str, object]:
             (directory / name).write_bytes(b"")
     for name, (kind, target) in case.links.items():
         (os.link if kind == "hard" else os.symlink)(target if kind == "sym" else directory / target, directory / name)
+    if case.cache_entry is not None:
+        fuzz_hostile.prepare_cache_entry(case, directory)
     return snapshot(case, directory)
 
 
@@ -566,6 +579,7 @@ def run_child(case: Case, directory: Path, mains: dict[str, Callable]) -> None:
     code = 1
     try:
         os.chdir(directory)
+        os.environ.update(case.env)
         for fd, name, flags in ((0, os.devnull, os.O_RDONLY), (1, "stdout", os.O_WRONLY | os.O_CREAT),
                                 (2, "stderr", os.O_WRONLY | os.O_CREAT)):
             os.dup2(os.open(name, flags, 0o644), fd)
@@ -593,9 +607,14 @@ def run_child(case: Case, directory: Path, mains: dict[str, Callable]) -> None:
         os._exit(code)
 
 
-def classify(case: Case, directory: Path, status: int | None, before: dict[str, object]) -> tuple[str, str]:
+def classify(case: Case, directory: Path, status: int | None, before: dict[str, object], peak_bytes: int = 0) -> tuple[str, str]:
     """(outcome, stderr) of a finished (or timed-out, status None) case."""
     stderr = (directory / "stderr").read_text(errors="replace") if (directory / "stderr").exists() else ""
+    stdout = (directory / "stdout").read_text(errors="replace") if (directory / "stdout").exists() else ""
+    if (directory / fuzz_hostile.PWNED).exists():
+        return "code-ran", stderr
+    if peak_bytes > MEMORY_LIMIT_BYTES:
+        return "over-memory", f"{peak_bytes >> 20} MB more than the campaign's process at its peak\n" + stderr
     if status is None:
         return "hang", stderr
     if os.WIFSIGNALED(status):
@@ -604,6 +623,8 @@ def classify(case: Case, directory: Path, status: int | None, before: dict[str, 
     lines = [line for line in stderr.splitlines() if line.strip()]
     if any("Traceback (most recent call last)" in line for line in lines):
         return "traceback", stderr
+    if any(CONTROL.search(line) for line in [*lines, *stdout.split("\n")]):
+        return "messy", stderr  # a name printed raw: it could end the line or recolour the terminal
     after = snapshot(case, directory)
     changed = [name for name in before if name != case.output and after.get(name) != before[name]]
     if changed:
@@ -648,15 +669,17 @@ def run_cases(cases: list[Case], root: Path, timeout: float, jobs: int, progress
             running[pid] = (index, time.monotonic(), before)
         finished = []
         for pid, (index, start, before) in running.items():
-            done, status = os.waitpid(pid, os.WNOHANG)
+            done, status, usage = os.wait4(pid, os.WNOHANG)
             if not done and time.monotonic() - start > timeout:
                 os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
+                _, _, usage = os.wait4(pid, 0)
                 done, status = pid, None
             if done:
                 finished.append(pid)
                 case = cases[index]
-                outcome, stderr = classify(case, root / f"case{index:05d}", status, before)
+                # a forked child's peak counts the pages it shares with this process: only what is above is its own
+                peak = usage.ru_maxrss * 1024 - resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+                outcome, stderr = classify(case, root / f"case{index:05d}", status, before, peak)
                 results[index] = Result(case, outcome, stderr, time.monotonic() - start)
                 progress(results[index])
         for pid in finished:
@@ -697,9 +720,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="cases run at once")
     parser.add_argument("--json", action="store_true", help="print the counts and the bugs as JSON")
     parser.add_argument("--keep", type=Path, help="keep every case's directory under this one")
+    parser.add_argument("--categories", default=",".join(CATEGORIES), help="the categories to run, in turn (default: all)")
     args = parser.parse_args(argv)
+    categories = tuple(args.categories.split(","))
+    if not set(categories) <= set(CATEGORIES):
+        parser.error(f"unknown categories: {', '.join(sorted(set(categories) - set(CATEGORIES)))}")
     base = Base.build()
-    cases = [make_case(base, args.seed, index) for index in range(args.cases)]
+    cases = [make_case(base, args.seed, index, categories) for index in range(args.cases)]
     root = Path(tempfile.mkdtemp(prefix="xnpu-fuzz.")) if args.keep is None else args.keep
     started = time.monotonic()
 

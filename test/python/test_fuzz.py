@@ -15,7 +15,7 @@ import sys
 
 from xnpu.tools.fuzz import CATEGORIES
 
-CASES_PER_CATEGORY = 8
+CASES_PER_CATEGORY = 6
 
 
 def test_seeded_fuzz_cases_end_cleanly():
