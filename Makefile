@@ -1,20 +1,30 @@
-# Two entry points for a new machine: `make demo` and `make test`.
-# Both create the local virtual environment .venv on first use.
+# Entry points for a new machine: `make demo` (xnpu and onnxruntime only) and `make test`
+# (the test extras too: pytest, lit, FileCheck, IREE...). Both use the local virtual
+# environment .venv, created on first use.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-demo
 
-.PHONY: demo test pytest lit blas-variance fuzz clean
+.PHONY: demo test pytest lit quick blas-variance fuzz clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[demo]'
+	touch $(DEMO_STAMP)
+
+$(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/python examples/demo.py
+	@echo
+	@echo "The tools are in $(BIN): '. $(BIN)/activate' puts them on PATH (README.md, 'Set up and try it')."
 
 # The whole suite: pytest, lit + FileCheck, and the float tests again under another BLAS
 # kernel. Every part runs whatever the others do; the last lines say which failed.
@@ -32,6 +42,12 @@ pytest: $(STAMP)
 
 lit: $(STAMP)
 	$(BIN)/lit -sv test/filecheck
+
+# For contributors, a few minutes: lit and the pytest cases not marked slow (the fuzz campaign,
+# the hostile-input probes, the bench models' end-to-end runs: test/python/conftest.py).
+quick: $(STAMP)
+	$(BIN)/lit -s test/filecheck
+	$(BIN)/python -m pytest -n auto --dist loadfile -m "not slow"
 
 # Tests whose inputs went through float sums (calibration, float interpreters against
 # recorded figures), run again with another OpenBLAS kernel, one BLAS thread and numpy's
