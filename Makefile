@@ -43,7 +43,7 @@ pytest: $(STAMP)
 lit: $(STAMP)
 	$(BIN)/lit -sv test/filecheck
 
-# For contributors, a few minutes: lit and the pytest cases not marked slow (the fuzz campaign,
+# For contributors: lit and the pytest cases not marked slow (the fuzz campaign,
 # the hostile-input probes, the bench models' end-to-end runs: test/python/conftest.py).
 quick: $(STAMP)
 	$(BIN)/lit -s test/filecheck

@@ -27,7 +27,7 @@ stdout and stderr in files, Python's default warning filters and a timeout. Its 
   `<tool>: note:` lines;
 - `error`: exit status 1 (2 for a usage error) and exactly one stderr line,
   `<tool>: error: ...` or `FILE:L:C: error: ...`, with no output file and no temporary file left;
-- the bugs: `hang` (the timeout), `traceback`, `messy` (any other stderr), `output-left`,
+- the bugs: `hang` (the timeout: seconds of CPU, or ten times as many on the clock), `traceback`, `messy` (any other stderr), `output-left`,
   `input-changed` (an input file's bytes changed, or a device or FIFO was replaced) and
   `crashed` (killed by a signal, or another exit status).
 """
@@ -650,8 +650,23 @@ class Result:
     seconds: float
 
 
+# A case hangs when it has computed for `timeout` seconds, or waited WALL_FACTOR times as long
+# on the clock (a read that blocks uses no CPU): on a shared, loaded machine a case that computes
+# for 6 s (an IREE compile) can take minutes on the clock.
+WALL_FACTOR = 10
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time a running child has used so far (Linux /proc; 0 where it cannot be read)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
 def run_cases(cases: list[Case], root: Path, timeout: float, jobs: int, progress: Callable[[Result], None]) -> list[Result]:
-    """Run every case in a forked child, `jobs` at a time, each under `timeout` seconds."""
+    """Run every case in a forked child, `jobs` at a time, each under `timeout` seconds of CPU."""
     mains = tool_mains()
     pending = list(enumerate(cases))
     running: dict[int, tuple[int, float, dict[str, object]]] = {}  # pid -> (index, start, before)
@@ -670,7 +685,7 @@ def run_cases(cases: list[Case], root: Path, timeout: float, jobs: int, progress
         finished = []
         for pid, (index, start, before) in running.items():
             done, status, usage = os.wait4(pid, os.WNOHANG)
-            if not done and time.monotonic() - start > timeout:
+            if not done and (cpu_seconds(pid) > timeout or time.monotonic() - start > timeout * WALL_FACTOR):
                 os.kill(pid, signal.SIGKILL)
                 _, _, usage = os.wait4(pid, 0)
                 done, status = pid, None
@@ -716,7 +731,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m xnpu.tools.fuzz", description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=3000, help="number of cases (default 3000)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds before a case counts as a hang")
+    parser.add_argument("--timeout", type=float, default=60.0,
+                        help="seconds of CPU (or ten times as many on the clock) before a case counts as a hang")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="cases run at once")
     parser.add_argument("--json", action="store_true", help="print the counts and the bugs as JSON")
     parser.add_argument("--keep", type=Path, help="keep every case's directory under this one")
