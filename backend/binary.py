@@ -4,7 +4,9 @@
 DDR address 0 (codebook-compressed weights in it as the decoding LOADs read them), the
 input/output table, the provenance (instruction -> ONNX node names) and
 the host segments (section kind 7: ops the target cannot run, run by the
-host where a SYNC posts their token).
+host where a SYNC posts their token) and the ONNX models those segments run through
+onnxruntime (section kind 8, format version 5, with the io dtypes of values that are not
+float32: int64, bool, ...).
 `to_bytes()` writes the container deterministically and `from_bytes()` reads it back, so
 encode -> decode -> encode is byte-identical. Reading checks everything it reads; a damaged
 or foreign file is one XnpuError line ("binary: ..."), never another exception.
@@ -27,7 +29,10 @@ MAGIC = b"XNPU"
 # under the queue model they would race; a reader refuses them (recompile). Section kind 6
 # (weights decoded into DDR before the run) is gone: LOADs decode compressed weights.
 FORMAT_VERSION = 4
-SUPPORTED_VERSIONS = (FORMAT_VERSION,)
+# Version 5 adds section kind 8 (ONNX models) and io dtypes 5-14; a program without them is
+# still written as version 4, so version-4 readers read every program that does not need them.
+ONNX_FORMAT_VERSION = 5
+SUPPORTED_VERSIONS = (FORMAT_VERSION, ONNX_FORMAT_VERSION)
 IN_ORDER_VERSIONS = (1, 2, 3)
 HEADER = struct.Struct("<4sHHIIIIII")  # magic, version, header size, checksum, target id,
 HEADER_SIZE = HEADER.size  # flags, section count, total size, reserved
@@ -44,6 +49,7 @@ SECTION_IO = 4
 SECTION_PROVENANCE = 5
 RETIRED_SECTIONS = {6: "compressed-weights"}  # versions 2-3: weights decoded into DDR before the run
 SECTION_HOST_SEGMENTS = 7  # ops run by the host between accelerator segments
+SECTION_ONNX_MODELS = 8  # the ONNX models host segments run through onnxruntime; valid from version 5
 SECTION_NAMES = {
     SECTION_INSTRUCTIONS: "instructions",
     SECTION_CONSTANTS: "constants",
@@ -51,6 +57,7 @@ SECTION_NAMES = {
     SECTION_IO: "io",
     SECTION_PROVENANCE: "provenance",
     SECTION_HOST_SEGMENTS: "host-segments",
+    SECTION_ONNX_MODELS: "onnx-models",
 }
 WRITE_ALIGNMENT = {
     SECTION_INSTRUCTIONS: WORD_BYTES,
@@ -59,10 +66,14 @@ WRITE_ALIGNMENT = {
     SECTION_IO: 8,
     SECTION_PROVENANCE: 4,
     SECTION_HOST_SEGMENTS: 4,
+    SECTION_ONNX_MODELS: 4,
 }
 REQUIRED_SECTIONS = (SECTION_INSTRUCTIONS, SECTION_STRINGS, SECTION_IO)
 
-DTYPES = {0: "int8", 1: "int16", 2: "int32", 3: "float32", 4: "uint8"}
+# int8, int16, int32 are codes (real value = code * scale), the others values (semantics/dtypes.py)
+DTYPES = {0: "int8", 1: "int16", 2: "int32", 3: "float32", 4: "uint8", 5: "int64", 6: "bool", 7: "float64",
+          8: "float16", 9: "sint8", 10: "sint16", 11: "sint32", 12: "uint16", 13: "uint32", 14: "uint64"}
+FIRST_VALUE_DTYPE_CODE = 5  # codes 5.. are valid from version 5
 DTYPE_CODES = {name: code for code, name in DTYPES.items()}
 LAYOUTS = {0: "RAW", 1: "NHWC", 2: "NCHW"}
 LAYOUT_CODES = {name: code for code, name in LAYOUTS.items()}
@@ -109,6 +120,7 @@ class Binary:
     io: list[IoTensor] = field(default_factory=list)
     provenance: dict[int, tuple[str, ...]] = field(default_factory=dict)
     host_segments: list[HostSegment] = field(default_factory=list)  # sorted by token
+    onnx_models: list[bytes] = field(default_factory=list)  # serialized ONNX models the segments run (kind 8)
 
     def to_bytes(self) -> bytes:
         return _write(self)
@@ -142,6 +154,10 @@ class Binary:
 
     def outputs(self) -> list[IoTensor]:
         return [t for t in self.io if t.direction == "output"]
+
+    def all_io(self) -> list[IoTensor]:
+        """Every tensor the host exchanges with DDR: the program's and its host segments'."""
+        return [*self.io, *(t for segment in self.host_segments for t in (*segment.inputs, *segment.outputs))]
 
 
 # --------------------------------------------------------------------------------------
@@ -240,6 +256,21 @@ def _provenance_bytes(binary: Binary, strings: _Strings) -> bytes:
     return U32.pack(count) + bytes(entries)
 
 
+def _onnx_models_bytes(models: list[bytes]) -> bytes:
+    out = bytearray(U32.pack(len(models)))
+    for index, model in enumerate(models):
+        if not isinstance(model, bytes | bytearray) or not model:
+            raise XnpuError(f"binary: ONNX model {index} is not a non-empty byte string")
+        out += U32.pack(_u32(len(model), f"ONNX model {index} size")) + bytes(model)
+        out += bytes(-len(out) % 4)
+    return bytes(out)
+
+
+def _has_value_dtypes(binary: Binary) -> bool:
+    """Whether an io entry needs a dtype code of version 5."""
+    return any(DTYPE_CODES.get(tensor.dtype, 0) >= FIRST_VALUE_DTYPE_CODE for tensor in binary.all_io())
+
+
 def _align(value: int, alignment: int) -> int:
     return -(-value // alignment) * alignment
 
@@ -252,6 +283,8 @@ def _write(binary: Binary) -> bytes:
     io = _io_bytes(binary.io, strings)
     provenance = _provenance_bytes(binary, strings)
     host = _host_bytes(binary, strings) if binary.host_segments else b""
+    if binary.onnx_models and not binary.host_segments:
+        raise XnpuError("binary: ONNX models without a host segment to run them")
     payloads = {
         SECTION_INSTRUCTIONS: encode_program(binary.instructions),
         SECTION_CONSTANTS: bytes(binary.constants),
@@ -261,7 +294,9 @@ def _write(binary: Binary) -> bytes:
     }
     if binary.host_segments:
         payloads[SECTION_HOST_SEGMENTS] = host
-    version = FORMAT_VERSION
+    if binary.onnx_models:
+        payloads[SECTION_ONNX_MODELS] = _onnx_models_bytes(binary.onnx_models)
+    version = ONNX_FORMAT_VERSION if binary.onnx_models or _has_value_dtypes(binary) else FORMAT_VERSION
     table = bytearray()
     body = bytearray()
     position = HEADER_SIZE + SECTION_ENTRY.size * len(payloads)
@@ -328,9 +363,9 @@ def _read_header(data: bytes) -> tuple[int, int, int]:
         raise _fail(f"bad magic {magic!r}, expected {MAGIC!r}: not an xnpu binary")
     if version in IN_ORDER_VERSIONS:
         raise _fail(f"format version {version} is a strictly in-order program without dependency tokens; this "
-                    f"reader runs version {FORMAT_VERSION} (two queues, docs/isa.md section 3): recompile the model")
+                    f"reader runs versions {FORMAT_VERSION} and {ONNX_FORMAT_VERSION} (two queues, docs/isa.md section 3): recompile the model")
     if version not in SUPPORTED_VERSIONS:
-        raise _fail(f"format version {version} is not supported (this reader reads version "
+        raise _fail(f"format version {version} is not supported (this reader reads versions "
                     f"{', '.join(map(str, SUPPORTED_VERSIONS))})")
     if total > len(data):
         raise _fail(f"truncated: the header says {total} bytes, the file has {len(data)}")
@@ -357,6 +392,8 @@ def _read_sections(data: bytes, count: int, version: int = FORMAT_VERSION) -> di
     for index in range(count):
         kind, offset, size, alignment = SECTION_ENTRY.unpack_from(data, HEADER_SIZE + index * SECTION_ENTRY.size)
         where = f"section {index}"
+        if kind == SECTION_ONNX_MODELS and version < ONNX_FORMAT_VERSION:
+            raise _fail(f"{where}: kind {kind} (onnx models) is reserved and not valid in format version {version}")
         if kind in RETIRED_SECTIONS:
             raise _fail(f"{where}: section kind {kind} ({RETIRED_SECTIONS[kind]}: weights decoded into DDR before the "
                         f"run) is no longer read; LOADs decode compressed weights (docs/isa.md): recompile the model")
@@ -381,20 +418,20 @@ def _read_sections(data: bytes, count: int, version: int = FORMAT_VERSION) -> di
     return sections
 
 
-def _read_io(section: bytes, strings: bytes) -> list[IoTensor]:
+def _read_io(section: bytes, strings: bytes, version: int) -> list[IoTensor]:
     cursor = _Cursor(section, "io")
     (count,) = cursor.take(U32, "the entry count")
-    io = [_read_io_entry(cursor, strings, f"io entry {index}") for index in range(count)]
+    io = [_read_io_entry(cursor, strings, f"io entry {index}", version) for index in range(count)]
     cursor.finish()
     return io
 
 
-def _read_io_entry(cursor: _Cursor, strings: bytes, what: str) -> IoTensor:
+def _read_io_entry(cursor: _Cursor, strings: bytes, what: str, version: int) -> IoTensor:
     direction, dtype, layout, rank, name, scale, zero_point, ddr_addr = cursor.take(IO_ENTRY, what)
     if direction not in DIRECTIONS:
         raise _fail(f"{what}: direction {direction} is not 0 (input) or 1 (output)")
-    if dtype not in DTYPES:
-        raise _fail(f"{what}: unknown dtype code {dtype}")
+    if dtype not in DTYPES or (dtype >= FIRST_VALUE_DTYPE_CODE and version < ONNX_FORMAT_VERSION):
+        raise _fail(f"{what}: unknown dtype code {dtype}" + (f" in format version {version}" if dtype in DTYPES else ""))
     if layout not in LAYOUTS:
         raise _fail(f"{what}: unknown layout code {layout}")
     if rank > MAX_RANK:
@@ -424,7 +461,25 @@ def _read_provenance(section: bytes, strings: bytes, instruction_count: int) -> 
     return {index: tuple(names) for index, names in provenance.items()}
 
 
-def _read_host(section: bytes, strings: bytes) -> list[HostSegment]:
+def _read_onnx_models(section: bytes) -> list[bytes]:
+    cursor = _Cursor(section, "onnx-models")
+    (count,) = cursor.take(U32, "the model count")
+    models = []
+    for index in range(count):
+        what = f"ONNX model {index}"
+        (size,) = cursor.take(U32, f"{what} size")
+        if not size:
+            raise _fail(f"{what} is empty")
+        models.append(cursor.take(struct.Struct(f"{size}s"), f"{what} ({size} bytes)")[0])
+        padding = -cursor.position % 4
+        if section[cursor.position : cursor.position + padding] != bytes(padding):
+            raise _fail(f"{what}: padding after the model is not zero bytes")
+        cursor.position = min(cursor.position + padding, len(section))
+    cursor.finish()
+    return models
+
+
+def _read_host(section: bytes, strings: bytes, version: int) -> list[HostSegment]:
     cursor = _Cursor(section, "host-segments")
     (count,) = cursor.take(U32, "the segment count")
     segments: list[HostSegment] = []
@@ -437,7 +492,7 @@ def _read_host(section: bytes, strings: bytes) -> list[HostSegment]:
             raise _fail(f"{what}: token {token} is not above the previous segment's {segments[-1].token}")
         tensors = {}
         for direction, number in (("input", inputs), ("output", outputs)):
-            tensors[direction] = [_read_io_entry(cursor, strings, f"{what} {direction} {i}") for i in range(number)]
+            tensors[direction] = [_read_io_entry(cursor, strings, f"{what} {direction} {i}", version) for i in range(number)]
             if any(tensor.direction != direction for tensor in tensors[direction]):
                 raise _fail(f"{what}: a tensor among its {direction}s has the other direction")
         segments.append(HostSegment(token, tensors["input"], tensors["output"], _string(strings, body, f"{what} body")))
@@ -448,6 +503,8 @@ def _read_host(section: bytes, strings: bytes) -> list[HostSegment]:
 def _read(data: bytes) -> Binary:
     target_id, count, version = _read_header(data)
     sections = _read_sections(data, count, version)
+    if SECTION_ONNX_MODELS in sections and SECTION_HOST_SEGMENTS not in sections:
+        raise _fail("an onnx-models section without a host-segments section to run its models")
     code = sections[SECTION_INSTRUCTIONS]
     if len(code) % WORD_BYTES:
         raise _fail(f"instructions section of {len(code)} bytes is not a whole number of {WORD_BYTES}-byte words")
@@ -456,8 +513,13 @@ def _read(data: bytes) -> Binary:
     except XnpuError as error:
         raise _fail(str(error)) from None
     strings = sections[SECTION_STRINGS]
-    io = _read_io(sections[SECTION_IO], strings)
+    io = _read_io(sections[SECTION_IO], strings, version)
     provenance = _read_provenance(sections.get(SECTION_PROVENANCE, U32.pack(0)), strings, len(instructions))
     constants = sections.get(SECTION_CONSTANTS, b"")
-    host = _read_host(sections[SECTION_HOST_SEGMENTS], strings) if SECTION_HOST_SEGMENTS in sections else []
-    return Binary(target_id, instructions, constants, io, provenance, host)
+    host = _read_host(sections[SECTION_HOST_SEGMENTS], strings, version) if SECTION_HOST_SEGMENTS in sections else []
+    models = _read_onnx_models(sections[SECTION_ONNX_MODELS]) if SECTION_ONNX_MODELS in sections else []
+    binary = Binary(target_id, instructions, constants, io, provenance, host, models)
+    if version == ONNX_FORMAT_VERSION and not models and not _has_value_dtypes(binary):
+        raise _fail(f"format version {version} without an onnx-models section or a value dtype (such programs are "
+                    f"version {FORMAT_VERSION})")
+    return binary

@@ -15,12 +15,12 @@ from __future__ import annotations
 import io
 import re
 
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
 
 from xnpu.backend.binary import Binary, HostSegment, IoTensor
 from xnpu.backend.host import segment_function
 from xnpu.core.errors import XnpuError, printable
-from xnpu.dialects import isa
+from xnpu.dialects import isa, nn
 from xnpu.dialects.targeting import module_target
 from xnpu.ir.io import print_ir, verify_module
 from xnpu.ir.locations import location_names, location_of
@@ -41,6 +41,7 @@ def emit_binary(module: ModuleOp) -> Binary:
     constants = b""
     io_table: list[IoTensor] = []
     host: list[HostSegment] = []
+    models = OnnxModels()
     for op in module.ops:
         if isinstance(op, isa.InstructionOp):
             names = location_names(op.location)
@@ -52,13 +53,13 @@ def emit_binary(module: ModuleOp) -> Binary:
         elif isinstance(op, isa.IoOp):
             io_table.append(io_tensor(op))
         elif isinstance(op, isa.HostSegmentOp):
-            host.append(host_segment(op))
+            host.append(host_segment(op, models))
         else:
             raise XnpuError(f"'{op.name}' is not part of an isa program; lower the module to isa first")
     if not instructions:
         raise XnpuError("the isa module has no instructions")
     host.sort(key=lambda segment: segment.token)
-    return Binary(target.id, instructions, constants, io_table, provenance, host)
+    return Binary(target.id, instructions, constants, io_table, provenance, host, models.models)
 
 
 def io_tensor(op: isa.IoOp) -> IoTensor:
@@ -69,17 +70,38 @@ def io_tensor(op: isa.IoOp) -> IoTensor:
     )
 
 
-def host_segment(op: isa.HostSegmentOp) -> HostSegment:
+class OnnxModels:
+    """The binary's onnx-models section (kind 8) as it is filled: each distinct model once, in
+    order of first use."""
+
+    def __init__(self) -> None:
+        self.models: list[bytes] = []
+        self.index: dict[bytes, int] = {}
+
+    def reference(self, model: bytes) -> int:
+        if model not in self.index:
+            self.index[model] = len(self.models)
+            self.models.append(model)
+        return self.index[model]
+
+
+def host_segment(op: isa.HostSegmentOp, models: OnnxModels) -> HostSegment:
+    """The segment as the binary stores it: its nn.onnx ops name their model by its index in
+    the onnx-models section instead of holding it."""
+    function = op.function().clone()
+    for inner in function.walk():
+        if isinstance(inner, nn.OnnxOp):
+            inner.model = IntegerAttr(models.reference(inner.model_bytes()), i64)
     return HostSegment(op.token.value.data, [io_tensor(t) for t in op.tensors("input")],
-                       [io_tensor(t) for t in op.tensors("output")], print_ir(op.function(), generic=True))
+                       [io_tensor(t) for t in op.tensors("output")], print_ir(function, generic=True))
 
 
-def host_segment_op(segment: HostSegment) -> isa.HostSegmentOp:
-    """The isa form of a binary's host segment (its body parsed: a corrupt one is one error line)."""
-
+def host_segment_op(segment: HostSegment, models: list[bytes]) -> isa.HostSegmentOp:
+    """The isa form of a binary's host segment (its body parsed, its ONNX models put back: a
+    corrupt one is one error line)."""
     tensors = [isa.IoOp(t.name, t.direction, t.shape, t.dtype, t.scale, t.zero_point, t.ddr_addr, t.layout)
                for t in (*segment.inputs, *segment.outputs)]
-    function = segment_function(segment)
+    function = segment_function(segment, models)
     function.detach()
     return isa.HostSegmentOp(segment.token, tensors, function)
 
@@ -107,10 +129,10 @@ def module_from_binary(binary: Binary, target: str | None = None) -> ModuleOp:
         op = isa.op_from_instruction(instruction)
         op.location = location_of(binary.provenance.get(index, ()))
         if instruction.op == "SYNC" and not instruction["halt"] and instruction["token"] in waiting:
-            body.add_op(host_segment_op(waiting.pop(instruction["token"])))  # before its hand-off
+            body.add_op(host_segment_op(waiting.pop(instruction["token"]), binary.onnx_models))  # before its hand-off
         body.add_op(op)
     for segment in waiting.values():  # no SYNC posts its token
-        body.add_op(host_segment_op(segment))
+        body.add_op(host_segment_op(segment, binary.onnx_models))
     return module
 
 

@@ -3,7 +3,8 @@
 Where the program posts a segment's token (`SYNC halt=0`), the accelerator stops and the host
 reads the segment's input tensors from DDR (in their io layout), runs the segment's function
 with xnpu's interpreter functions (`xnpu.interpreters.function.CompiledFunction`) (fixed ops through `xnpu.semantics.fixed_point`, float ops through
-`xnpu.semantics.float_ops`: the same functions as every level above), writes the outputs to
+`xnpu.semantics.float_ops`, ONNX nodes through onnxruntime with the models of section 8,
+`xnpu.semantics.onnx_runtime`: the same functions as every level above), writes the outputs to
 DDR, and the accelerator resumes. So a binary with host segments stays bit-identical to the
 fixed level. A body that does not parse, or whose function does not match the segment's
 tensors, is one `binary: host segment N: ...` error.
@@ -15,12 +16,14 @@ from typing import Protocol
 
 import numpy as np
 from xdsl.dialects import func
+from xdsl.dialects.builtin import IntegerAttr
 
 from xnpu.backend.binary import Binary, HostSegment, IoTensor
 from xnpu.core.errors import XnpuError
+from xnpu.dialects import nn
 from xnpu.interpreters.function import CompiledFunction
 from xnpu.ir.io import parse_ir
-from xnpu.semantics.dtypes import numpy_dtype
+from xnpu.semantics.dtypes import io_dtype
 
 
 class TensorMemory(Protocol):
@@ -35,9 +38,9 @@ def _fail(segment: HostSegment, message: str) -> XnpuError:
     return XnpuError(f"binary: host segment {segment.token}: {message}")
 
 
-def segment_function(segment: HostSegment) -> func.FuncOp:
-    """The segment's body parsed and verified: one func.func taking its inputs, returning its outputs."""
-
+def segment_function(segment: HostSegment, models: list[bytes]) -> func.FuncOp:
+    """The segment's body parsed and verified: one func.func taking its inputs, returning its
+    outputs, each nn.onnx op holding the model of `models` (the onnx-models section) it names."""
     try:
         module = parse_ir(segment.body, "body")
     except XnpuError as error:
@@ -46,10 +49,16 @@ def segment_function(segment: HostSegment) -> func.FuncOp:
     if len(ops) != 1 or not isinstance(ops[0], func.FuncOp):
         raise _fail(segment, "the body must be one func.func")
     function = ops[0]
+    for op in function.walk():
+        if isinstance(op, nn.OnnxOp):
+            if not isinstance(op.model, IntegerAttr) or not 0 <= op.model.value.data < len(models):
+                raise _fail(segment, f"its nn.onnx op must name one of the {len(models)} models of the onnx-models "
+                                     "section by index")
+            op.model = nn.OnnxModelAttr(models[op.model.value.data])
     for direction, tensors, types in (("input", segment.inputs, function.function_type.inputs.data),
                                       ("output", segment.outputs, function.function_type.outputs.data)):
         try:
-            found = [(tuple(t.get_shape()), numpy_dtype(t.get_element_type()).name) for t in types]
+            found = [(tuple(t.get_shape()), io_dtype(t.get_element_type())) for t in types]
         except (AttributeError, XnpuError):
             found = None
         described = [(tuple(t.shape), t.dtype) for t in tensors]
@@ -67,7 +76,7 @@ class HostSegments:
         self.programs: dict[int, CompiledFunction] = {}
         for segment in binary.host_segments:
             try:
-                self.programs[segment.token] = CompiledFunction(segment_function(segment).parent_op())
+                self.programs[segment.token] = CompiledFunction(segment_function(segment, binary.onnx_models).parent_op())
             except CompiledFunction.CannotCompile as error:
                 raise _fail(segment, f"the host cannot run it: {error}") from None
             try:

@@ -18,9 +18,10 @@
   tensor reuses the bytes of tensors dead before it is written. Views (reshapes, transposes,
   kernel views) share their source's bytes; program inputs and outputs are pinned for the
   whole run (the host writes and reads them). A host segment (`npu.host`) reads its operands
-  and writes its results in DDR between two layers (float32 outputs take 4 bytes an element).
-  Every op whose result is in DDR gets
-  `npu.ddr = address`; the module gets `npu.activation_bytes` (the peak).
+  and writes its results in DDR between two layers (values take their own size: float32 4
+  bytes an element, int64 8). Every op whose result is in DDR gets `npu.ddr = address`, a
+  program input a host segment reads as it is gets it in its argument attributes; the
+  module gets `npu.activation_bytes` (the peak).
 
 SRAM addresses are npu-plan-sram's.
 """
@@ -35,7 +36,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from xnpu.backend.npu_annotations import (
@@ -54,6 +55,7 @@ from xnpu.backend.npu_annotations import (
     layout_of,
     node_names,
     only_function,
+    set_argument_address,
     resolve_target,
     set_int,
     set_ints,
@@ -211,6 +213,9 @@ class Allocator:
     def walk(self) -> int:
         """Pack constants, give every tensor its storage and live interval; the layer count."""
         layer = -1
+        for argument in self.function.body.block.args:  # a program input a host segment reads as it is
+            if any(isinstance(use.operation, npu.HostOp) for use in argument.uses):
+                self.new_storage(argument, -1, pinned=True)
         for op in self.function.body.block.ops:
             if isinstance(op, fixed.QuantizeOp):
                 self.new_storage(op.result, -1, pinned=True)  # the host's copy stays intact for the whole run
@@ -273,7 +278,9 @@ class Allocator:
         end = self.walk()
         peak = self.place(end)
         for value, storage in self.homes.items():
-            if not isinstance(value.owner, npu.HostOp):
+            if isinstance(value, BlockArgument):
+                set_argument_address(value, storage.address)
+            elif not isinstance(value.owner, npu.HostOp):
                 first, pitch = self.slices.get(value, (0, 0))
                 set_int(value.owner, DDR, storage.address + first)
                 if pitch:

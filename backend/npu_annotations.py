@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, Float32Type, IntegerAttr, ModuleOp, i64
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp, i64
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
 from xnpu.core.errors import XnpuError
 from xnpu.dialects import fixed, npu
@@ -36,6 +36,8 @@ from xnpu.dialects.targeting import module_target
 from xnpu.ir.io import describe_op
 from xnpu.ir.locations import location_names
 from xnpu.semantics import fixed_point, units
+from xnpu.semantics.dtypes import numpy_dtype
+from xnpu.target import legality
 from xnpu.target.description import TargetDescription
 
 LAYOUT = "npu.layout"
@@ -148,7 +150,28 @@ def producer(value: SSAValue) -> Operation:
     return owner
 
 
+def argument_address(argument: BlockArgument) -> int:
+    """The DDR address of a program input the host writes as it is (one a host segment reads)."""
+    function = argument.block.parent_op()
+    attrs = function.arg_attrs.data[argument.index].data if function.arg_attrs is not None else {}
+    attr = attrs.get(DDR)
+    if not isinstance(attr, IntegerAttr):
+        raise LoweringError(f"program input {argument.index} has no {DDR} annotation; run npu-allocate first")
+    return attr.value.data
+
+
+def set_argument_address(argument: BlockArgument, address: int) -> None:
+    function = argument.block.parent_op()
+    count = len(argument.block.args)
+    existing = function.arg_attrs.data if function.arg_attrs is not None else ()
+    entries = [dict(existing[i].data) if i < len(existing) else {} for i in range(count)]
+    entries[argument.index][DDR] = IntegerAttr(int(address), i64)
+    function.arg_attrs = ArrayAttr([DictionaryAttr(entry) for entry in entries])
+
+
 def layout_of(value: SSAValue) -> str:
+    if isinstance(value, BlockArgument):  # a program input the host writes: row-major
+        return row_major_layout(len(shape_of(value)))
     attr = required(producer(value), LAYOUT, "npu-assign-layout")
     if isinstance(attr, ArrayAttr):  # a host segment: one per result
         attr = attr.data[value.index]  # type: ignore[attr-defined]
@@ -156,6 +179,8 @@ def layout_of(value: SSAValue) -> str:
 
 
 def address_of(value: SSAValue) -> int:
+    if isinstance(value, BlockArgument):
+        return argument_address(value)
     owner = producer(value)
     if isinstance(owner, npu.HostOp):  # one address per result
         return get_ints(owner, DDR, "npu-allocate")[value.index]  # type: ignore[attr-defined]
@@ -163,8 +188,8 @@ def address_of(value: SSAValue) -> int:
 
 
 def element_bytes(value: SSAValue) -> int:
-    """Bytes per element in DDR: int8 tensors 1, a host segment's float32 outputs 4."""
-    return 4 if isinstance(value.type.get_element_type(), Float32Type) else 1  # type: ignore[attr-defined]
+    """Bytes per element in DDR: int8 tensors 1, a host segment's values their own (float32 4, int64 8, ...)."""
+    return numpy_dtype(value.type.get_element_type()).itemsize  # type: ignore[attr-defined]
 
 
 # --------------------------------------------------------------------------------------
@@ -176,15 +201,14 @@ def hwc(shape: Sequence[int], op: Operation) -> tuple[int, int, int]:
     """The H x W x C view of a logical tensor `op` reads or writes: NCHW maps (batch 1),
     N x K matrices as N x 1 x K, vectors as 1 x 1 x K."""
     shape = tuple(shape)
+    problem = legality.memory_shape_problem(shape)  # lower-fixed-to-npu placed such tensors on the host
+    if problem:
+        raise LoweringError(f"{describe_op(op)}: {problem}")
     if len(shape) == 4:
-        if shape[0] != 1:
-            raise LoweringError(f"{describe_op(op)}: batch {shape[0]} is not supported (the accelerator runs batch 1)")
         return shape[2], shape[3], shape[1]
     if len(shape) == 2:
         return shape[0], 1, shape[1]
-    if len(shape) == 1:
-        return 1, 1, shape[0]
-    raise LoweringError(f"{describe_op(op)}: rank-{len(shape)} tensors are not supported (rank 1, 2 or 4 only)")
+    return 1, 1, shape[0]
 
 
 @dataclass(frozen=True)

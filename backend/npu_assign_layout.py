@@ -51,6 +51,10 @@ from xnpu.interpreters.function import NAME_ATTR
 from xnpu.target.description import TargetDescription
 
 
+def _dims_text(shape) -> str:
+    return "[" + ", ".join("?" if d < 0 else str(d) for d in shape) + "]"
+
+
 def argument_name(function: func.FuncOp, index: int, prefix: str, results: bool = False) -> str:
     """The ONNX name of an argument or result (`nn.name`), else `input_N` / `output_N`."""
     attrs = function.res_attrs if results else function.arg_attrs
@@ -147,6 +151,12 @@ class LayoutAssigner:
                         raise self.fail(op, f"result {index} is not produced by fixed.dequantize or a host segment")
             elif not isinstance(op, fixed.ConstantOp):
                 raise self.fail(op, f"'{op.name}' has no lowering to instructions")
+        for argument in self.function.body.block.args:
+            if not any(isinstance(use.operation, fixed.QuantizeOp) for use in argument.uses):
+                continue
+            if any(isinstance(use.operation, npu.HostOp) for use in argument.uses):
+                raise self.fail(self.function, f"input '{argument_name(self.function, argument.index, 'input')}' is "
+                                               "read both quantized and as it is; the io table holds it once")
 
     def quantize(self, op: fixed.QuantizeOp) -> None:
         if not isinstance(op.input, BlockArgument):
@@ -169,12 +179,16 @@ class LayoutAssigner:
         self.row_major(op, 0)  # as the host reads it
 
     def host(self, op: npu.HostOp) -> None:
-        """The host reads and writes its tensors in row-major order, as it does the program's."""
-        for index in range(len(op.operands)):
-            self.row_major(op, index)
+        """The host reads and writes its tensors in row-major order, as it does the program's
+        (a program input it reads as it is, or another segment's result, already lies so)."""
+        for index, value in enumerate(op.operands):
+            if not isinstance(value, BlockArgument) and not isinstance(value.owner, npu.HostOp):
+                self.row_major(op, index)
+        for value in (*op.operands, *op.results):
+            if any(d < 0 for d in shape_of(value)):
+                raise self.fail(op, f"a tensor of shape {_dims_text(shape_of(value))} depends on the data; the "
+                                    "accelerator's memory plan needs static shapes (run the model at the fixed level)")
         op.attributes[LAYOUT] = ArrayAttr([StringAttr(row_major_layout(len(shape_of(v)))) for v in op.results])
-        for value in op.results:
-            hwc(shape_of(value), op)
 
     def conv(self, op: npu.ConvOp) -> None:
         self.unit_operand(op, 0)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, UnknownLoc, i64
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from xnpu.backend.npu_annotations import (
@@ -59,7 +59,7 @@ from xnpu.dialects import fixed, isa, npu
 from xnpu.dialects.shapes import ints, shape_of
 from xnpu.ir.locations import fused_location, location_names
 from xnpu.ir.io import describe_op
-from xnpu.semantics.dtypes import numpy_dtype
+from xnpu.semantics.dtypes import CODE_DTYPES, io_dtype
 from xnpu.target.codebook import row_bytes
 from xnpu.target.description import TargetDescription
 from xnpu.target.encoding import DMA_LAYOUTS, ELTWISE_OPS, POOL_KINDS
@@ -487,7 +487,7 @@ def _io_layout(shape) -> str:
 
 
 def _dtype(value: SSAValue) -> str:
-    return numpy_dtype(value.type.get_element_type()).name  # type: ignore[attr-defined]
+    return io_dtype(value.type.get_element_type())  # type: ignore[attr-defined]
 
 
 def _scale_where_converted(value: SSAValue) -> float:
@@ -511,14 +511,18 @@ def host_segment(op: npu.HostOp, token: int) -> isa.HostSegmentOp:
     tensors = []
     for index, (value, argument) in enumerate(zip(op.inputs, body.block.args)):
         shape = shape_of(value)
-        name = ", ".join(location_names(value.owner.location)) or f"input{index}"
-        tensors.append(isa.IoOp(name, "input", shape, _dtype(value), _scale_where_converted(argument), 0,
-                                address_of(value), _io_layout(shape)))
+        if isinstance(value, BlockArgument):
+            name = argument_name(op.parent_op(), value.index, "input")  # a program input, read as it is
+        else:
+            name = ", ".join(location_names(value.owner.location)) or f"input{index}"
+        dtype = _dtype(value)
+        scale = _scale_where_converted(argument) if dtype in CODE_DTYPES else 1.0
+        tensors.append(isa.IoOp(name, "input", shape, dtype, scale, 0, address_of(value), _io_layout(shape)))
     for index, (value, inner) in enumerate(zip(op.outputs, yielded.operands)):
         shape = shape_of(value)
         name = ", ".join(location_names(inner.owner.location)) or f"output{index}"
         dtype = _dtype(value)
-        scale = 1.0 if dtype == "float32" else _scale_where_converted(inner)
+        scale = _scale_where_converted(inner) if dtype in CODE_DTYPES else 1.0
         tensors.append(isa.IoOp(name, "output", shape, dtype, scale, 0, address_of(value), _io_layout(shape)))
     returned = func.ReturnOp(*yielded.operands)
     returned.location = yielded.location
@@ -538,13 +542,20 @@ def io_ops(function: func.FuncOp) -> list[isa.IoOp]:
             name = argument_name(function, op.input.index, "input")  # type: ignore[attr-defined]
             entries.append(isa.IoOp(name, "input", shape, "int8", op.scale.value.data, 0, address_of(op.result),
                                     "NCHW" if len(shape) == 4 else "RAW"))
+    for argument in function.body.block.args:  # read as they are by host segments
+        if any(isinstance(use.operation, npu.HostOp) for use in argument.uses):
+            shape = shape_of(argument)
+            entries.append(isa.IoOp(argument_name(function, argument.index, "input"), "input", shape, _dtype(argument),
+                                    1.0, 0, address_of(argument), _io_layout(shape)))
     returned = function.body.block.last_op
     assert isinstance(returned, func.ReturnOp)
     for index, value in enumerate(returned.operands):
         name = argument_name(function, index, "output", results=True)
-        if isinstance(value.owner, npu.HostOp):  # a host segment's float32 result, returned as it is
+        if isinstance(value.owner, npu.HostOp):  # a host segment's result (a value: float32, int64, ...), as it is
             shape = shape_of(value)
-            entries.append(isa.IoOp(name, "output", shape, "float32", 1.0, 0, address_of(value), _io_layout(shape)))
+            dtype = _dtype(value)
+            scale = _scale_where_converted(value.owner.yielded().operands[value.index]) if dtype in CODE_DTYPES else 1.0
+            entries.append(isa.IoOp(name, "output", shape, dtype, scale, 0, address_of(value), _io_layout(shape)))
             continue
         dequantize = value.owner
         assert isinstance(dequantize, fixed.DequantizeOp)

@@ -34,8 +34,9 @@ from xnpu.backend.machine_plan import UNATTRIBUTED, Plan, RunStats, TraceRecord
 from xnpu.backend.machine_units import ComputeUnits
 from xnpu.backend.roofline import compulsory_ranges
 from xnpu.core.errors import XnpuError
-from xnpu.core.inputs import TensorSpec, bind_inputs
+from xnpu.core.inputs import TensorSpec, bind_inputs, stack_outputs
 from xnpu.semantics import fixed_point as fp
+from xnpu.semantics.io_dtypes import IO_DTYPES
 from xnpu.target.cost import instruction_cycles
 from xnpu.target.description import TargetDescription, list_targets, load_target
 from xnpu.target.encoding import Instruction, decode_program
@@ -47,10 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["Machine", "RunStats", "TraceRecord", "BinaryRun", "BinaryModel", "simulate", "run_binary", "format_profile",
            "roofline_summary", "machine_for", "target_for_binary", "UNATTRIBUTED"]
 
-# The io table's dtypes, little-endian.
-IO_DTYPES = {"int8": np.dtype("<i1"), "int16": np.dtype("<i2"), "int32": np.dtype("<i4"), "uint8": np.dtype("u1"),
-             "float32": np.dtype("<f4")}  # float32: a host segment's outputs
-QUANTIZED_BITS = {"int8": 8, "int16": 16, "int32": 32}
+QUANTIZED_BITS = {"int8": 8, "int16": 16, "int32": 32}  # the codes; every other io dtype is a value (semantics/dtypes.py)
 
 Program = Binary | Iterable[Instruction] | bytes
 Trace = Callable[[TraceRecord], None]
@@ -231,7 +229,7 @@ def _host_segments(binary: Binary) -> HostSegments:
 
 def _io_dtype(tensor: IoTensor) -> np.dtype:
     if tensor.dtype not in IO_DTYPES:
-        raise XnpuError(f"io tensor '{tensor.name}' has dtype {tensor.dtype}; the accelerator exchanges integers only")
+        raise XnpuError(f"io tensor '{tensor.name}' has dtype {tensor.dtype}, which the host does not know")
     return IO_DTYPES[tensor.dtype]
 
 
@@ -291,7 +289,7 @@ def binary_compulsory(binary: Binary) -> list[tuple[str, int, int]]:
 def ddr_bytes_needed(binary: Binary) -> int:
     """The DDR a program touches: its constant image, io tensors and DMA transfers."""
     end = len(binary.constants)
-    for tensor in binary.io:
+    for tensor in binary.all_io():
         end = max(end, tensor.ddr_addr + io_bytes(tensor))
     for instruction in binary.instructions:
         if instruction.op in ("LOAD", "STORE"):
@@ -333,33 +331,33 @@ def simulate(
     target: TargetDescription | str | None = None,
     trace: Trace | None = None,
 ) -> BinaryRun:
-    """Quantize float inputs (R4, io scales), run every sample, dequantize the outputs."""
+    """Quantize float inputs (R4, io scales), run every sample, dequantize the outputs; an
+    io tensor that holds values (float32, int64, bool, ...) is passed as it is."""
     target = load_target(target) if isinstance(target, str) else target
     for tensor in binary.io:
         if tensor.zero_point != 0:
             raise XnpuError(f"io tensor '{tensor.name}' has zero point {tensor.zero_point}; the contract is symmetric (R2)")
-        if tensor.dtype not in QUANTIZED_BITS and not (tensor.dtype == "float32" and tensor.direction == "output"):
-            raise XnpuError(f"io tensor '{tensor.name}' has dtype {tensor.dtype}; the host exchanges int8/int16/int32 codes"
-                            " (and reads float32 outputs)")
-    specs = [TensorSpec(t.name, tuple(t.shape), np.dtype(np.float32)) for t in binary.inputs()]
-    arrays, samples = bind_inputs(specs, inputs)
+        _io_dtype(tensor)
+    specs = [TensorSpec(t.name, tuple(t.shape), np.dtype(np.float32) if t.dtype in QUANTIZED_BITS else IO_DTYPES[t.dtype])
+             for t in binary.inputs()]
+    bound = bind_inputs(specs, inputs)
     machine = machine_for(binary, target)
     stats = RunStats(machine.target.cost.clock_mhz)
-    per_sample: list[dict[str, np.ndarray]] = []
-    for index in range(samples):
+    per_sample: list[tuple] = []
+    for index in range(bound.samples):
         codes = {
-            tensor.name: fp.quantize(array if samples == 1 else array[index : index + 1], tensor.scale, QUANTIZED_BITS[tensor.dtype])
-            for tensor, array in zip(binary.inputs(), arrays)
+            tensor.name: fp.quantize(array, tensor.scale, QUANTIZED_BITS[tensor.dtype]) if tensor.dtype in QUANTIZED_BITS
+            else array
+            for tensor, array in zip(binary.inputs(), bound.take(index, index + 1))
         }
         outputs, sample_stats = machine.run(binary, codes, trace)
-        per_sample.append(outputs)
+        per_sample.append(tuple(outputs[tensor.name] for tensor in binary.outputs()))
         stats.merge(sample_stats)
-    codes = {}
-    for tensor in binary.outputs():
-        values = [outputs[tensor.name].astype(np.float32 if tensor.dtype == "float32" else np.int64) for outputs in per_sample]
-        codes[tensor.name] = values[0] if samples == 1 else np.concatenate(values, axis=0)
-    floats = {tensor.name: codes[tensor.name] if tensor.dtype == "float32" else fp.dequantize(codes[tensor.name], tensor.scale)
-              for tensor in binary.outputs()}
+    output_specs = [TensorSpec(t.name, tuple(t.shape), IO_DTYPES[t.dtype]) for t in binary.outputs()]
+    codes = stack_outputs(output_specs, [tuple(np.asarray(v, dtype=np.int64) if t.dtype in QUANTIZED_BITS else v
+                                               for t, v in zip(binary.outputs(), sample)) for sample in per_sample], bound)
+    floats = {tensor.name: fp.dequantize(codes[tensor.name], tensor.scale) if tensor.dtype in QUANTIZED_BITS
+              else codes[tensor.name] for tensor in binary.outputs()}
     return BinaryRun(floats, codes, stats)
 
 

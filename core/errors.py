@@ -32,3 +32,8 @@ def printable(text: str) -> str:
         return text
     return "".join(c if c.isprintable() else "".join(f"\\{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
                    for c in text)
+
+
+class XnpuWarning(UserWarning):
+    """Something that works but is likely not what the user wants (a model with nothing for
+    the accelerator). Printed by the command line tools as one `<tool>: warning: ...` line."""

@@ -1210,6 +1210,47 @@ class MoveForm(UnitForm):
         return Capability(op_name, True, self.how)
 
 
+@dataclass(frozen=True)
+class TransposeForm(MoveForm):
+    """A transpose the DMA does as a view of its input's NCHW or NHWC bytes (one relayout at most)."""
+
+    def problem(self, op: Operation, target: TargetDescription) -> str | None:
+        return legality.transpose_problem(shape_of(op.operands[0]), ints(op.perm))  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class ConcatForm(MoveForm):
+    """A concatenation the DMA copies into place: along the channels of NCHW maps."""
+
+    def problem(self, op: Operation, target: TargetDescription) -> str | None:
+        return legality.concat_problem(shape_of(op.results[0]), op.axis.value.data)  # type: ignore[attr-defined]
+
+
+def memory_problem(op: Operation) -> str | None:
+    """Why the accelerator cannot hold a tensor a fixed op reads or writes as a map
+    (legality.memory_shape_problem: rank 3, batch above 1, empty, data-dependent), or None.
+    Constants and convolution kernels aside: they have layouts of their own (OHWI, DW), and
+    seed 002's activation read as depthwise kernels is one."""
+
+    def kernels_only(value: SSAValue) -> bool:
+        uses = list(value.uses)
+        return bool(uses) and all(isinstance(u.operation, Conv2dOp) and u.index == 1 for u in uses)
+
+    operands = [v for i, v in enumerate(op.operands) if not (isinstance(op, Conv2dOp) and i == 1)]
+    for value in (*operands, *(r for r in op.results if not kernels_only(r))):
+        if isinstance(value.type, TensorType) and not isinstance(value.owner, ConstantOp):
+            problem = legality.memory_shape_problem(value.type.get_shape())
+            if problem:
+                return problem
+    return None
+
+
+def unheld(ops) -> set[Operation]:
+    """The fixed ops among `ops` with a tensor the accelerator cannot hold (memory_problem): no
+    unit takes them (unit selection places them on the host) and legalize leaves them as they are."""
+    return {op for op in ops if op.dialect_name() == "fixed" and memory_problem(op)}
+
+
 @irdl_op_definition
 class ReshapeOp(FixedOp):
     """R16: same elements, new static shape (the result type)."""
@@ -1277,7 +1318,7 @@ class TransposeOp(FixedOp):
     result = result_def(IntTensor)
     perm = prop_def(DenseArrayBase[I64])
     scale = opt_prop_def(ScaleAttr)
-    traits = traits_def(Pure(), TransposeSamples(), MoveForm("NCHW <-> NHWC views by DMA"))
+    traits = traits_def(Pure(), TransposeSamples(), TransposeForm("NCHW <-> NHWC views by DMA"))
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
@@ -1307,7 +1348,7 @@ class ConcatOp(FixedOp):
     result = result_def(IntTensor)
     axis = prop_def(IntegerAttr[I64])
     scale = opt_prop_def(ScaleAttr)
-    traits = traits_def(Pure(), SamplesUnlessAxisZero("axis", every_operand=True), MoveForm("channel concatenation by DMA"))
+    traits = traits_def(Pure(), SamplesUnlessAxisZero("axis", every_operand=True), ConcatForm("channel concatenation by DMA"))
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$inputs attr-dict `:` functional-type(operands, results)"
 

@@ -57,7 +57,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from xnpu.core.errors import XnpuError
 from xnpu.dialects.targeting import enclosing_target
-from xnpu.semantics.dtypes import numpy_dtype
+from xnpu.semantics import dtypes
 from xnpu.target import footprints
 from xnpu.target.encoding import DEPENDENCY_NAMES, ENUMS, FORMATS, OPCODES, Instruction, make_instruction
 
@@ -307,7 +307,7 @@ class ConstantsOp(IRDLOperation):
 
 
 IO_DIRECTIONS = ("input", "output")
-IO_DTYPES = ("int8", "int16", "int32", "float32", "uint8")
+IO_DTYPES = tuple(dtypes.IO_DTYPES)  # int8, int16, int32: codes; the others values (semantics/dtypes.py)
 IO_LAYOUTS = ("RAW", "NHWC", "NCHW")
 
 
@@ -359,7 +359,7 @@ class IoOp(IRDLOperation):
             raise VerifyException(f"isa.io: DDR address {address} does not fit 32 bits")
         target = module_target(self)
         if target is not None:
-            size = int(np.prod(self.shape_tuple(), dtype=np.int64)) * (1, 2, 4, 4, 1)[IO_DTYPES.index(self.dtype.data)]
+            size = int(np.prod(self.shape_tuple(), dtype=np.int64)) * dtypes.IO_DTYPES[self.dtype.data].itemsize
             if address + size > target.memory.ddr_bytes:
                 raise VerifyException(
                     f"isa.io '{self.tensor_name.data}': bytes [{address}, {address + size}) leave the DDR of {target.name}"
@@ -406,7 +406,7 @@ class HostSegmentOp(IRDLOperation):
                                  ("output", function.function_type.outputs.data)):
             tensors = self.tensors(direction)
             described = [(t.shape_tuple(), t.dtype.data) for t in tensors]
-            wanted = [(tuple(t.get_shape()), numpy_dtype(t.get_element_type()).name) for t in types]
+            wanted = [(tuple(t.get_shape()), dtypes.io_dtype(t.get_element_type())) for t in types]
             if described != wanted:
                 raise VerifyException(f"{where}: its {direction} tensors {described} do not match the function's {wanted}")
 

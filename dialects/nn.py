@@ -29,11 +29,12 @@ from xdsl.dialects.builtin import (
     TensorType,
     f32,
 )
-from xdsl.ir import Attribute, Dialect, SSAValue
+from xdsl.ir import Attribute, Data, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
     ParsePropInAttrDict,
+    irdl_attr_definition,
     irdl_op_definition,
     operand_def,
     opt_operand_def,
@@ -42,8 +43,9 @@ from xdsl.irdl import (
     result_def,
     traits_def,
     var_operand_def,
+    var_result_def,
 )
-from xdsl.parser import Parser
+from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import Commutative, ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
@@ -84,6 +86,7 @@ from xnpu.dialects.traits import (
     KeepsRange,
     Rescales,
     ReshapeSamples,
+    SampleBySample,
     SamplesUnlessAxisZero,
     TransposeSamples,
 )
@@ -107,6 +110,12 @@ LINEAR_MAX_FACTOR = 2
 # --------------------------------------------------------------------------------------
 # Constants
 # --------------------------------------------------------------------------------------
+
+
+def is_float(value: SSAValue) -> bool:
+    """A float32 tensor: an activation calibration measures and quantization converts (a host
+    op's int64, bool or string values are not)."""
+    return isinstance(value.type, TensorType) and isinstance(value.type.get_element_type(), Float32Type)
 
 
 def dense_from_numpy(array: np.ndarray) -> DenseIntOrFPElementsAttr:
@@ -947,6 +956,112 @@ class ConcatOp(IRDLOperation):
         expect_shape(self, out)
 
 
+# --------------------------------------------------------------------------------------
+# Opaque host ops: ONNX nodes the front end does not model, run by onnxruntime
+# --------------------------------------------------------------------------------------
+
+
+@irdl_attr_definition
+class OnnxModelAttr(Data[bytes]):
+    """A serialized ONNX model (ModelProto bytes), printed as base64: `#nn.onnx_model<"CAg...">`."""
+
+    name = "nn.onnx_model"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> bytes:
+        import base64
+        import binascii
+
+        with parser.in_angle_brackets():
+            text = parser.parse_str_literal()
+        try:
+            return base64.b64decode(text, validate=True)
+        except binascii.Error:
+            parser.raise_error("nn.onnx_model: the model must be base64 text")
+
+    def print_parameter(self, printer: Printer) -> None:
+        import base64
+
+        # base64 needs no escaping: printed as it is (the string printer escapes char by char,
+        # seconds for a model of a megabyte)
+        printer.print_string('<"' + base64.b64encode(self.data).decode("ascii") + '">')
+
+
+@irdl_attr_definition
+class OnnxValueType(ParametrizedAttribute, TypeAttribute):
+    """A value of an ONNX type the IR has no tensor type for (a string tensor, a sequence, an
+    optional, a map, float8): it passes between nn.onnx ops and the program's edges as
+    onnxruntime gives it. `!nn.onnx_value<"seq(tensor(float))", "<base64 TypeProto>">`: the
+    type in words, and the ONNX TypeProto itself."""
+
+    name = "nn.onnx_value"
+    description: StringAttr
+    type_proto: StringAttr
+
+    def __init__(self, description: str, type_proto: str):
+        super().__init__(StringAttr(description), StringAttr(type_proto))
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f'<"{self.description.data}", "{self.type_proto.data}">')
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list:
+        with parser.in_angle_brackets():
+            description = parser.parse_str_literal()
+            parser.parse_punctuation(",")
+            type_proto = parser.parse_str_literal()
+        return [StringAttr(description), StringAttr(type_proto)]
+
+
+@irdl_op_definition
+class OnnxOp(IRDLOperation):
+    """An ONNX node the front end does not model, run by onnxruntime (semantics/onnx_runtime.py).
+
+    `model` is a small ONNX model holding the node `op_type` (with its subgraphs), the
+    constants it reads as initializers, one graph input per operand (a value of the graph
+    it reads, a subgraph's outer-scope reads included) and one graph output per result.
+    Operands and results are tensors of any element type numpy has a counterpart of (f32,
+    si64, i1, ...), or values of other ONNX types (`!nn.onnx_value`: strings, sequences);
+    result dimensions may be dynamic (`?`) where the node's output shape depends on the data. `reason` says why the front end left it opaque. Inside a binary's
+    host segment, `model` is the index of the model in the binary's onnx-models section
+    (docs/binary-format.md, section 8), and the reader puts the model back.
+
+    `%y, %h = nn.onnx "LSTM" (%x) {model = #nn.onnx_model<"...">, reason = "..."} : (...) -> (...)`
+    """
+
+    name = "nn.onnx"
+    inputs = var_operand_def(TensorType | OnnxValueType)
+    outputs = var_result_def(TensorType | OnnxValueType)
+    op_type = prop_def(StringAttr)
+    model = prop_def(OnnxModelAttr | IntegerAttr[I64])
+    reason = prop_def(StringAttr)
+    traits = traits_def(SampleBySample())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$op_type `(` $inputs `)` attr-dict `:` functional-type($inputs, $outputs)"
+
+    def __init__(self, op_type: str, inputs: Sequence[SSAValue], result_types: Sequence[Attribute], model: bytes,
+                 reason: str):
+        super().__init__(
+            operands=[list(inputs)],
+            result_types=[list(result_types)],
+            properties={"op_type": StringAttr(op_type), "model": OnnxModelAttr(model), "reason": StringAttr(reason)},
+        )
+
+    def model_bytes(self) -> bytes:
+        if not isinstance(self.model, OnnxModelAttr):
+            raise VerifyException(f"nn.onnx: the model is a reference ({self.model.value.data}) into a binary's "
+                                  "onnx-models section, not the model")
+        return self.model.data
+
+    def verify_(self) -> None:
+        if not self.op_type.data:
+            raise VerifyException("nn.onnx: op_type must name the ONNX op")
+        if not self.outputs:
+            raise VerifyException("nn.onnx: needs at least one result")
+        if isinstance(self.model, OnnxModelAttr) and not self.model.data:
+            raise VerifyException("nn.onnx: the model is empty")
+
+
 NN = Dialect(
     "nn",
     [
@@ -976,5 +1091,7 @@ NN = Dialect(
         TransposeOp,
         ResizeOp,
         ConcatOp,
+        OnnxOp,
     ],
+    [OnnxModelAttr, OnnxValueType],
 )

@@ -38,7 +38,6 @@ import numpy as np
 from xdsl.dialects.builtin import (
     I64,
     DenseArrayBase,
-    Float32Type,
     IntegerAttr,
     IntegerType,
     StringAttr,
@@ -790,9 +789,11 @@ HOST_REASON = "npu.host_reason"  # on each op of a host region that the target c
 @irdl_op_definition
 class HostOp(NpuOp):
     """A host segment: ops the target cannot run (float ops the quantizer left, fixed ops no
-    unit takes), run by the host between accelerator operations. The region is isolated: it
-    reads its int8 operands as block arguments and yields its results (int8 tensors the
-    accelerator reads on, or float32 program outputs). Each op placed here for a reason
+    unit takes, ONNX nodes onnxruntime runs), run by the host between accelerator
+    operations. The region is isolated: it reads its operands as block arguments and yields
+    its results: int8 tensors the accelerator reads on, or values as they are (float32
+    program outputs, a tensor another segment reads, a host op's int64 or bool values,
+    which also come from program inputs). Each op placed here for a reason
     carries it as `npu.host_reason`. Its ops run through the ordinary interpreters (fixed
     ops through the integer semantics), so the module stays bit-identical to the fixed level.
     """
@@ -826,9 +827,8 @@ class HostOp(NpuOp):
         if [value.type for value in terminator.operands] != [value.type for value in self.outputs]:
             raise VerifyException("npu.host: npu.host_yield must yield the results' types")
         for value in (*self.inputs, *self.outputs):
-            element = value.type.get_element_type() if isinstance(value.type, TensorType) else None
-            if not (element == i8 or element == Float32Type()):
-                raise VerifyException(f"npu.host: operands and results are i8 or f32 tensors, got {value.type}")
+            if not isinstance(value.type, TensorType):
+                raise VerifyException(f"npu.host: operands and results are tensors, got {value.type}")
 
 
 @irdl_op_definition

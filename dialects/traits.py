@@ -128,6 +128,15 @@ class TransposeSamples(SampleBatching):
         return tuple(op.perm.get_values())[:1] == (0,)  # type: ignore[attr-defined]
 
 
+@dataclass(frozen=True)
+class SampleBySample(SampleBatching):
+    """The op runs one sample at a time: an ONNX node onnxruntime runs (nn.onnx) has a model
+    built for the graph's batch-1 shapes."""
+
+    def keeps_samples(self, op: Operation, batched: Sequence[bool]) -> bool:
+        return False
+
+
 # --------------------------------------------------------------------------------------
 # Scales of the float graph
 # --------------------------------------------------------------------------------------

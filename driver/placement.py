@@ -48,11 +48,20 @@ class Placement:
         on_host = {node for op in self.host for node in op.nodes}
         return "host" if any(node in on_host for node in nodes) else "accelerator"
 
+    @property
+    def host_nodes(self) -> list[str]:
+        """The ONNX nodes only the host runs, in program order (a node the accelerator computes
+        counts there, even where the host moves its data: a 1-D convolution's reshapes)."""
+        on_accelerator = set(self.accelerator)
+        nodes: list[str] = []
+        _add_nodes(nodes, (node for op in self.host for node in op.nodes if node not in on_accelerator))
+        return nodes
+
     def summary(self) -> str:
         ops = "op" if len(self.host) == 1 else "ops"
         segments = "segment" if self.segments == 1 else "segments"
         lines = [f"placement on {self.target}: {len(self.accelerator)} ONNX nodes on the accelerator, "
-                 f"{len(self.host)} {ops} on the host in {self.segments} {segments}"]
+                 f"{len(self.host_nodes)} on the host ({len(self.host)} {ops} in {self.segments} {segments})"]
         lines += [f"  host {op.describe()}" for op in self.host]
         return "\n".join(lines)
 
@@ -62,8 +71,14 @@ def _host_ops(segment: int, ops) -> list[HostPlacement]:
     for op in ops:
         reason = op.attributes.get(HOST_REASON)
         if isinstance(reason, StringAttr):
-            found.append(HostPlacement(segment, op.name, location_names(op.location), reason.data))
+            found.append(HostPlacement(segment, _op_name(op), location_names(op.location), reason.data))
     return found
+
+
+def _op_name(op) -> str:
+    """The op's name; an ONNX node onnxruntime runs is named by its ONNX op type too (`nn.onnx If`)."""
+    op_type = op.properties.get("op_type")
+    return f"{op.name} {op_type.data}" if op.name == "nn.onnx" and isinstance(op_type, StringAttr) else op.name
 
 
 def _add_nodes(nodes: list[str], names) -> None:
@@ -89,7 +104,7 @@ def _of_binary(binary, target: str) -> Placement:
             continue
         _add_nodes(placement.accelerator, binary.provenance.get(index, ()))
     for number, segment in enumerate(binary.host_segments, 1):
-        placement.host += _host_ops(number, segment_function(segment).walk())
+        placement.host += _host_ops(number, segment_function(segment, binary.onnx_models).walk())
     placement.segments = len(binary.host_segments)
     return placement
 

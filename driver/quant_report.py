@@ -87,11 +87,14 @@ def location_name(location: Attribute) -> str:
 
 
 def _is_layer(op: Operation) -> bool:
-    return op.dialect_name() == "nn" and not isinstance(op, nn.ConstantOp) and not isinstance(op.location, UnknownLoc)
+    """An nn op computing a float activation (a host op's int64 or bool values are no layer)."""
+    return (op.dialect_name() == "nn" and not isinstance(op, nn.ConstantOp) and not isinstance(op.location, UnknownLoc)
+            and bool(op.results) and nn.is_float(op.results[0]))
 
 
 def _integer_result(op: Operation) -> bool:
-    if len(op.results) != 1:
+    """A fixed op's int8 codes (not an nn.onnx op's int64 values)."""
+    if op.dialect_name() != "fixed" or len(op.results) != 1:
         return False
     type_ = op.results[0].type
     return isinstance(type_, TensorType) and isinstance(type_.get_element_type(), IntegerType)
@@ -151,6 +154,25 @@ def match_layers(float_module: ModuleOp, fixed_module: ModuleOp) -> tuple[list[_
             layer.fixed_op = op
     matched = [layer for layer in layers.values() if layer.fixed_op is not None]
     unmatched = [layer.name for layer in layers.values() if layer.fixed_op is None]
+    by_name = {layer.name: layer for layer in layers.values()}
+
+    def through(name: str, seen: set[str]) -> list[str]:
+        """A layer's input as the report draws it: a layer with no integer output (a float op
+        the host runs) stands for the inputs it reads."""
+        layer = by_name.get(name)
+        if layer is None or layer.fixed_op is not None or name in seen:
+            return [name] if name not in seen else []
+        seen.add(name)
+        found: list[str] = []
+        for producer in layer.inputs:
+            found += [p for p in through(producer, seen) if p not in found]
+        return found
+
+    for layer in matched:
+        inputs: list[str] = []
+        for producer in layer.inputs:
+            inputs += [p for p in through(producer, set()) if p not in inputs]
+        layer.inputs = inputs
     return matched, unmatched
 
 
@@ -301,12 +323,13 @@ def layer_report(
     if not layers:
         raise XnpuError("no layer of the float graph has a located integer output in the fixed module")
     input_specs, _ = signature(float_module)
-    arrays, count = bind_inputs(input_specs, data)
-    fixed_arrays, fixed_count = bind_inputs(signature(fixed_module)[0], data)
+    bound = bind_inputs(input_specs, data)
+    fixed_bound = bind_inputs(signature(fixed_module)[0], data)
+    count = bound.samples
     if samples is not None and samples < 1:
         raise XnpuError(f"the number of report samples must be >= 1, got {samples}")
     count = min(count, samples if samples is not None else max(1, -(-count // share)))
-    if count == 0 or any(array.ndim and array.shape[0] == 0 for array in arrays):
+    if count == 0:
         raise XnpuError("the report data holds no samples")
     accumulators = {
         layer.name: _Accumulator(_scale_of(layer.fixed_op, layer.name), fixed.width_of(layer.fixed_op.results[0]))
@@ -316,23 +339,23 @@ def layer_report(
     comparer = _Comparer({layer.fixed_op: layer.name for layer in layers}, float_recorder.values, accumulators)
     float_run = CompiledFunction(float_module, listeners=(float_recorder,))
     fixed_run = CompiledFunction(fixed_module, listeners=(comparer,))
-    several = count > 1 or fixed_count > 1
+    several = count > 1 or fixed_bound.samples > 1
     # both modules keep samples apart along axis 0: run as many at once as both allow, and as
     # the float outputs of every layer, kept from the float run for the fixed one, fit
     recorded = sum(_sample_bytes(layer.float_op) for layer in layers)
     size = min(default_batch(float_run), default_batch(fixed_run), max(1, REPORT_MEMORY_BYTES // max(recorded, 1)))
     size = size if several else 1
 
-    def samples_of(all_arrays: list[np.ndarray], start: int, stop: int) -> tuple[np.ndarray, ...]:
-        return tuple(np.ascontiguousarray(a[start:stop] if several else a) for a in all_arrays)
+    def samples_of(inputs, start: int, stop: int) -> tuple[np.ndarray, ...]:
+        return tuple(np.ascontiguousarray(a) for a in inputs.take(start, stop))
 
     show = sys.stderr.isatty() if progress is None else progress
     with tqdm(total=count, desc="report", unit="sample", file=sys.stderr, disable=not show, leave=False) as bar:
         for start, stop in batches(count, size):
             float_recorder.values.clear()
-            float_run(samples_of(arrays, start, stop))
+            float_run(samples_of(bound, start, stop))
             comparer.samples = stop - start
-            fixed_run(samples_of(fixed_arrays, start, stop))
+            fixed_run(samples_of(fixed_bound, start, stop))
             bar.update(stop - start)
     float_recorder.values.clear()
     stats = []

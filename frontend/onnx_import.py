@@ -1,14 +1,19 @@
 """ONNX -> `nn` dialect: the front end.
 
-The model is shape-inferred first; every tensor must come out with a static shape, because
-every level below works on static shapes. Each ONNX node becomes one `nn` op (a few become
-a short sequence) located at `loc("<node name>")`; unnamed nodes get `<OpType>_<index>`.
-Initializers and `Constant` nodes are held as numpy arrays and become `nn.constant` ops only
-where a float operand needs them, so integer shape tensors (Reshape's `shape`, Clip's bounds)
-never appear in the IR. `Identity` and inference `Dropout` are forwarded away.
+The model is shape-inferred first; every value the graph computes must come out with a
+static shape, because every level below works on static shapes. Each ONNX node becomes one
+`nn` op (a few become a short sequence) located at `loc("<node name>")`; unnamed nodes get
+`<OpType>_<index>`. Initializers and `Constant` nodes are held as numpy arrays and become
+`nn.constant` ops only where a float operand needs them, so integer shape tensors
+(Reshape's `shape`, Clip's bounds) never appear in the IR. `Identity` and inference
+`Dropout` are forwarded away.
 
-Anything the `nn` dialect cannot express is an `XnpuError` whose one line names the node,
-its op type and the reason.
+A node the `nn` dialect cannot express (an op or domain it lacks, an attribute value its
+op does not take, a value of another element type than float32) is kept whole for the
+host: an `nn.onnx` op carrying the node as a small ONNX model that onnxruntime runs
+(frontend/onnx_host_nodes.py), with the converter's words as the reason. A model
+onnxruntime cannot run either is an `XnpuError` whose one line names the node, its op type
+and the reason.
 """
 
 from __future__ import annotations
@@ -33,17 +38,17 @@ from xdsl.dialects.builtin import (
     TensorType,
     f32,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, OpResult, Region, SSAValue
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from xnpu.dialects import nn
 from xnpu.core.errors import XnpuError, first_line
-from xnpu.frontend.onnx_shapes import FOLDABLE_OPS, fold_shape_computations, infer_shapes, static_input_shapes
 from xnpu.core.files import check_input_file
+from xnpu.frontend import onnx_host_nodes
+from xnpu.frontend.onnx_opsets import upgraded
+from xnpu.frontend.onnx_shapes import fold_shape_computations, infer_shapes, static_input_shapes
 from xnpu.interpreters.function import NAME_ATTR
 
-MIN_OPSET = 11
-MAX_OPSET = onnx.defs.onnx_opset_version()
 
 FLOAT = onnx.TensorProto.FLOAT
 
@@ -76,21 +81,16 @@ def _tensor_array(tensor: onnx.TensorProto, what: str) -> np.ndarray:
         raise XnpuError(f"{what}: its data does not match its dims {dims} ({reason})") from None
 
 
-def _default_opset(model: onnx.ModelProto) -> int:
-    versions = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
-    if not versions:
-        raise XnpuError("the ONNX model imports no version of the default (ai.onnx) opset")
-    version = versions[0]
-    if not MIN_OPSET <= version <= MAX_OPSET:
-        raise XnpuError(
-            f"unsupported ONNX opset {version}: xnpu imports opsets {MIN_OPSET} to {MAX_OPSET}"
-        )
-    return version
-
-
 def _infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Shape inference, strict where it can be; where strict inference fails (a node of a domain
+    onnx has no schema for, one onnxruntime adds; a function body it cannot check), the
+    lenient one, and onnxruntime, which loads every node the front end keeps opaque, judges."""
     try:
         return infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
+    except Exception:
+        pass
+    try:
+        return infer_shapes(model, data_prop=True)
     except Exception as error:
         raise XnpuError(f"ONNX shape inference failed: {first_line(error)}") from None
 
@@ -134,10 +134,13 @@ class _NodeError(Exception):
 class _Importer:
     def __init__(self, model: onnx.ModelProto, opset: int):
         self.opset = opset
+        self.model = model
         graph = model.graph
         self.infos: dict[str, TensorInfo] = {}
+        self.types: dict[str, onnx.TypeProto] = {}  # every value's ONNX type, tensors or not
         for value_info in (*graph.input, *graph.value_info, *graph.output):
             self.infos[value_info.name] = TensorInfo(value_info)
+            self.types[value_info.name] = value_info.type
         # name -> (array, location name): initializers and Constant nodes, folded
         self.constants: dict[str, tuple[np.ndarray, str]] = {}
         for tensor in graph.initializer:
@@ -185,17 +188,17 @@ class _Importer:
             if value_info.name in self.constants:
                 continue  # pre-IR-4 models list initializers as inputs
             info = self.infos[value_info.name]
-            if info.elem_type != FLOAT:
-                raise XnpuError(
-                    f"graph input '{value_info.name}' has element type {_elem_type_name(info.elem_type)}; "
-                    "only float32 inputs are supported"
-                )
+            opaque = onnx_host_nodes.ir_type(value_info.type)
+            if isinstance(opaque, nn.OnnxValueType):  # a string tensor, a sequence: for host ops only
+                arg_types.append(opaque)
+                arg_names.append(value_info.name)
+                continue
             if not info.is_static:
                 raise XnpuError(
                     f"graph input '{value_info.name}' has a dynamic shape {info.dims_text}; "
                     "xnpu needs static shapes (fix the input shape before importing)"
                 )
-            arg_types.append(TensorType(f32, info.shape))
+            arg_types.append(onnx_host_nodes.tensor_type(info.elem_type, info.shape))
             arg_names.append(value_info.name)
         block = Block(arg_types=arg_types)
         for name, arg in zip(arg_names, block.args):
@@ -208,6 +211,8 @@ class _Importer:
         results, result_names = [], []
         for value_info in graph.output:
             try:
+                if value_info.name in self.constants and self.constants[value_info.name][0].dtype != np.float32:
+                    self.constant_output(value_info.name)
                 results.append(self.operand(value_info.name))
             except _NodeError as error:
                 raise XnpuError(f"graph output '{value_info.name}': {error}") from None
@@ -227,10 +232,11 @@ class _Importer:
     def import_node(self, node: onnx.NodeProto, index: int) -> None:
         name = node.name or f"{node.op_type}_{index}"
         op_type = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+        self.location = NameLoc(StringAttr(name), NoneAttr())
         converter = CONVERTERS.get(op_type)
         if converter is None:
-            raise XnpuError(f"unsupported ONNX op '{op_type}' (node '{name}'): no nn equivalent")
-        self.location = NameLoc(StringAttr(name), NoneAttr())
+            self.import_host_node(node, name, op_type, f"ONNX op '{op_type}' has no nn equivalent")
+            return
         first_op = len(self.ops)
         try:
             _check_attribute_types(node, self.opset)
@@ -239,10 +245,39 @@ class _Importer:
             if op_type not in SHAPE_FREE_OPS:
                 self.check_outputs(node)
             self.check_results(node, self.ops[first_op:])
-        except _NodeError as error:
-            raise XnpuError(f"ONNX node '{name}' ({op_type}): {error}") from None
-        except (VerifyException, DiagnosticException) as error:
-            raise XnpuError(f"ONNX node '{name}' ({op_type}): {first_line(error)}") from None
+        except (_NodeError, VerifyException, DiagnosticException) as error:
+            self.roll_back(first_op)
+            self.import_host_node(node, name, op_type, f"ONNX {op_type}: {first_line(error)}")
+
+    def constant_output(self, name: str) -> None:
+        """A program output the graph folded to a constant of another type than float32 (a
+        Shape's int64): an ONNX Constant node, for onnxruntime."""
+        array, origin = self.constants[name]
+        node = onnx.helper.make_node("Constant", [], [name], name=origin, value=numpy_helper.from_array(array, name))
+        self.location = NameLoc(StringAttr(origin), NoneAttr())
+        self.infos[name] = TensorInfo(onnx.helper.make_tensor_value_info(
+            name, onnx.helper.np_dtype_to_tensor_dtype(array.dtype), array.shape))
+        self.import_host_node(node, origin, "Constant", f"a constant program output of type {array.dtype}")
+
+    def roll_back(self, first_op: int) -> None:
+        """Forget the ops a failed converter made (and the values they defined)."""
+        dropped = self.ops[first_op:]
+        del self.ops[first_op:]
+        if not dropped:
+            return
+        owners = set(dropped)
+        for key in [key for key, value in self.values.items() if isinstance(value, OpResult) and value.op in owners]:
+            del self.values[key]
+        for op in reversed(dropped):
+            op.drop_all_references()
+
+    def import_host_node(self, node: onnx.NodeProto, name: str, op_type: str, reason: str) -> None:
+        """`node` as one nn.onnx op, for onnxruntime to run (frontend/onnx_host_nodes.py)."""
+        constants = {key: array for key, (array, _) in self.constants.items()}
+        op, outputs = onnx_host_nodes.host_op(node, name, op_type, reason, self.values, constants, self.types, self.model)
+        op.location = self.location
+        self.ops.append(op)
+        self.values.update(zip(outputs, op.results))
 
     def check_outputs(self, node: onnx.NodeProto) -> None:
         for output in node.output[:1]:
@@ -384,7 +419,7 @@ def _expect_rank4(importer: _Importer, name: str, role: str = "input") -> tuple[
 Converter = Callable[[_Importer, onnx.NodeProto, dict], None]
 CONVERTERS: dict[str, Converter] = {}
 # ops whose output is not a new tensor (folded or forwarded): no shape to check
-SHAPE_FREE_OPS = {"Constant", "Identity", "Dropout"}
+SHAPE_FREE_OPS = {"Constant", "Identity", "Dropout", "Cast"}
 
 
 def converts(*op_types: str) -> Callable[[Converter], Converter]:
@@ -454,6 +489,9 @@ def _conv_weight(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> tupl
 @converts("Conv")
 def _conv(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
     _reject_unknown(attrs, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})
+    if len(nn.shape_of(importer.operand(node.input[0]))) == 3:
+        _conv1d(importer, node, attrs)
+        return
     x_shape = _expect_rank4(importer, node.input[0])
     weight, w_shape = _conv_weight(importer, node, attrs)
     strides, dilations = _pair(attrs, "strides"), _pair(attrs, "dilations")
@@ -469,6 +507,49 @@ def _conv(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
         group=int(attrs.get("group", 1)),
     )
     importer.define(node, importer.emit(op))
+
+
+def _conv1d(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    """A 1-D convolution of N x C x L is the 2-D one of N x C x 1 x L with 1 x K kernels."""
+    x = importer.operand(node.input[0])
+    n, c, length = nn.shape_of(x)
+    weights = np.asarray(importer.constant(node.input[1], "weight"))
+    if weights.ndim != 3:
+        raise _NodeError(f"weight has shape {list(weights.shape)}; a 1-D convolution needs rank 3")
+    if "kernel_shape" in attrs and [int(k) for k in attrs["kernel_shape"]] != [weights.shape[2]]:
+        raise _NodeError(f"kernel_shape {list(attrs['kernel_shape'])} differs from the weight's {[weights.shape[2]]}")
+    as_2d = {"strides": [1, *attrs.get("strides", [1])], "dilations": [1, *attrs.get("dilations", [1])]}
+    if "pads" in attrs:
+        begin, end = [int(p) for p in attrs["pads"]]
+        as_2d["pads"] = [0, begin, 0, end]
+    if "auto_pad" in attrs:
+        as_2d["auto_pad"] = attrs["auto_pad"]
+    strides, dilations = _pair(as_2d, "strides"), _pair(as_2d, "dilations")
+    pads, _ = _window_pads(as_2d, (1, length), (1, weights.shape[2]), strides, dilations)
+    kernel = importer.emit(nn.ConstantOp(weights.reshape(weights.shape[0], weights.shape[1], 1, weights.shape[2])))
+    bias = _present(node, 2)
+    conv = nn.Conv2dOp(
+        importer.emit(nn.ReshapeOp(x, [n, c, 1, length])),
+        kernel,
+        importer.operand(bias) if bias else None,
+        strides=strides,
+        pads=pads,
+        dilations=dilations,
+        group=int(attrs.get("group", 1)),
+    )
+    y = importer.emit(conv)
+    out = nn.shape_of(y)
+    importer.define(node, importer.emit(nn.ReshapeOp(y, [out[0], out[1], out[3]])))
+
+
+@converts("Cast")
+def _cast(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    """A cast of a float32 tensor to float32 changes nothing (exporters write them); any other is not modeled."""
+    _reject_unknown(attrs, {"to", "saturate", "round_mode"})
+    source = importer.operand(node.input[0])
+    if int(attrs.get("to", 0)) != FLOAT or not isinstance(source.type, TensorType) or source.type.get_element_type() != f32:
+        raise _NodeError(f"only a cast of float32 to float32 has an nn equivalent (to = {_elem_type_name(int(attrs.get('to', 0)))})")
+    _forward(importer, node.input[0], node.output[0])
 
 
 def _conv_transpose_pads(
@@ -812,6 +893,7 @@ def _unsqueeze(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
     importer.define(node, importer.emit(nn.ReshapeOp(x, shape)))
 
 
+# the ops the nn dialect models (every other node is imported as nn.onnx, for onnxruntime)
 SUPPORTED_OPS = frozenset(CONVERTERS)
 
 
@@ -823,26 +905,10 @@ def import_onnx(
 
     `input_shapes` ({input name: shape}) fixes the shapes of graph inputs; a dynamic batch
     dimension is otherwise 1 (with an XnpuNote warning) and any other dynamic dimension an
-    error. Shape computations on the now static shapes are folded away before import.
+    error. Shape computations on the now static shapes are folded away before import. A
+    node the nn dialect cannot express becomes an nn.onnx op, run by onnxruntime.
     """
-    model = _load(source)
-    opset = _default_opset(model)
-    if model.graph.node and not all(n.domain in ("", "ai.onnx") for n in model.graph.node):
-        node = next(n for n in model.graph.node if n.domain not in ("", "ai.onnx"))
-        raise XnpuError(
-            f"unsupported ONNX op '{node.domain}.{node.op_type}' (node '{node.name or node.op_type}'): "
-            "no nn equivalent"
-        )
-    # checked before shape inference, which may fail on exactly these ops
-    _reject_unsupported_ops(model, SUPPORTED_OPS | FOLDABLE_OPS)
+    model, opset = upgraded(_load(source))
     model = fold_shape_computations(static_input_shapes(model, input_shapes))
-    _reject_unsupported_ops(model, SUPPORTED_OPS)
     inferred = _infer_shapes(model)
     return _Importer(inferred, opset).import_graph(inferred.graph)
-
-
-def _reject_unsupported_ops(model: onnx.ModelProto, supported: frozenset[str]) -> None:
-    for index, node in enumerate(model.graph.node):
-        if node.op_type not in supported:
-            name = node.name or f"{node.op_type}_{index}"
-            raise XnpuError(f"unsupported ONNX op '{node.op_type}' (node '{name}'): no nn equivalent")

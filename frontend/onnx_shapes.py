@@ -11,15 +11,18 @@ below the importer works on static shapes, so before import
 2. `fold_shape_computations` evaluates the nodes that only compute on constants and on
    static shapes (Shape, Size, Gather, Concat, Cast, Slice, int64 arithmetic, ...) with
    onnx's own `ReferenceEvaluator` and replaces them by initializers, so a Reshape's target
-   or a Resize's sizes are constants the importer can read. Each node's result is checked
-   against the memory budget (xnpu.core.budget) from its inputs before it is computed: a
-   172-byte model's ConstantOfShape of 1x1x16000x16000 took 4 GB, an Expand to 30000x30000
-   7 GB and then a SIGSEGV.
+   or a Resize's sizes are constants the importer can read. It repeats until nothing more
+   folds (a Pad's folded pads give its output a static shape, whose Shape folds next), and
+   an `If` whose condition folded (silero's batch-size checks) becomes the branch it takes.
+   Each node's result is checked against the memory budget (xnpu.core.budget) from its
+   inputs before it is computed: a 172-byte model's ConstantOfShape of 1x1x16000x16000 took
+   4 GB, an Expand to 30000x30000 7 GB and then a SIGSEGV.
 """
 
 from __future__ import annotations
 
 import inspect
+import math
 import warnings
 from collections.abc import Mapping, Sequence
 
@@ -30,6 +33,7 @@ from onnx import numpy_helper
 from xnpu.core.budget import check_tensor, check_total
 from xnpu.core.errors import XnpuError, XnpuNote
 from xnpu.frontend.input_shapes import INPUT_SHAPE_FLAG
+from xnpu.frontend.onnx_host_nodes import node_reads
 
 # Evaluated when every input is known: the ops that build shapes, indices and parameters.
 STRUCTURAL_OPS = frozenset({
@@ -76,6 +80,8 @@ def static_input_shapes(model: onnx.ModelProto, input_shapes: Mapping[str, Seque
             )
     fixed: dict[str, list[int]] = {}
     for value_info in inputs:
+        if value_info.type.WhichOneof("value") != "tensor_type":
+            continue  # a sequence, map or optional: the importer says it holds tensors only
         name, dims = value_info.name, _dims(value_info)
         if name in input_shapes:
             shape = [int(d) for d in input_shapes[name]]
@@ -86,6 +92,10 @@ def static_input_shapes(model: onnx.ModelProto, input_shapes: Mapping[str, Seque
                     f"{INPUT_SHAPE_FLAG} {name}={','.join(map(str, shape))} has rank {len(shape)}, "
                     f"but graph input '{name}' has rank {len(dims)} {_dims_text(dims)}"
                 )
+            if dims is not None and all(isinstance(d, int) for d in dims):
+                said = "repeats" if shape == dims else "overrides"
+                warnings.warn(f"{INPUT_SHAPE_FLAG} {name}={','.join(map(str, shape))} {said} the static shape "
+                              f"{_dims_text(dims)} of graph input '{name}'", XnpuNote, stacklevel=3)
             if dims is None or shape != dims:
                 fixed[name] = shape
             continue
@@ -175,7 +185,54 @@ def _constant_is_float(node: onnx.NodeProto) -> bool:
 
 
 def fold_shape_computations(model: onnx.ModelProto) -> onnx.ModelProto:
-    """`model` with its constant shape computations evaluated into initializers (a new model when any fold)."""
+    """`model` with its constant shape computations evaluated into initializers and its
+    decided Ifs replaced by their branch, until nothing more folds (a new model when any fold)."""
+    while True:
+        folded = _inline_decided_ifs(_fold_once(model))
+        if folded is model:
+            return model
+        model = folded
+
+
+def _inline_decided_ifs(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` with every top-level If whose condition is a constant replaced by the nodes of
+    the branch it takes (and an Identity per output); an If whose branch defines a name the
+    graph already has stays."""
+    graph = model.graph
+    initializers = {t.name: t for t in graph.initializer}
+    defined = {value.name for value in graph.input} | set(initializers)
+    defined.update(output for node in graph.node for output in node.output)
+    replaced: dict[int, list[onnx.NodeProto]] = {}
+    moved: list[onnx.TensorProto] = []
+    for index, node in enumerate(graph.node):
+        condition = initializers.get(node.input[0]) if node.op_type == "If" and node.domain in ("", "ai.onnx") else None
+        if condition is None or math.prod(condition.dims) != 1:
+            continue
+        branch_name = "then_branch" if numpy_helper.to_array(condition).reshape(-1)[0] else "else_branch"
+        branch = next(a.g for a in node.attribute if a.name == branch_name)
+        names = {output for inner in branch.node for output in inner.output} | {t.name for t in branch.initializer}
+        if names & defined or len(branch.output) != len(node.output):
+            continue
+        nodes = list(branch.node) + [
+            onnx.helper.make_node("Identity", [inner.name], [outer], name=f"{node.name or 'If'}/{outer}")
+            for inner, outer in zip(branch.output, node.output) if outer
+        ]
+        replaced[index] = nodes
+        moved.extend(branch.initializer)
+        defined |= names
+    if not replaced:
+        return model
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    del copy.graph.node[:]
+    for index, node in enumerate(graph.node):
+        copy.graph.node.extend(replaced.get(index, [node]))
+    copy.graph.initializer.extend(moved)
+    return copy
+
+
+def _fold_once(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` with the shape computations it can evaluate now replaced by initializers."""
     graph = model.graph
     initializers = {t.name: t for t in graph.initializer}
     # known tensor -> whether it is shape data (an integer constant or computed); float weights are not
@@ -225,7 +282,7 @@ def _replace_by_initializers(
     produced = {output for node in folded for output in node.output}
     consumed = {name for node in folded for name in node.input if name}
     # what the rest of the graph still reads from the folded nodes
-    kept_reads = {name for node in graph.node if id(node) not in folded_ids for name in node.input}
+    kept_reads = {name for node in graph.node if id(node) not in folded_ids for name in node_reads(node)}
     kept_reads.update(output.name for output in graph.output)
     wanted = [name for name in dict.fromkeys(o for node in folded for o in node.output) if name in kept_reads]
     used_constants = []

@@ -4,9 +4,12 @@ folding, reports, host segments) and `xnpu.run` dispatches to.
 
 A module's entry point is `func.func @main` (or its only function). Inputs and outputs are
 named by the `nn.name` argument/result attributes the ONNX importer writes, falling back to
-`input0`, `output0`, ... Inputs are checked against the signature; an input whose leading
-dimension is a multiple of samples of a batch-1 model runs each sample and stacks the
-outputs, so a whole test set is one call.
+`input0`, `output0`, ... Inputs are checked against the signature (`bind_inputs`); a whole
+test set is one call: N samples come along the leading dimension of a batch-1 input
+(N x 3 x 224 x 224 for 1 x 3 x 224 x 224), or along a new leading axis of any input (a
+recurrent model's state 2 x 1 x 128 as N x 2 x 1 x 128, its int64 scalar as N values),
+and an input given once in its own shape is the same for every sample. The outputs are
+stacked the way the samples came.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from xdsl.traits import ConstantLike
 
 from xnpu.core.budget import check_total, over_tensor_budget
 from xnpu.core.errors import XnpuError
-from xnpu.core.inputs import TensorSpec, bind_inputs  # noqa: F401 (part of this module's API)
+from xnpu.core.inputs import BoundInputs, TensorSpec, bind_inputs, stack_outputs  # noqa: F401 (part of this module's API)
 from xnpu.interpreters.batching import runs_batched
 from xnpu.interpreters.fixed import FixedFunctions
 from xnpu.interpreters.nn import NNFunctions
@@ -64,6 +67,8 @@ def value_names(attrs: ArrayAttr[DictionaryAttr] | None, count: int, prefix: str
 
 
 def _spec(name: str, type_) -> TensorSpec:
+    if type_.name == "nn.onnx_value":
+        return TensorSpec(name, (), np.dtype(object), type_.description.data)
     if not isinstance(type_, TensorType):
         raise XnpuError(f"'{name}' has type {type_}; only tensors can be passed in or out")
 
@@ -224,7 +229,8 @@ def _value_bytes(value: SSAValue) -> int:
     if not isinstance(value.type, TensorType):
         return 0
 
-    return math.prod(value.type.get_shape()) * numpy_dtype(value.type.get_element_type()).itemsize
+    # a dimension the data decides (a host op's, -1 in the type) is counted as 1
+    return math.prod(max(d, 1) for d in value.type.get_shape()) * numpy_dtype(value.type.get_element_type()).itemsize
 
 
 # Samples run at once where a function allows it (xnpu.interpreters.batching): as many as fit this much
@@ -245,14 +251,6 @@ def batches(samples: int, batch: int):
         yield start, min(samples, start + batch)
 
 
-def _stack_outputs(output_specs: list[TensorSpec], per_batch: list[tuple], samples: int) -> dict[str, np.ndarray]:
-    outputs = {}
-    for position, spec in enumerate(output_specs):
-        values = [np.asarray(result[position]) for result in per_batch]
-        outputs[spec.name] = values[0] if samples == 1 else np.concatenate(values, axis=0)
-    return outputs
-
-
 def run_function(module: ModuleOp, inputs: np.ndarray | Mapping[str, np.ndarray], batch: int | None = None,
                  call_for=None) -> dict[str, np.ndarray]:
     """Run the entry function of `module` (nn, fixed or npu IR) on numpy inputs; outputs by name
@@ -262,22 +260,20 @@ def run_function(module: ModuleOp, inputs: np.ndarray | Mapping[str, np.ndarray]
     runs sample by sample on `call_for(module)`, a callable on argument tuples (default: xDSL's
     Interpreter with xnpu's interpreter functions)."""
     input_specs, output_specs = signature(module)
-    arrays, samples = bind_inputs(input_specs, inputs)
+    bound = bind_inputs(input_specs, inputs)
     try:
         compiled = CompiledFunction(module)
     except CompiledFunction.CannotCompile:
         call = (call_for or xdsl_interpreter_call)(module)
-        per_sample = [call(tuple(a if samples == 1 else a[index : index + 1] for a in arrays)) for index in range(samples)]
-        return _stack_outputs(output_specs, per_sample, samples)
+        per_sample = [call(bound.take(index, index + 1)) for index in range(bound.samples)]
+        return stack_outputs(output_specs, per_sample, bound)
     if batch is not None and batch < 1:
         raise XnpuError(f"batch must be >= 1, got {batch}")
     size = 1 if not compiled.batched else (batch or default_batch(compiled))
-    if samples == 1:
-        size = 1
     per_batch: list[tuple] = []
-    for start, stop in batches(samples, size):
-        per_batch.append(compiled(tuple(a if samples == 1 else a[start:stop] for a in arrays)))
-    return _stack_outputs(output_specs, per_batch, samples)
+    for start, stop in batches(bound.samples, size):
+        per_batch.append(compiled(bound.take(start, stop)))
+    return stack_outputs(output_specs, per_batch, bound)
 
 
 @register_impls

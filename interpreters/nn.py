@@ -1,7 +1,8 @@
 """Runs `nn` ops on numpy arrays by calling the float semantics module.
 
 A pointwise op (nn.PointwiseOp) runs its own `function`: the op's definition is its only
-home, so a new activation needs no implementation here."""
+home, so a new activation needs no implementation here. An `nn.onnx` op runs onnxruntime
+on the model it carries (semantics/onnx_runtime.py)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ from typing import Any
 
 import numpy as np
 from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
+from xdsl.utils.exceptions import VerifyException
 
+from xnpu.core.errors import XnpuError
 from xnpu.dialects import nn
 from xnpu.interpreters import ConstantCache
 from xnpu.interpreters.batching import batch_shape
-from xnpu.semantics import float_ops
+from xnpu.ir.io import describe_op
+from xnpu.semantics import float_ops, onnx_runtime
 
 
 def _out_hw(op: nn.WindowPoolOp) -> tuple[int, int]:
@@ -145,6 +149,13 @@ class NNFunctions(InterpreterFunctions):
     @impl(nn.ConcatOp)
     def run_concat(self, interpreter: Interpreter, op: nn.ConcatOp, args: tuple[Any, ...]):
         return (float_ops.concat(args, op.axis.value.data),)
+
+    @impl(nn.OnnxOp)
+    def run_onnx(self, interpreter: Interpreter, op: nn.OnnxOp, args: tuple[Any, ...]):
+        try:
+            return tuple(onnx_runtime.run_model(op.model_bytes(), args))
+        except (XnpuError, VerifyException) as error:
+            raise XnpuError(f"{describe_op(op)} ({op.op_type.data}): {error}") from None
 
 
 def _run_pointwise(functions: NNFunctions, interpreter: Interpreter, op: nn.PointwiseOp, args: tuple[Any, ...]):

@@ -3,7 +3,7 @@
 The function becomes the same computation in TOSA ops, bit for bit: `@main` keeps its float
 inputs and outputs, quantize/dequantize/rescale follow lowering/tosa_build.py, conv and gemm
 are TOSA's int8 ops with int32 accumulation, and every other fixed op has its TOSA op.
-Float nn ops kept for the host (KeepOnHost) become TOSA float32 ops, the one part that is not
+Float nn ops kept for the host (keep_on_host) become TOSA float32 ops, the one part that is not
 bit for bit (docs/tosa.md).
 
 **Layout.** TOSA's convolutions and pools are NHWC with OHWI weights; the fixed level is
@@ -510,7 +510,7 @@ def _concat(cv: Converter, op: fixed.ConcatOp, what: str) -> None:
 
 
 # --------------------------------------------------------------------------------------
-# Float ops kept for the host (KeepOnHost): TOSA float32 ops, not bit-exact (docs/tosa.md)
+# Float ops kept for the host (keep_on_host): TOSA float32 ops, not bit-exact (docs/tosa.md)
 # --------------------------------------------------------------------------------------
 
 

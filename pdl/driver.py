@@ -255,8 +255,12 @@ class PatternMatcher:
 
 def match(pattern: Pattern, op: Operation, ctx: PatternContext) -> PatternMatcher | None:
     """The first way `pattern` fits at `op` that every native constraint accepts, or None."""
+    if op in ctx.excluded:
+        return None
     matcher = PatternMatcher()
     for _ in matcher.matches(pattern.root, op):
+        if ctx.excluded and any(v in ctx.excluded for v in matcher.matching_context.values() if isinstance(v, Operation)):
+            continue
         if all(_constraint_holds(pattern, constraint, matcher, ctx) for constraint in pattern.constraints):
             return matcher
     return None

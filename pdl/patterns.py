@@ -73,12 +73,14 @@ def load_natives(path: str | Path) -> None:
 @dataclass
 class PatternContext:
     """What native functions receive first: the target (None above the target-specific
-    levels), the pass options, and, while a pattern runs, its root op and the rewriter."""
+    levels), the pass options, and, while a pattern runs, its root op and the rewriter.
+    No pattern matches an op in `excluded` (ops a pass decided for elsewhere, e.g. the host)."""
 
     target: TargetDescription | None = None
     options: dict[str, str] = field(default_factory=dict)
     root: Operation | None = None
     rewriter: PatternRewriter | None = None
+    excluded: set[Operation] = field(default_factory=set)
 
 
 # --------------------------------------------------------------------------------------

@@ -142,3 +142,46 @@ def interleave_problem(target: TargetDescription, channels: int, out_hw: Sequenc
         ("DMA pixel stride", (pixel,), 1, dma.field("ddr_pixel_stride").maximum),
         ("DMA row stride", (factors[0] * out_hw[1] * channels,), 1, dma.field("ddr_row_stride").maximum),
     ))
+
+
+# --------------------------------------------------------------------------------------
+# Tensors in memory: what shape the accelerator can hold, and the DMA's data movement
+# --------------------------------------------------------------------------------------
+
+
+def memory_shape_problem(shape: Sequence[int]) -> str | None:
+    """A tensor the accelerator holds in DDR or SRAM is an H x W x C view: an NCHW map of
+    batch 1, an N x K matrix (N x 1 x K) or a vector (1 x 1 x K), of static shape."""
+    shape = tuple(shape)
+    if any(d < 0 for d in shape):
+        return f"shape [{', '.join('?' if d < 0 else str(d) for d in shape)}] depends on the data"
+    if 0 in shape:
+        return f"shape {list(shape)} is empty"
+    if len(shape) == 4:
+        return None if shape[0] == 1 else f"batch {shape[0]} is not supported (the accelerator runs batch 1)"
+    if len(shape) in (1, 2):
+        return None
+    return f"rank-{len(shape)} tensors are not supported (rank 1, 2 or 4 only)"
+
+
+def concat_problem(shape: Sequence[int], axis: int) -> str | None:
+    """The DMA copies inputs into place along the channels of NCHW maps."""
+    if len(shape) != 4 or axis % 4 != 1:
+        return f"only channel concatenation of NCHW maps has a DMA pattern (axis {axis} of rank {len(shape)})"
+    return None
+
+
+def transpose_problem(in_shape: Sequence[int], perm: Sequence[int]) -> str | None:
+    """A transpose is a view of its input's bytes, in row-major or NHWC order (as they lie, or
+    after one relayout copy): the result's row-major or NHWC order must be one of them
+    (axes of size 1 aside)."""
+    out_shape = [in_shape[p] for p in perm]
+    storage = [[a for a in range(len(in_shape)) if in_shape[a] != 1]]
+    if len(in_shape) == 4:
+        storage.append([a for a in (0, 2, 3, 1) if in_shape[a] != 1])
+    wanted = [[perm[i] for i in range(len(out_shape)) if out_shape[i] != 1]]
+    if len(out_shape) == 4:
+        wanted.append([perm[i] for i in (0, 2, 3, 1) if out_shape[i] != 1])
+    if any(order in wanted for order in storage):
+        return None
+    return f"transpose {list(perm)} of {list(in_shape)} is neither the NHWC nor the NCHW order of its input"

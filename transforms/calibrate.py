@@ -22,10 +22,13 @@ where they are not (`consumer_range`), since no value beyond it changes any cons
 output. minmax, percentile and entropy observe the raw tensor, as onnxruntime does.
 
 The scales live in the IR, so a calibrated model can be printed and compiled later:
-`nn.scale = <f32>` on the op producing the tensor, `nn.scale` in the argument's attribute
-dictionary (next to `nn.name`) for function inputs, `nn.weight_scales = array<f32: ...>` (one
+`nn.scale = <f32>` on the op producing the tensor (on an `nn.onnx` host op, which may have
+several results, `nn.result_scales = array<f32: ...>`, 0 for a result that is not float),
+`nn.scale` in the argument's attribute dictionary (next to `nn.name`) for float function
+inputs, `nn.weight_scales = array<f32: ...>` (one
 per output channel, or one for the whole tensor) on `nn.conv2d` / `nn.conv_transpose2d` / `nn.gemm` with a constant
-weight, and `nn.calibration = "<method>"` on the module.
+weight, and `nn.calibration = "<method>"` on the module. Values that are not float (a host
+op's int64 or bool tensors) are not measured and get no scale.
 
 Statistics are streamed: samples run through the float graph in batches (N samples in one
 pass where the graph keeps samples apart, xnpu.interpreters.batching; `calibration_batch`, by default as
@@ -79,6 +82,7 @@ from xnpu.interpreters.function import CompiledFunction, bind_inputs, default_ba
 from xnpu.semantics import float_ops
 
 SCALE_ATTR = "nn.scale"
+RESULT_SCALES_ATTR = "nn.result_scales"  # on an nn.onnx op: one scale per result, 0 where it is not float
 WEIGHT_SCALES_ATTR = "nn.weight_scales"
 CALIBRATION_ATTR = "nn.calibration"
 
@@ -458,6 +462,8 @@ class StatisticsListener:
         self.statistics: dict[SSAValue, RunningMax | Histogram] = {}
 
     def observe(self, value: SSAValue, array: np.ndarray) -> None:
+        if not nn.is_float(value):
+            return  # a host op's integer or bool values are not quantized
         statistic = self.statistics.get(value)
         if statistic is None:
             statistic = self.statistics[value] = self.make_statistic(value)
@@ -521,7 +527,8 @@ def collect_statistics(
     a value is observed clipped to its consumer_range.
     """
     input_specs, _ = signature(module)
-    arrays, samples = bind_inputs(input_specs, data)
+    bound = bind_inputs(input_specs, data)
+    samples = bound.samples
     listener = StatisticsListener(make_statistic, consumer_ranges=consumer_ranges)
     try:
         compiled = CompiledFunction(module, listeners=(listener,))
@@ -538,7 +545,7 @@ def collect_statistics(
             stop = min(samples, start + size)
             if average_batches:
                 stop = min(stop, (start // batch_size + 1) * batch_size)
-            chunk = tuple(np.ascontiguousarray(array if samples == 1 else array[start:stop]) for array in arrays)
+            chunk = tuple(np.ascontiguousarray(array) for array in bound.take(start, stop))
             for argument, array in zip(arguments, chunk):
                 listener.observe(argument, array)
             compiled(chunk)
@@ -585,11 +592,16 @@ def _scale_attr(scale: float) -> FloatAttr:
     return FloatAttr(scale, f32)
 
 
-def annotate_arguments(function: func.FuncOp, scales: list[float]) -> None:
+def annotate_arguments(function: func.FuncOp, scales: list[float | None]) -> None:
+    """`nn.scale` on each argument with a scale (None: a value that is not float keeps none)."""
     existing = function.arg_attrs.data if function.arg_attrs is not None else ()
     dictionaries = []
     for index, scale in enumerate(scales):
         entries = dict(existing[index].data) if index < len(existing) else {}
+        if scale is None:
+            entries.pop(SCALE_ATTR, None)
+            dictionaries.append(DictionaryAttr(entries))
+            continue
         entries[SCALE_ATTR] = _scale_attr(scale)
         dictionaries.append(DictionaryAttr(entries))
     function.arg_attrs = ArrayAttr(dictionaries)
@@ -657,11 +669,16 @@ def calibrate(
         return entropy_threshold(statistic)
 
     function = entry_function(module)
-    annotate_arguments(function, [scale_from_threshold(threshold_of(a), pow2) for a in function.body.blocks.first.args])
+    annotate_arguments(function, [scale_from_threshold(threshold_of(a), pow2) if nn.is_float(a) else None
+                                  for a in function.body.blocks.first.args])
     for op in function.walk():
         if op.dialect_name() != "nn" or isinstance(op, nn.ConstantOp):
             continue
-        # every nn op has exactly one result
+        if isinstance(op, nn.OnnxOp):  # one scale per result (0 where it is not float)
+            op.attributes[RESULT_SCALES_ATTR] = DenseArrayBase.from_list(
+                f32, [scale_from_threshold(threshold_of(r), pow2) if nn.is_float(r) else 0.0 for r in op.results])
+            continue
+        # every other nn op has exactly one result
         op.attributes[SCALE_ATTR] = _scale_attr(scale_from_threshold(threshold_of(op.results[0]), pow2))
         if isinstance(op, (nn.ConvolutionOp, nn.GemmOp)):
             scales = weight_scales(op, per_channel_weights)

@@ -22,6 +22,7 @@ host segment through the interpreters of the fixed level.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,13 +33,14 @@ from xdsl.ir import BlockArgument, Operation
 from xdsl.passes import ModulePass
 from xdsl.transforms.dead_code_elimination import dce
 
-from xnpu.core.errors import XnpuError
+from xnpu.core.errors import XnpuError, XnpuWarning
 from xnpu.dialects import fixed, nn, npu
 from xnpu.dialects.targeting import DEFAULT_TARGET, module_target
 from xnpu.dialects.traits import unit_form
 from xnpu.ir.io import describe_op
 from xnpu.lowering.fixed_to_npu.host import place_on_host, split_output_dequantizes
 from xnpu.lowering.fixed_to_npu.natives import pending
+from xnpu.lowering.nn_to_fixed import FLOAT_REASON
 from xnpu.pdl.driver import apply_patterns
 from xnpu.pdl.patterns import PatternContext, load_natives, load_patterns, split_paths
 from xnpu.target.description import TargetDescription
@@ -56,11 +58,18 @@ class SelectionError(XnpuError):
 
 
 def why_not(op: Operation, ctx: PatternContext) -> str:
-    """Why no pattern selected a unit for `op`: the op's own answer (its UnitForm), else what
-    selection needs beyond it."""
+    """Why no pattern selected a unit for `op`: an ONNX node onnxruntime runs, a float op the
+    quantizer left (and why), a tensor the accelerator cannot hold, else the op's own answer
+    (its UnitForm), else what selection needs beyond it."""
     assert ctx.target is not None
+    if isinstance(op, nn.OnnxOp):
+        return op.reason.data
     if op.dialect_name() == "nn":
-        return f"'{op.name}' has no fixed-point lowering (it runs in float)"
+        reason = op.attributes.get(FLOAT_REASON)  # why lower-nn-to-fixed left it float
+        return reason.data if isinstance(reason, StringAttr) else f"'{op.name}' has no fixed-point lowering (it runs in float)"
+    problem = fixed.memory_problem(op)
+    if problem:
+        return problem
     form = unit_form(op)
     if form is None:
         return f"'{op.name}' has no accelerator operation"
@@ -68,7 +77,11 @@ def why_not(op: Operation, ctx: PatternContext) -> str:
 
 
 def check_boundary(op: Operation) -> str | None:
-    """The host converts floats only at the program's edges."""
+    """The host converts floats only at the program's edges, of tensors the accelerator holds."""
+    if isinstance(op, fixed.QuantizeOp | fixed.DequantizeOp):
+        problem = fixed.memory_problem(op)
+        if problem:
+            return problem
     if isinstance(op, fixed.QuantizeOp) and not isinstance(op.input, BlockArgument):
         return "a quantize inside the graph has no instruction (only program inputs enter as float)"
     if isinstance(op, fixed.DequantizeOp) and not all(isinstance(u.operation, func.ReturnOp) for u in op.result.uses):
@@ -116,9 +129,10 @@ def lower_fixed_to_npu(module: ModuleOp, target_name: str, extra_patterns=(), ho
     read as "selected elsewhere"); the marked ops then become npu.host segments.
     """
     target = module_target(module, target_name, default=DEFAULT_TARGET)
-    ctx = PatternContext(target)
-    patterns = fixed_to_npu_patterns(extra_patterns)
     function = only_function(module)
+    # a tensor the accelerator cannot hold keeps every op that reads or writes it off the units
+    ctx = PatternContext(target, excluded=fixed.unheld(function.body.block.ops))
+    patterns = fixed_to_npu_patterns(extra_patterns)
     fired: list[str] = []
     placed: set[Operation] = set()
     if host_fallback:
@@ -140,6 +154,9 @@ def lower_fixed_to_npu(module: ModuleOp, target_name: str, extra_patterns=(), ho
         placed |= ready
     if placed:
         place_on_host(function, [op for op in function.body.block.ops if op in placed])
+        if not any(isinstance(op, npu.NpuOp) and not isinstance(op, npu.HostOp) for op in function.body.block.ops):
+            warnings.warn(f"nothing in the model runs on the accelerator of {target.name}: every op is placed on "
+                          "the host", XnpuWarning, stacklevel=2)
     check_selected(module, target, ctx)
     return fired
 

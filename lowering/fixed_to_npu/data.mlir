@@ -33,6 +33,7 @@ pdl.pattern @transpose : benefit(1) {
   %t = pdl.type
   %op = pdl.operation "fixed.transpose"(%x : !pdl.value) {"perm" = %perm} -> (%t : !pdl.type)
   pdl.apply_native_constraint "is_i8"(%x : !pdl.value)
+  pdl.apply_native_constraint "move_fits"(%op : !pdl.operation)
   pdl.rewrite %op {
     %y = pdl.operation "npu.transpose"(%x : !pdl.value) {"perm" = %perm} -> (%t : !pdl.type)
     pdl.replace %op with %y
@@ -46,6 +47,7 @@ pdl.pattern @concat : benefit(1) {
   %t = pdl.type
   %op = pdl.operation "fixed.concat"(%xs : !pdl.range<value>) {"axis" = %axis} -> (%t : !pdl.type)
   pdl.apply_native_constraint "is_i8"(%op : !pdl.operation)
+  pdl.apply_native_constraint "move_fits"(%op : !pdl.operation)
   pdl.rewrite %op {
     %y = pdl.operation "npu.concat"(%xs : !pdl.range<value>) {"axis" = %axis} -> (%t : !pdl.type)
     pdl.replace %op with %y

@@ -165,6 +165,13 @@ def takes_epilogue(ctx: PatternContext, producer: Operation) -> bool:
 
 
 @native_constraint()
+def move_fits(ctx: PatternContext, op: Operation) -> bool:
+    """The DMA has a pattern for this data movement (a transpose that is a view of its input's
+    bytes, a channel concatenation): the op's own answer (its UnitForm)."""
+    return _problem(ctx, op) is None
+
+
+@native_constraint()
 def input_selected(ctx: PatternContext, value: SSAValue) -> bool:
     """`value` does not come from a fixed op a unit pattern may still consume (one placed on the
     host will not be: lower-fixed-to-npu's host fallback marks it)."""

@@ -20,6 +20,7 @@ from xdsl.passes import ModulePass
 
 import xnpu.lowering.legalize.natives  # noqa: F401  (registers by decoration)
 from xnpu.core.errors import XnpuError
+from xnpu.dialects import fixed
 from xnpu.dialects.targeting import DEFAULT_TARGET, module_target
 from xnpu.pdl.driver import apply_patterns
 from xnpu.pdl.patterns import PatternContext, load_natives, load_patterns, split_paths
@@ -51,5 +52,6 @@ class LegalizePass(ModulePass):
         for path in split_paths(self.natives):
             load_natives(path)
         target = module_target(op, self.target, default=DEFAULT_TARGET)
-        context = PatternContext(target, {"clamp_method": self.clamp_method})
+        # what the accelerator cannot hold goes to the host as it is (lower-fixed-to-npu)
+        context = PatternContext(target, {"clamp_method": self.clamp_method}, excluded=fixed.unheld(op.walk()))
         apply_patterns(op, legalize_patterns(split_paths(self.patterns)), context)

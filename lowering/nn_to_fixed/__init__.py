@@ -35,7 +35,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, ModuleOp, StringAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -44,7 +44,6 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.rewriter import InsertPoint
 from xdsl.transforms.dead_code_elimination import dce
 
 from xnpu.core.errors import XnpuError
@@ -67,6 +66,33 @@ from xnpu.transforms.compress_weights import carry_codebook
 # --------------------------------------------------------------------------------------
 # Building blocks shared by the patterns
 # --------------------------------------------------------------------------------------
+
+
+FLOAT_REASON = "nn.float_reason"  # why lower-nn-to-fixed left an op float (for the host)
+
+
+class Unlowerable(XnpuError):
+    """An nn op a lowering pattern cannot rewrite to integers, and why: with host fallback the
+    op stays float for the host (the reason goes with it as `nn.float_reason`), else it is the error."""
+
+    def __init__(self, op: Operation, reason: str):
+        super().__init__(f"{describe_op(op)}: {reason}")
+        self.reason = reason
+
+
+class OrStayFloat(RewritePattern):
+    """`pattern`, except that an op it cannot lower stays float with its reason (host fallback)."""
+
+    def __init__(self, pattern: RewritePattern):
+        self.pattern = pattern
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
+        if FLOAT_REASON in op.attributes:
+            return
+        try:
+            self.pattern.match_and_rewrite(op, rewriter)
+        except Unlowerable as error:
+            op.attributes[FLOAT_REASON] = StringAttr(error.reason)
 
 
 class Island:
@@ -132,7 +158,7 @@ def _constant(value: SSAValue | None, op: Operation, role: str) -> np.ndarray | 
     if value is None:
         return None
     if not isinstance(value.owner, nn.ConstantOp):
-        raise XnpuError(f"{describe_op(op)}: the {role} must be a constant to lower to fixed point")
+        raise Unlowerable(op, f"the {role} must be a constant to lower to fixed point")
     return value.owner.to_numpy()
 
 
@@ -218,7 +244,7 @@ class LowerGemm(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.GemmOp, rewriter: PatternRewriter):
         if op.trans_a.value.data:
-            raise XnpuError(f"{describe_op(op)}: a transposed activation (transA=1) cannot be lowered")
+            raise Unlowerable(op, "a transposed activation (transA=1) cannot be lowered")
         weights = _constant(op.b, op, "B operand") * np.float32(op.alpha.value.data)
         trans_b = bool(op.trans_b.value.data)
         out_axis = 0 if trans_b else 1
@@ -227,7 +253,7 @@ class LowerGemm(RewritePattern):
         if c is not None:
             c = np.broadcast_to(c * np.float32(op.beta.value.data), (nn.shape_of(op.result)[0], n))
             if not (c == c[:1]).all():
-                raise XnpuError(f"{describe_op(op)}: a C operand that varies along M cannot be an int32 bias")
+                raise Unlowerable(op, "a C operand that varies along M cannot be an int32 bias")
             c = c[0]
         lower_dense(op, rewriter, op.a, weights, c, trans_b)
 
@@ -253,7 +279,7 @@ class LowerMatMul(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.MatMulOp, rewriter: PatternRewriter):
         if len(nn.shape_of(op.lhs)) != 2 or len(nn.shape_of(op.rhs)) != 2:
-            raise XnpuError(f"{describe_op(op)}: only a 2-D matmul by a constant matrix lowers to fixed point")
+            raise Unlowerable(op, "only a 2-D matmul by a constant matrix lowers to fixed point")
         lower_dense(op, rewriter, op.lhs, _constant(op.rhs, op, "right operand"), None, False)
 
 
@@ -263,10 +289,10 @@ class LowerDivByConstant(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.DivOp, rewriter: PatternRewriter):
         if not isinstance(op.rhs.owner, nn.ConstantOp):
-            return  # a division by a tensor has no integer form: it stays float (KeepOnHost)
+            return  # a division by a tensor has no integer form: it stays float (keep_on_host)
         divisor = _constant(op.rhs, op, "divisor")
         if np.any(divisor == 0):
-            raise XnpuError(f"{describe_op(op)}: division by a constant containing zero")
+            raise Unlowerable(op, "division by a constant containing zero")
         reciprocal = rewriter_constant(1.0 / divisor)
         mul = nn.MulOp(op.lhs, reciprocal.results[0], op.result.type)
         mul.location = op.location
@@ -294,6 +320,8 @@ class RejectUnlowerable(RewritePattern):
     """Without host fallback, ops with no integer form get one clear error instead of a float op."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
+        if isinstance(op, nn.OnnxOp):
+            raise XnpuError(f"{describe_op(op)}: {op.reason.data}; it runs only on the host, through onnxruntime")
         if isinstance(op, nn.SoftmaxOp):
             raise XnpuError(
                 f"{describe_op(op)}: softmax has no fixed-point lowering; remove it from the graph "
@@ -308,40 +336,35 @@ class RejectUnlowerable(RewritePattern):
             )
 
 
-class KeepOnHost(RewritePattern):
-    """An nn op no lowering matched stays a float op, for the host to run (docs/npu.md, "Placement"):
-    its int8 inputs enter through `fixed.dequantize`, its result leaves through `fixed.quantize`
-    at its calibrated scale, so the ops around it stay integer and fold-quantize-pairs folds
-    nothing across it. A result the program returns is returned as it is, in float (a softmax
-    head keeps full precision). Float constants stay float constants."""
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
-        if op.dialect_name() != "nn" or isinstance(op, nn.ConstantOp):
-            return
+def keep_on_host(function: func.FuncOp) -> None:
+    """The nn ops no lowering matched stay float ops, for the host to run (docs/npu.md,
+    "Placement"). A float operand computed by the integer graph enters through the
+    `fixed.dequantize` its island ends with; one a host op computed, or a program input only
+    host ops read, stays float (a float program input or output, a tensor between host ops:
+    nothing is rounded to int8 the accelerator never sees); a program input that the
+    accelerator reads too is read by the host as the accelerator sees it, through
+    `fixed.quantize` -> `fixed.dequantize` at its scale. A result leaves as it is: an island
+    that reads it quantizes it, the return returns it in float (a softmax head keeps full
+    precision). Values that are not float (a host op's int64 or bool tensors) pass as they
+    are, and float constants stay float constants."""
+    host = [op for op in function.walk() if op.dialect_name() == "nn" and not isinstance(op, nn.ConstantOp)]
+    on_host = set(host)
+    for op in host:
         for index, value in enumerate(op.operands):
-            if isinstance(value.owner, nn.ConstantOp):
+            if isinstance(value.owner, nn.ConstantOp) or not nn.is_float(value) or value.owner in on_host:
                 continue
-            quantize, dequantize = _int8_round_trip(value, op)
-            rewriter.insert(quantize, InsertPoint.before(op))
-            rewriter.insert(dequantize, InsertPoint.before(op))
+            if isinstance(value, BlockArgument) and all(use.operation in on_host for use in value.uses):
+                continue
+            if isinstance(value.owner, fixed.DequantizeOp):
+                continue  # the island's own conversion
+            scale = scale_of(value)
+            quantize = fixed.QuantizeOp(value, scale, DATA_BITS)
+            dequantize = fixed.DequantizeOp(quantize.result, scale)
+            quantize.location = dequantize.location = op.location
+            block = op.parent_block()
+            assert block is not None
+            block.insert_ops_before([quantize, dequantize], op)
             op.operands[index] = dequantize.result
-        result = op.results[0]
-        if all(isinstance(use.operation, func.ReturnOp) for use in result.uses):
-            return
-        quantize, dequantize = _int8_round_trip(result, op)
-        rewriter.insert(dequantize, InsertPoint.after(op))
-        rewriter.insert(quantize, InsertPoint.after(op))
-        rewriter.replace_uses_with_if(result, dequantize.result,
-                                      lambda use: use.operation is not quantize and not isinstance(use.operation, func.ReturnOp))
-
-
-def _int8_round_trip(value: SSAValue, op: Operation) -> tuple[fixed.QuantizeOp, fixed.DequantizeOp]:
-    """quantize -> dequantize of `value` at its calibrated scale, located at `op`."""
-    scale = scale_of(value)
-    quantize = fixed.QuantizeOp(value, scale, DATA_BITS)
-    dequantize = fixed.DequantizeOp(quantize.result, scale)
-    quantize.location = dequantize.location = op.location
-    return quantize, dequantize
 
 
 def python_patterns() -> list[RewritePattern]:
@@ -416,8 +439,8 @@ class LowerNNToFixedPass(ModulePass):
     `variant` picks seed 000's requantization of an add: `two_stage` (int24 -> int16 -> int8)
     or `direct` (int24 -> int8). `patterns` and `natives` add pattern files (or directories)
     and Python files of native functions, comma-separated (docs/extending.md).
-    With `host_fallback` (the default) an op no lowering matches stays a float op between a
-    dequantize and a quantize (KeepOnHost), for the host to run; without it, it is an error.
+    With `host_fallback` (the default) an op no lowering matches stays a float op for the
+    host to run (keep_on_host); without it, it is an error.
     """
 
     name = "lower-nn-to-fixed"
@@ -437,9 +460,11 @@ class LowerNNToFixedPass(ModulePass):
         if not self.host_fallback:
             PatternRewriteWalker(RejectUnlowerable(), apply_recursively=False).rewrite_module(op)
         declarative = PatternSet(patterns, PatternContext(options={"variant": self.variant}))
-        PatternRewriteWalker(GreedyRewritePatternApplier([declarative, *python_patterns()])).rewrite_module(op)
+        python = [OrStayFloat(p) for p in python_patterns()] if self.host_fallback else python_patterns()
+        PatternRewriteWalker(GreedyRewritePatternApplier([declarative, *python])).rewrite_module(op)
         if self.host_fallback:
-            PatternRewriteWalker(KeepOnHost(), apply_recursively=False).rewrite_module(op)
+            for function in _functions(op):
+                keep_on_host(function)
         else:
             _reject_unlowered(op)
         dce(op)  # the float constants the quantize_constant pattern replaced

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FloatAttr
+from xdsl.dialects.builtin import DenseArrayBase, FloatAttr
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from xnpu.core.errors import XnpuError
@@ -19,6 +19,7 @@ from xnpu.ir.io import describe_op
 from xnpu.semantics import fixed_point
 
 SCALE_ATTR = "nn.scale"
+RESULT_SCALES_ATTR = "nn.result_scales"  # an nn.onnx op's, one per result (transforms/calibrate.py)
 WEIGHT_SCALES_ATTR = "nn.weight_scales"
 DATA_BITS = 8
 
@@ -49,6 +50,12 @@ def scale_of(value: SSAValue) -> float:
     owner = value.owner
     if isinstance(owner, nn.ConstantOp):
         return symmetric_scale(owner.to_numpy())
+    if isinstance(owner, nn.OnnxOp):  # a host op: one scale per result
+        scales = owner.attributes.get(RESULT_SCALES_ATTR)
+        if isinstance(scales, DenseArrayBase) and scales.get_values()[value.index] > 0:
+            return float(scales.get_values()[value.index])
+        raise XnpuError(f"{describe_op(owner)}: result {value.index} has no calibrated scale "
+                        f"('{RESULT_SCALES_ATTR}'): run the calibrate pass first")
     if isinstance(owner, fixed.DequantizeOp):  # an already lowered producer
         return float(owner.scales()[0])
     attr = owner.attributes.get(SCALE_ATTR)

@@ -189,7 +189,7 @@ def test_xnpu_compile_prints_the_placement_and_no_host_fallback_fails_in_one_lin
     base = [str(model), "--calibration", str(tmp_path / "calib.npy")]
     assert xnpu_compile.main([*base, "-o", str(tmp_path / "m.xnb")]) == 0
     err = capsys.readouterr().err
-    assert "placement on xnpu_default: " in err and "1 op on the host in 1 segment" in err
+    assert "placement on xnpu_default: " in err and "1 on the host (1 op in 1 segment)" in err
     assert "host segment 1: nn.softmax at 'softmax': 'nn.softmax' has no fixed-point lowering" in err
     assert xnpu_compile.main([*base, "-q", "-o", str(tmp_path / "q.xnb")]) == 0
     assert capsys.readouterr().err == ""

@@ -161,11 +161,15 @@ def test_onnx_initializer_whose_data_does_not_match_its_dims(work, damage, comma
     no_leftovers(work, "out.mlir")
 
 
-def test_conv_with_zero_output_channels(work):
+def test_conv_with_zero_output_channels_runs_on_the_host(work):
+    # onnxruntime runs an empty convolution, so xnpu does: on the host, every empty tensor with it
     onnx.save(conv_model(np.zeros((0, 2, 3, 3), np.float32)), str(work / "empty.onnx"))
     result = tool("xnpu-compile", "empty.onnx", "-c", "calib.npy", "-o", "out.xnb", cwd=work)
-    one_error(result, "xnpu-compile", r"ONNX node 'conv' \(Conv\): nn\.conv2d: input \[1, 2, 4, 4\] and weight \[0, 2, 3, 3\] must not be empty")
-    no_leftovers(work, "out.xnb")
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert "xnpu-compile: warning: nothing in the model runs on the accelerator" in result.stderr
+    assert "nn.conv2d: input [1, 2, 4, 4] and weight [0, 2, 3, 3] must not be empty" in result.stderr
+    assert "shape [1, 0, 4, 4] is empty" in result.stderr
+    assert (work / "out.xnb").exists()
 
 
 def huge_npy(path: Path) -> None:
