@@ -11,6 +11,7 @@ come from the same code.
 from __future__ import annotations
 
 from xnpu.dialects import fixed
+from xnpu.frontend.onnx_import import SUPPORTED_OPS
 from xnpu.lowering.legalize import legalize_patterns
 from xnpu.target.description import TargetDescription, list_targets, load_target
 
@@ -57,8 +58,36 @@ by `legalize{target=...}` in order of benefit where an instance is not native
 """
 
 
+def host_ops_markdown() -> str:
+    """What runs where before the per-target tables: the ONNX ops the nn dialect models (the
+    importer's converters) and what goes to the host on every target."""
+    modelled = ", ".join(f"`{op}`" for op in sorted(SUPPORTED_OPS))
+    return f"""## Which ops run where
+
+Every ONNX node onnxruntime runs imports (docs/onnx-import.md). The ONNX ops the nn dialect
+models become nn ops, lowered to the fixed ops below and placed on the accelerator where
+the target's table allows: {modelled}.
+
+On the host, on every target (the placement summary of `xnpu-compile`, `--report` and
+`xnpu.placement_of` names each such op and why; docs/npu.md, "Placement"):
+- every other ONNX node (any op or domain onnxruntime runs: `If`/`Loop`/`Scan` with their
+  subgraphs, `LSTM`, `GRU`, `TopK`, `NonMaxSuppression`, ...) and a modelled op in a form its
+  nn op lacks: kept whole as `nn.onnx` and run by onnxruntime at every level, embedded in the
+  binary's onnx-models section (docs/binary-format.md); neighbouring host ops run as one
+  host segment;
+- an nn op no nn -> fixed lowering takes (softmax, division by a tensor, ...): in float
+  between a dequantize and a quantize;
+- a fixed op outside its row below, or on a tensor the accelerator cannot hold (rank 3 or
+  above 4, batch above 1, empty or data-dependent shapes): decided at unit selection.
+
+`--no-host-fallback` makes any of these one error instead. A model with nothing for the
+accelerator still compiles, with a warning.
+
+"""
+
+
 def supported_ops_document() -> str:
-    return DOC_HEADER + "\n".join(supported_ops_markdown(name) for name in list_targets())
+    return DOC_HEADER + host_ops_markdown() + "\n".join(supported_ops_markdown(name) for name in list_targets())
 
 
 if __name__ == "__main__":

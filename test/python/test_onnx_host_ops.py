@@ -213,6 +213,26 @@ def test_a_model_with_nothing_for_the_accelerator_compiles_with_a_warning():
     assert got["indices"].dtype == np.int64
 
 
+def test_neighbouring_host_ops_run_as_one_segment_between_accelerator_layers():
+    rng = np.random.default_rng(3)
+    weights = [numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
+               for name, shape in (("w1", (4, 3, 3, 3)), ("w2", (4, 4, 1, 1)))]
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w1"], ["c"], name="conv1", pads=[1, 1, 1, 1]),
+         helper.make_node("Sin", ["c"], ["s"], name="sin"), helper.make_node("Cos", ["s"], ["t"], name="cos"),
+         helper.make_node("Conv", ["t", "w2"], ["y"], name="conv2")],
+        "sin_cos", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], weights)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x = rng.standard_normal((4, 1, 3, 8, 8)).astype(np.float32)
+    fixed_module = xnpu.compile(model, x, stop_at="fixed", progress=False)
+    binary = xnpu.compile(model, x, target="xnpu_default", progress=False)
+    placement = xnpu.placement_of(binary)
+    assert placement.accelerator == ["conv1", "conv2"] and placement.host_nodes == ["sin", "cos"]
+    assert placement.segments == 1
+    assert np.array_equal(xnpu.run(binary, x[0])["y"], xnpu.run(fixed_module, x[0])["y"])
+
+
 def test_an_if_reading_outer_values_takes_them_as_explicit_inputs():
     then_graph = helper.make_graph([helper.make_node("Mul", ["x", "two"], ["t"])], "then", [],
                                    [helper.make_tensor_value_info("t", TensorProto.FLOAT, [1, 3])])
