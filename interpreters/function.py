@@ -169,7 +169,7 @@ class CompiledFunction:
                 continue
             for result, slot in zip(op.results, results):
                 shape = shape_of_type(result.type)
-                if not shape or not self.slot_bytes[slot]:
+                if not shape or not self.slot_bytes[slot] or math.prod(shape) <= 0:  # an empty tensor holds nothing
                     continue
                 reason = over_tensor_budget((shape[0] * samples, *shape[1:]), self.slot_bytes[slot] // math.prod(shape),
                                             str(result.type.get_element_type()))
