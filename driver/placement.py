@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xnpu.backend.binary import Binary
 from xnpu.backend.emit import emit_binary, target_name_for
 from xnpu.backend.host import segment_function
-from xnpu.core.errors import XnpuError
+from xnpu.core.errors import XnpuError, printable
 from xnpu.dialects import isa, npu
 from xnpu.dialects.npu import HOST_REASON
 from xnpu.interpreters.function import entry_function
@@ -33,7 +33,9 @@ class HostPlacement:
 
     def describe(self) -> str:
         where = f" at {', '.join(repr(n) for n in self.nodes)}" if self.nodes else ""
-        return f"segment {self.segment}: {self.op}{where}: {self.reason}"
+        # op types and reasons come from the model (a custom domain's op_type, a node name in a
+        # reason): escaped, so that each host op stays one line a terminal does not act on
+        return printable(f"segment {self.segment}: {self.op}{where}: {self.reason}")
 
 
 @dataclass

@@ -293,3 +293,14 @@ def test_the_layer_report_leaves_host_ops_out_and_draws_through_them(fixed_modul
     assert {"lstm", "h0", "c0"} <= set(unmatched)
     inputs = {layer.name: layer.inputs for layer in layers}
     assert inputs["flatten"] == ["to_sequence", "h3", "c3"]  # the LSTM's inputs stand for it
+
+
+def test_the_placement_summary_prints_each_host_op_on_one_escaped_line():
+    from xnpu.driver.placement import HostPlacement, Placement
+
+    # a custom domain's op type, a node name and a reason that would end the line or recolour the terminal
+    hostile = HostPlacement(1, "nn.onnx Evil\x1b[31m", ("node\nsegment 9: injected",), "reason\u202eesrever")
+    lines = Placement("xnpu_default", ["conv"], [hostile], 1).summary().splitlines()
+    assert len(lines) == 2 and all(line.isprintable() for line in lines)
+    assert lines[1] == ("  host segment 1: nn.onnx Evil\\1B[31m at 'node\\nsegment 9: injected': "
+                        "reason\\E2\\80\\AEesrever")
