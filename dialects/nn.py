@@ -317,6 +317,27 @@ class LeakyReluOp(PointwiseOp):
 
 
 @irdl_op_definition
+class GeluOp(PointwiseOp):
+    """x * Phi(x) = x / 2 * (1 + erf(x / sqrt(2))): GELU as exporters spell it with Erf
+    (fuse-activations) and as ONNX Gelu with approximate = "none"."""
+
+    name = "nn.gelu"
+
+    def function(self, x: np.ndarray) -> np.ndarray:
+        return float_ops.gelu(x)
+
+
+@irdl_op_definition
+class SiluOp(PointwiseOp):
+    """x * sigmoid(x) (SiLU, swish), as exporters spell it (fuse-activations)."""
+
+    name = "nn.silu"
+
+    def function(self, x: np.ndarray) -> np.ndarray:
+        return float_ops.silu(x)
+
+
+@irdl_op_definition
 class TanhOp(PointwiseOp):
     """tanh(x)."""
 
@@ -399,6 +420,41 @@ class SoftmaxOp(UnaryOp):
     def verify_(self) -> None:
         super().verify_()
         normalize_axis(self, self.axis.value.data, len(shape_of(self.input)))
+
+
+@irdl_op_definition
+class LayerNormOp(IRDLOperation):
+    """(x - mean) / sqrt(var + epsilon) * scale + bias, mean and (biased) variance over the axes
+    from `axis` to the last, as ONNX LayerNormalization; `scale` and `bias` broadcast against
+    x. Exporters before opset 17 spell it with ReduceMean, Sub, Pow, Sqrt and Div
+    (fuse-activations makes that one op). It has no integer form: it runs in float on the
+    host, one op instead of seven with an int8 rounding between every two."""
+
+    name = "nn.layer_norm"
+    input = operand_def(F32Tensor)
+    scale = operand_def(F32Tensor)
+    bias = operand_def(F32Tensor)
+    result = result_def(F32Tensor)
+    axis = prop_def(IntegerAttr[I64])
+    epsilon = prop_def(FloatAttr)
+    traits = traits_def(Pure(), SamplesUnlessAxisZero("axis"))
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = (
+        "$input `,` $scale `,` $bias attr-dict `:` `(` type($input) `,` type($scale) `,` type($bias) `)` "
+        "`->` type($result)"
+    )
+
+    def verify_(self) -> None:
+        normalize_axis(self, self.axis.value.data, len(shape_of(self.input)))
+        expect_shape(self, shape_of(self.input))
+        for name, value in (("scale", self.scale), ("bias", self.bias)):
+            try:
+                shape = broadcast_shapes(shape_of(self.input), shape_of(value))
+            except ValueError as error:
+                raise VerifyException(f"{self.name}: {name}: {error}") from None
+            if shape != shape_of(self.input):
+                raise VerifyException(f"{self.name}: {name} {shape_of(value)} must broadcast to the input "
+                                      f"{shape_of(self.input)}")
 
 
 class BinaryOp(IRDLOperation):
@@ -1072,8 +1128,11 @@ NN = Dialect(
         HardSigmoidOp,
         LeakyReluOp,
         HardSwishOp,
+        GeluOp,
+        SiluOp,
         ClipOp,
         SoftmaxOp,
+        LayerNormOp,
         AddOp,
         SubOp,
         MulOp,

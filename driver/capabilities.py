@@ -75,7 +75,7 @@ On the host, on every target (the placement summary of `xnpu-compile`, `--report
   nn op lacks: kept whole as `nn.onnx` and run by onnxruntime at every level, embedded in the
   binary's onnx-models section (docs/binary-format.md); neighbouring host ops run as one
   host segment;
-- an nn op no nn -> fixed lowering takes (softmax, division by a tensor, ...): in float
+- an nn op no nn -> fixed lowering takes (softmax, LayerNorm, division by a tensor, ...): in float
   between a dequantize and a quantize;
 - a fixed op outside its row below, or on a tensor the accelerator cannot hold (rank 3 or
   above 4, batch above 1, empty or data-dependent shapes): decided at unit selection.

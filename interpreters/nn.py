@@ -47,6 +47,10 @@ class NNFunctions(InterpreterFunctions):
     def run_softmax(self, interpreter: Interpreter, op: nn.SoftmaxOp, args: tuple[Any, ...]):
         return (float_ops.softmax(args[0], op.axis.value.data),)
 
+    @impl(nn.LayerNormOp)
+    def run_layer_norm(self, interpreter: Interpreter, op: nn.LayerNormOp, args: tuple[Any, ...]):
+        return (float_ops.layer_norm(args[0], args[1], args[2], op.axis.value.data, op.epsilon.value.data),)
+
     @impl(nn.AddOp)
     def run_add(self, interpreter: Interpreter, op: nn.AddOp, args: tuple[Any, ...]):
         return (float_ops.add(*args),)

@@ -317,10 +317,35 @@ def hard_swish(x: np.ndarray) -> np.ndarray:
     return (x * hard_sigmoid(x, 1.0 / 6.0, 0.5)).astype(np.float32)
 
 
+_ERF = np.frompyfunc(math.erf, 1, 1)  # numpy has no erf; math.erf in float64
+
+
+def gelu(x: np.ndarray) -> np.ndarray:
+    """x * Phi(x) = x / 2 * (1 + erf(x / sqrt(2))), computed in float64, as ONNX Gelu (approximate none)."""
+    x64 = np.asarray(x, np.float64)
+    return (0.5 * x64 * (1.0 + _ERF(x64 / math.sqrt(2.0)).astype(np.float64))).astype(np.float32)
+
+
+def silu(x: np.ndarray) -> np.ndarray:
+    """x * sigmoid(x) (swish with beta 1)."""
+    return (np.asarray(x, np.float64) * sigmoid(np.asarray(x, np.float32)).astype(np.float64)).astype(np.float32)
+
+
 def softmax(x: np.ndarray, axis: int) -> np.ndarray:
     shifted = x - x.max(axis=axis, keepdims=True)
     e = np.exp(shifted.astype(np.float64))
     return (e / e.sum(axis=axis, keepdims=True)).astype(np.float32)
+
+
+def layer_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, axis: int, epsilon: float) -> np.ndarray:
+    """ONNX LayerNormalization: mean and biased variance over the axes from `axis` to the last,
+    in float64, then scale and bias (broadcast) in float32."""
+    axes = tuple(range(axis % x.ndim, x.ndim))
+    x64 = np.asarray(x, np.float64)
+    centred = x64 - x64.mean(axis=axes, keepdims=True)
+    variance = (centred * centred).mean(axis=axes, keepdims=True)
+    normalized = (centred / np.sqrt(variance + np.float64(np.float32(epsilon)))).astype(np.float32)
+    return (normalized * scale + bias).astype(np.float32, copy=False)
 
 
 def batch_norm(
