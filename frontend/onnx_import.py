@@ -744,6 +744,21 @@ def _global_average_pool(importer: _Importer, node: onnx.NodeProto, attrs: dict)
     importer.define(node, importer.emit(nn.GlobalAveragePoolOp(importer.operand(node.input[0]))))
 
 
+@converts("ReduceMean")
+def _reduce_mean(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
+    """The mean over both spatial axes of an NCHW map, kept as 1 x 1 (a squeeze-excitation's
+    pooling): a global average pool."""
+    _reject_unknown(attrs, {"axes", "keepdims", "noop_with_empty_axes"})
+    shape = nn.shape_of(importer.operand(node.input[0]))
+    axes_input = _present(node, 1)  # opset 18: the axes are an input
+    axes = importer.constant(axes_input, "axes").tolist() if axes_input else attrs.get("axes")
+    spatial = sorted(int(a) % len(shape) for a in axes) if axes and len(shape) == 4 else None
+    if spatial != [2, 3] or not int(attrs.get("keepdims", 1)):
+        raise _NodeError(f"only the mean over axes [2, 3] of an NCHW map, keeping them, is a global average pool "
+                         f"(axes {list(axes) if axes else 'all'} of rank {len(shape)})")
+    importer.define(node, importer.emit(nn.GlobalAveragePoolOp(importer.operand(node.input[0]))))
+
+
 @converts("BatchNormalization")
 def _batch_norm(importer: _Importer, node: onnx.NodeProto, attrs: dict) -> None:
     _reject_unknown(attrs, {"epsilon", "momentum", "training_mode"})

@@ -138,6 +138,10 @@ OP_CASES = [
     ("average_pool_same_lower", [helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2], auto_pad="SAME_LOWER")],
      {"x": [1, 2, 5, 5]}, {}, ["nn.average_pool"], 17),
     ("global_average_pool", [helper.make_node("GlobalAveragePool", ["x"], ["y"])], {"x": [1, 3, 5, 4]}, {}, ["nn.global_average_pool"], 17),
+    ("reduce_mean_spatial", [helper.make_node("ReduceMean", ["x"], ["y"], axes=[-2, 3])], {"x": [1, 3, 5, 4]}, {},
+     ["nn.global_average_pool"], 11),
+    ("reduce_mean_axes_input", [helper.make_node("ReduceMean", ["x", "axes"], ["y"])], {"x": [1, 3, 5, 4]},
+     {"axes": np.array([2, 3], dtype=np.int64)}, ["nn.global_average_pool"], 18),
     ("batch_norm", [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], epsilon=1e-3)],
      {"x": [1, 3, 4, 4]}, {"s": w(3), "b": w(3), "m": w(3), "v": np.abs(w(3)) + 0.1}, ["nn.batch_norm"], 15),
     ("reshape_zero_and_minus_one", [helper.make_node("Reshape", ["x", "shape"], ["y"])], {"x": [2, 3, 4]},
@@ -302,6 +306,9 @@ def test_an_unnamed_node_kept_for_onnxruntime_uses_a_synthesized_name():
      "ONNX MaxPool: unsupported attribute value storage_order=1 (column-major indices)"),
     (helper.make_node("MaxPool", ["x"], ["y", "idx"], name="pool", kernel_shape=[2, 2]),
      "ONNX MaxPool: the Indices output is not supported"),
+    (helper.make_node("ReduceMean", ["x"], ["y"], name="mean", axes=[1]),
+     "ONNX ReduceMean: only the mean over axes [2, 3] of an NCHW map, keeping them, is a global average pool "
+     "(axes [1] of rank 4)"),
 ])
 def test_a_known_op_in_a_form_its_nn_op_lacks_is_kept_for_onnxruntime_with_the_reason(node, reason):
     model = make_model([node], {"x": [1, 1, 4, 4]}, ["y"])
