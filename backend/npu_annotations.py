@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import math
+
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp, i64
@@ -198,17 +200,16 @@ def element_bytes(value: SSAValue) -> int:
 
 
 def hwc(shape: Sequence[int], op: Operation) -> tuple[int, int, int]:
-    """The H x W x C view of a logical tensor `op` reads or writes: NCHW maps (batch 1),
-    N x K matrices as N x 1 x K, vectors as 1 x 1 x K."""
+    """The H x W x C view of a logical tensor `op` reads or writes: NCHW maps (batch 1), any
+    other rank as the matrix of its last axis (N x K as N x 1 x K, [1, L, C] as L x 1 x C,
+    vectors as 1 x 1 x K)."""
     shape = tuple(shape)
     problem = legality.memory_shape_problem(shape)  # lower-fixed-to-npu placed such tensors on the host
     if problem:
         raise LoweringError(f"{describe_op(op)}: {problem}")
     if len(shape) == 4:
         return shape[2], shape[3], shape[1]
-    if len(shape) == 2:
-        return shape[0], 1, shape[1]
-    return 1, 1, shape[0]
+    return math.prod(shape[:-1]), 1, shape[-1]
 
 
 @dataclass(frozen=True)

@@ -1228,7 +1228,7 @@ class ConcatForm(MoveForm):
 
 def memory_problem(op: Operation) -> str | None:
     """Why the accelerator cannot hold a tensor a fixed op reads or writes as a map
-    (legality.memory_shape_problem: rank 3, batch above 1, empty, data-dependent), or None.
+    (legality.memory_shape_problem: a map of batch above 1, empty, data-dependent), or None.
     Constants and convolution kernels aside: they have layouts of their own (OHWI, DW), and
     seed 002's activation read as depthwise kernels is one."""
 

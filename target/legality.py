@@ -105,8 +105,9 @@ def eltwise_broadcast(full: Sequence[int], other: Sequence[int]) -> str | None:
         return "scalar"
     if len(full) == 4 and len(other) == 4 and other[0] == 1 and other[1] == full[1] and other[2] == other[3] == 1:
         return "channel"
-    if len(full) == 2 and full[0] == 1 and len(other) in (1, 2) and other[-1] == full[-1] and math.prod(other) == full[-1]:
-        return "none"
+    if len(full) != 4 and len(other) <= len(full) and other[-1] == full[-1] and math.prod(other) == full[-1]:
+        # a row-major tensor is a matrix of its last axis: one value per column is per channel
+        return "none" if math.prod(full[:-1]) == 1 else "channel"
     return None
 
 
@@ -150,8 +151,9 @@ def interleave_problem(target: TargetDescription, channels: int, out_hw: Sequenc
 
 
 def memory_shape_problem(shape: Sequence[int]) -> str | None:
-    """A tensor the accelerator holds in DDR or SRAM is an H x W x C view: an NCHW map of
-    batch 1, an N x K matrix (N x 1 x K) or a vector (1 x 1 x K), of static shape."""
+    """A tensor the accelerator holds in DDR or SRAM is an H x W x C view of static shape: an
+    NCHW map of batch 1, or a row-major tensor of any other rank as a matrix of its last axis
+    (N x K is N x 1 x K, [1, L, C] tokens L x 1 x C, a vector 1 x 1 x K)."""
     shape = tuple(shape)
     if any(d < 0 for d in shape):
         return f"shape [{', '.join('?' if d < 0 else str(d) for d in shape)}] depends on the data"
@@ -159,9 +161,9 @@ def memory_shape_problem(shape: Sequence[int]) -> str | None:
         return f"shape {list(shape)} is empty"
     if len(shape) == 4:
         return None if shape[0] == 1 else f"batch {shape[0]} is not supported (the accelerator runs batch 1)"
-    if len(shape) in (1, 2):
-        return None
-    return f"rank-{len(shape)} tensors are not supported (rank 1, 2 or 4 only)"
+    if not shape:
+        return "rank-0 tensors are not supported"
+    return None
 
 
 def concat_problem(shape: Sequence[int], axis: int) -> str | None:

@@ -265,21 +265,27 @@ def lower_dense(op: Operation, rewriter: PatternRewriter, a: SSAValue, weights, 
     s_w = weight_scales(op, weights, out_axis)
     n = weights.shape[out_axis]
     q_a = island.int_input(a, s_a)
+    a_shape, y_shape = nn.shape_of(a), nn.shape_of(op.results[0])
+    if len(a_shape) > 2:  # [..., M, K] tokens: the rows of one M' x K matrix, and back
+        q_a = island.add(fixed.ReshapeOp(q_a, (int(np.prod(a_shape[:-1])), a_shape[-1]), scale=s_a)).results[0]
     w = island.add(weight_constant(op, quantize_weights(weights, s_w, out_axis))).results[0]
     accumulator = s_a * np.broadcast_to(s_w, (n,))
     b = island.add(fixed.ConstantOp(_bias_codes(bias, n, accumulator), 32)).results[0]
     gemm = island.add(fixed.GemmOp(q_a, w, b, trans_b))
     y = island.rescale(gemm.results[0], accumulator / s_y, axis=1, scale=s_y)
+    if len(y_shape) > 2:
+        y = island.add(fixed.ReshapeOp(y, y_shape, scale=s_y)).results[0]
     island.finish(rewriter, y, s_y)
 
 
 class LowerMatMul(RewritePattern):
-    """A 2-D activation times a constant matrix is a gemm without bias."""
+    """An activation times a constant matrix is a gemm without bias ([..., M, K] tokens: of
+    their rows as one matrix)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nn.MatMulOp, rewriter: PatternRewriter):
-        if len(nn.shape_of(op.lhs)) != 2 or len(nn.shape_of(op.rhs)) != 2:
-            raise Unlowerable(op, "only a 2-D matmul by a constant matrix lowers to fixed point")
+        if len(nn.shape_of(op.lhs)) < 2 or len(nn.shape_of(op.rhs)) != 2:
+            raise Unlowerable(op, "only a matmul by a constant matrix lowers to fixed point")
         lower_dense(op, rewriter, op.lhs, _constant(op.rhs, op, "right operand"), None, False)
 
 
