@@ -27,6 +27,12 @@ def is_i8(ctx: PatternContext, value: SSAValue | Operation) -> bool:
     return fixed.width_of(value.results[0] if isinstance(value, Operation) else value) == 8
 
 
+@native_constraint()
+def is_map(ctx: PatternContext, value: SSAValue) -> bool:
+    """An NCHW map (rank 4), what a convolution reads: tokens and matrices are not."""
+    return len(shape_of(value)) == 4
+
+
 @native_rewrite()
 def depthwise_1x1(ctx: PatternContext, x: SSAValue):
     """(strides, pads, dilations, group, i32 accumulator type) of a 1x1 depthwise conv over x."""

@@ -173,9 +173,9 @@ def concat_problem(shape: Sequence[int], axis: int) -> str | None:
     return None
 
 
-def transpose_problem(in_shape: Sequence[int], perm: Sequence[int]) -> str | None:
-    """A transpose is a view of its input's bytes, in row-major or NHWC order (as they lie, or
-    after one relayout copy): the result's row-major or NHWC order must be one of them
+def transpose_is_view(in_shape: Sequence[int], perm: Sequence[int]) -> bool:
+    """Whether a transpose is a view of its input's bytes, in row-major or NHWC order (as they
+    lie, or after one relayout copy): the result's row-major or NHWC order is one of them
     (axes of size 1 aside)."""
     out_shape = [in_shape[p] for p in perm]
     storage = [[a for a in range(len(in_shape)) if in_shape[a] != 1]]
@@ -184,6 +184,24 @@ def transpose_problem(in_shape: Sequence[int], perm: Sequence[int]) -> str | Non
     wanted = [[perm[i] for i in range(len(out_shape)) if out_shape[i] != 1]]
     if len(out_shape) == 4:
         wanted.append([perm[i] for i in (0, 2, 3, 1) if out_shape[i] != 1])
-    if any(order in wanted for order in storage):
+    return any(order in wanted for order in storage)
+
+
+def transpose_blocks(in_shape: Sequence[int], perm: Sequence[int]) -> tuple[int, int] | None:
+    """(A, B) when a transpose swaps two blocks of axes of its row-major input (axes of size 1
+    aside: [1, C, L] -> [1, L, C], [1, C, H, W] -> [1, H, W, C]): the input is the NCHW map
+    [1, A, 1, B] and the result the row-major bytes of its NHWC order; else None."""
+    axes = [a for a in range(len(in_shape)) if in_shape[a] != 1]
+    order = [a for a in perm if in_shape[a] != 1]
+    for k in range(1, len(axes)):
+        if order == axes[k:] + axes[:k]:
+            return math.prod(in_shape[a] for a in axes[:k]), math.prod(in_shape[a] for a in axes[k:])
+    return None
+
+
+def transpose_problem(in_shape: Sequence[int], perm: Sequence[int]) -> str | None:
+    """The DMA transposes what is a view of its input's bytes (row-major or NHWC order) or a
+    swap of two blocks of axes (one relayout of the map the blocks make)."""
+    if transpose_is_view(in_shape, perm) or transpose_blocks(in_shape, perm) is not None:
         return None
     return f"transpose {list(perm)} of {list(in_shape)} is neither the NHWC nor the NCHW order of its input"

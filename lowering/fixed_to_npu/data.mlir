@@ -40,6 +40,25 @@ pdl.pattern @transpose : benefit(1) {
   }
 }
 
+// a transpose that swaps two blocks of axes ([1, C, L] -> [1, L, C]): the input as the map
+// [1, A, 1, B], its NHWC order (one relayout by the DMA), read back in the result's shape
+pdl.pattern @transpose_blocks : benefit(2) {
+  %x = pdl.operand
+  %t = pdl.type
+  %op = pdl.operation "fixed.transpose"(%x : !pdl.value) -> (%t : !pdl.type)
+  pdl.apply_native_constraint "is_i8"(%x : !pdl.value)
+  pdl.apply_native_constraint "swaps_axis_blocks"(%op : !pdl.operation)
+  pdl.rewrite %op {
+    %map_type, %nhwc_type, %nhwc = pdl.apply_native_rewrite "axis_block_map"(%op : !pdl.operation) : !pdl.type, !pdl.type, !pdl.attribute
+    %map = pdl.operation "npu.reshape"(%x : !pdl.value) -> (%map_type : !pdl.type)
+    %m = pdl.result 0 of %map
+    %swap = pdl.operation "npu.transpose"(%m : !pdl.value) {"perm" = %nhwc} -> (%nhwc_type : !pdl.type)
+    %s = pdl.result 0 of %swap
+    %y = pdl.operation "npu.reshape"(%s : !pdl.value) -> (%t : !pdl.type)
+    pdl.replace %op with %y
+  }
+}
+
 // concat -> npu.concat
 pdl.pattern @concat : benefit(1) {
   %xs = pdl.operands

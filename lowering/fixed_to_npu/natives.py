@@ -172,6 +172,21 @@ def move_fits(ctx: PatternContext, op: Operation) -> bool:
 
 
 @native_constraint()
+def swaps_axis_blocks(ctx: PatternContext, op: Operation) -> bool:
+    """A transpose that is no view of its input's bytes but swaps two blocks of its axes."""
+    in_shape, perm = shape_of(op.operands[0]), ints(op.perm)  # type: ignore[attr-defined]
+    return not legality.transpose_is_view(in_shape, perm) and legality.transpose_blocks(in_shape, perm) is not None
+
+
+@native_rewrite()
+def axis_block_map(ctx: PatternContext, op: Operation):
+    """The map [1, A, 1, B] of a block-swapping transpose's input, the map of its NHWC order
+    [1, 1, B, A] (whose row-major bytes are the result's) and that order's perm."""
+    a, b = legality.transpose_blocks(shape_of(op.operands[0]), ints(op.perm))  # type: ignore[attr-defined]
+    return fixed.int_tensor(8, (1, a, 1, b)), fixed.int_tensor(8, (1, 1, b, a)), i64_array((0, 2, 3, 1))
+
+
+@native_constraint()
 def input_selected(ctx: PatternContext, value: SSAValue) -> bool:
     """`value` does not come from a fixed op a unit pattern may still consume (one placed on the
     host will not be: lower-fixed-to-npu's host fallback marks it)."""

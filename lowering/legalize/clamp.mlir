@@ -8,6 +8,7 @@ pdl.pattern @clamp_by_pow2_saturation : benefit(2) {
   %clamp = pdl.operation "fixed.clamp"(%x : !pdl.value) -> (%t : !pdl.type)
   pdl.apply_native_constraint "not_native"(%clamp : !pdl.operation)
   pdl.apply_native_constraint "is_i8"(%x : !pdl.value)
+  pdl.apply_native_constraint "is_map"(%x : !pdl.value)
   %method = pdl.attribute = "saturate"
   pdl.apply_native_constraint "clamp_method_is"(%clamp, %method : !pdl.operation, !pdl.attribute)
   pdl.rewrite %clamp {
@@ -35,6 +36,7 @@ pdl.pattern @clamp_as_bias_adds : benefit(1) {
   %clamp = pdl.operation "fixed.clamp"(%x : !pdl.value) {"min" = %lo, "max" = %hi} -> (%t : !pdl.type)
   pdl.apply_native_constraint "not_native"(%clamp : !pdl.operation)
   pdl.apply_native_constraint "is_i8"(%x : !pdl.value)
+  pdl.apply_native_constraint "is_map"(%x : !pdl.value)
   %method = pdl.attribute = "bias"
   pdl.apply_native_constraint "clamp_method_is"(%clamp, %method : !pdl.operation, !pdl.attribute)
   pdl.rewrite %clamp {

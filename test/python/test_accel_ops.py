@@ -80,3 +80,19 @@ def test_a_matmul_of_tokens_by_a_constant_is_a_fully_connected_conv():
     _check(model, (1, 5, 12), {"linear", "linear_bias", "sigmoid", "swish"}, lite_host={"swish"})
     npu_module = xnpu.compile(model, np.zeros((2, 5, 12), np.float32) + 0.5, target="xnpu_default", stop_at="npu")
     assert [op.name for op in npu_module.walk() if op.name == "npu.conv"] == ["npu.conv"]
+
+
+@pytest.mark.parametrize("perm, shape", [((0, 2, 1), (1, 6, 10)), ((0, 2, 1), (1, 10, 6)), ((0, 2, 3, 1), (1, 3, 4, 5))])
+def test_a_transpose_swapping_two_blocks_of_axes_is_one_relayout(perm, shape):
+    """[1, C, L] -> [1, L, C] (a convolution's map flattened into tokens), [1, C, H, W] -> [1, H, W, C]:
+    the map [1, A, 1, B] in NHWC order, by the DMA."""
+    out_shape = [shape[p] for p in perm]
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("Transpose", ["r"], ["t"], perm=list(perm), name="swap"),
+        helper.make_node("Sigmoid", ["t"], ["y"], name="sigmoid"),
+    ]
+    model = _model(nodes, {"x": list(shape)}, {"y": out_shape}, {})
+    _check(model, shape, {"relu", "sigmoid"})  # the swap: DMA copies (or none) named after their readers
+    npu_module = xnpu.compile(model, np.ones((1, *shape[1:]), np.float32), target="xnpu_default", stop_at="npu")
+    assert "npu.host" not in str(npu_module) and [op.name for op in npu_module.walk() if op.name == "npu.transpose"]
