@@ -734,8 +734,9 @@ def activation_kernels(value: SSAValue) -> bool:
 class ConvForm(UnitForm):
     """A convolution on the CONV unit: kernels that are constants or an activation read as DW
     kernels (seed 002), constant biases, the unit's limits. A dilation beyond the unit's limit
-    counts as the dense kernel (zeros between the taps) lower-fixed-to-npu makes of it, unless
-    `dense_dilation` is off."""
+    counts as the dense kernel (zeros between the taps) lower-fixed-to-npu makes of it, and a
+    1-D kernel beyond it that is a multiple of its stride as the convolution of hops
+    (legality.hop_folded_kernel), unless `dense_dilation` is off (the unit's own limits)."""
 
     needs = RESCALED
     selected_with_consumer = True
@@ -754,13 +755,18 @@ class ConvForm(UnitForm):
             return "convolution weights must be constants or an activation reshaped to kernels"
         if op.bias is not None and not isinstance(op.bias.owner, ConstantOp):
             return "convolution biases must be constants"
-        kernel, dilations = w[2:], ints(op.dilations)
+        kernel, dilations, strides, in_channels = w[2:], ints(op.dilations), ints(op.strides), w[1]
         if dense_dilation and constant_kernels and max(dilations) > target.conv.max_dilation:
             extent = legality.dense_dilated_kernel(target, kernel, dilations)
             if extent is not None:
                 kernel, dilations = extent, (1, 1)
-        return legality.conv_problem(target, kernel=kernel, strides=ints(op.strides), dilations=dilations,
-                                     pads=ints(op.pads), in_channels=w[1], depthwise=depthwise)
+        problem = legality.conv_problem(target, kernel=kernel, strides=strides, dilations=dilations,
+                                        pads=ints(op.pads), in_channels=in_channels, depthwise=depthwise)
+        hops = legality.hop_folded_kernel(x, kernel, strides, dilations, ints(op.pads), group)
+        if problem and dense_dilation and constant_kernels and hops is not None:
+            return legality.conv_problem(target, kernel=(1, hops[1]), strides=(1, 1), dilations=(1, 1),
+                                         pads=(0, 0, 0, 0), in_channels=hops[0], depthwise=False)
+        return problem
 
 
 @irdl_op_definition

@@ -45,6 +45,20 @@ def dense_dilated_kernel(target: TargetDescription, kernel: Sequence[int], dilat
     return extent if max(extent) <= target.conv.max_kernel else None  # type: ignore[return-value]
 
 
+def hop_folded_kernel(in_shape: Sequence[int], kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int],
+                      pads: Sequence[int], group: int) -> tuple[int, int] | None:
+    """(S, k) when a 1-D convolution of one channel ([1, 1, 1, L], a 1 x kS kernel, stride S,
+    no pads: an STFT's frames) is the stride-1 convolution of its input read as S channels of
+    hops (x[s, j] = x[j S + s]) by 1 x k kernels (w'[o, s, j] = w[o, j S + s]): the same
+    products, so the same exact sums (R13); else None."""
+    if len(in_shape) != 4 or in_shape[1] != 1 or in_shape[2] != 1 or group != 1 or any(pads) or max(dilations) != 1:
+        return None
+    hop, width = strides[1], kernel[1]
+    if kernel[0] != 1 or strides[0] != 1 or hop < 2 or width % hop or in_shape[3] % hop:
+        return None
+    return hop, width // hop
+
+
 def conv_problem(
     target: TargetDescription,
     *,

@@ -21,6 +21,34 @@ pdl.pattern @dense_dilated_kernel : benefit(2) {
   }
 }
 
+// a 1-D kernel beyond the unit that is a multiple of its stride S (an STFT's frames), on
+// constants: the input read as S channels of hops (rows of S, transposed), convolved with
+// stride 1 by the folded kernels (the same products: exact)
+pdl.pattern @kernel_as_hops : benefit(2) {
+  %x = pdl.operand
+  %w = pdl.operand
+  %bias = pdl.operands
+  %strides = pdl.attribute
+  %pads = pdl.attribute
+  %dilations = pdl.attribute
+  %group = pdl.attribute
+  %t = pdl.type
+  %conv = pdl.operation "fixed.conv2d"(%x, %w, %bias : !pdl.value, !pdl.value, !pdl.range<value>) {"strides" = %strides, "pads" = %pads, "dilations" = %dilations, "group" = %group} -> (%t : !pdl.type)
+  pdl.apply_native_constraint "kernel_folds_into_hops"(%conv : !pdl.operation)
+  pdl.rewrite %conv {
+    %rows_type, %hops_type, %map_type, %perm = pdl.apply_native_rewrite "hop_views"(%conv : !pdl.operation) : !pdl.type, !pdl.type, !pdl.type, !pdl.attribute
+    %rows = pdl.operation "fixed.reshape"(%x : !pdl.value) -> (%rows_type : !pdl.type)
+    %r = pdl.result 0 of %rows
+    %hops = pdl.operation "fixed.transpose"(%r : !pdl.value) {"perm" = %perm} -> (%hops_type : !pdl.type)
+    %h = pdl.result 0 of %hops
+    %map = pdl.operation "fixed.reshape"(%h : !pdl.value) -> (%map_type : !pdl.type)
+    %m = pdl.result 0 of %map
+    %folded, %one, %none = pdl.apply_native_rewrite "hop_folded_conv"(%conv : !pdl.operation) : !pdl.value, !pdl.attribute, !pdl.attribute
+    %new = pdl.operation "fixed.conv2d"(%m, %folded, %bias : !pdl.value, !pdl.value, !pdl.range<value>) {"strides" = %one, "pads" = %none, "dilations" = %one, "group" = %group} -> (%t : !pdl.type)
+    pdl.replace %conv with %new
+  }
+}
+
 // conv2d (with or without bias) + rescale to int8 -> one CONV
 pdl.pattern @conv : benefit(1) {
   %x = pdl.operand

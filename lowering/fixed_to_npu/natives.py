@@ -95,6 +95,41 @@ def dilation_beyond_unit(ctx: PatternContext, conv: Operation) -> bool:
 
 
 @native_constraint()
+def kernel_folds_into_hops(ctx: PatternContext, conv: Operation) -> bool:
+    """A 1-D kernel beyond the CONV unit, on constants, that is a multiple of its stride: the
+    convolution of the input's hops by the folded kernel fits (legality.hop_folded_kernel)."""
+    assert isinstance(conv, fixed.Conv2dOp)
+    return (isinstance(conv.weight.owner, fixed.ConstantOp) and _problem(ctx, conv, dense_dilation=False) is not None
+            and _hops(conv) is not None and _problem(ctx, conv) is None)
+
+
+def _hops(conv: fixed.Conv2dOp) -> tuple[int, int] | None:
+    return legality.hop_folded_kernel(shape_of(conv.input), shape_of(conv.weight)[2:], ints(conv.strides),
+                                      ints(conv.dilations), ints(conv.pads), conv.group.value.data)
+
+
+@native_rewrite()
+def hop_views(ctx: PatternContext, conv: Operation):
+    """The types of a 1-D signal [1, 1, 1, L] read as hops: L/S x S rows, their transpose S x L/S
+    (perm 0, 2, 1), that as the map [1, S, 1, L/S]; the perm."""
+    assert isinstance(conv, fixed.Conv2dOp)
+    hop, _ = _hops(conv)  # type: ignore[misc]
+    frames = shape_of(conv.input)[3] // hop
+    return (fixed.int_tensor(8, (1, frames, hop)), fixed.int_tensor(8, (1, hop, frames)),
+            fixed.int_tensor(8, (1, hop, 1, frames)), i64_array((0, 2, 1)))
+
+
+@native_rewrite()
+def hop_folded_conv(ctx: PatternContext, conv: Operation):
+    """The folded kernels w'[o, s, 0, j] = w[o, 0, 0, j S + s] (a constant), stride 1, no pads."""
+    assert isinstance(conv, fixed.Conv2dOp)
+    hop, taps = _hops(conv)  # type: ignore[misc]
+    weights = conv.weight.owner.to_numpy()  # type: ignore[union-attr]
+    folded = weights.reshape(weights.shape[0], taps, hop).transpose(0, 2, 1)[:, :, None, :]
+    return _constant(ctx, np.ascontiguousarray(folded), 8, conv.weight.owner), i64_array([1, 1]), i64_array([0, 0, 0, 0])
+
+
+@native_constraint()
 def fully_connected_fits(ctx: PatternContext, gemm: Operation) -> bool:
     return _problem(ctx, gemm) is None
 

@@ -96,3 +96,17 @@ def test_a_transpose_swapping_two_blocks_of_axes_is_one_relayout(perm, shape):
     _check(model, shape, {"relu", "sigmoid"})  # the swap: DMA copies (or none) named after their readers
     npu_module = xnpu.compile(model, np.ones((1, *shape[1:]), np.float32), target="xnpu_default", stop_at="npu")
     assert "npu.host" not in str(npu_module) and [op.name for op in npu_module.walk() if op.name == "npu.transpose"]
+
+
+def test_a_1d_kernel_beyond_the_unit_that_is_a_multiple_of_its_stride_runs_as_hops():
+    """An STFT's frames (kernel 32, stride 8 on one channel): the signal read as 8 channels of hops,
+    convolved by 1 x 4 folded kernels on the CONV unit, bit for bit the fixed level's sums."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[32], strides=[8], name="frames"),
+        helper.make_node("Relu", ["c"], ["y"], name="relu"),
+    ]
+    model = _model(nodes, {"x": [1, 1, 64]}, {"y": [1, 6, 5]}, {"w": _weights(6, 6, 1, 32)})
+    _check(model, (1, 1, 64), {"frames", "relu"})
+    npu_module = xnpu.compile(model, np.ones((1, 1, 64), np.float32), target="xnpu_lite", stop_at="npu")
+    (conv,) = [op for op in npu_module.walk() if op.name == "npu.conv"]
+    assert list(conv.weight.type.get_shape()) == [6, 8, 1, 4]
