@@ -1221,7 +1221,7 @@ class TransposeForm(MoveForm):
     """A transpose the DMA does as a view of its input's NCHW or NHWC bytes (one relayout at most)."""
 
     def problem(self, op: Operation, target: TargetDescription) -> str | None:
-        return legality.transpose_problem(shape_of(op.operands[0]), ints(op.perm))  # type: ignore[attr-defined]
+        return legality.transpose_problem(target, shape_of(op.operands[0]), ints(op.perm))  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)

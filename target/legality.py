@@ -201,21 +201,31 @@ def transpose_is_view(in_shape: Sequence[int], perm: Sequence[int]) -> bool:
     return any(order in wanted for order in storage)
 
 
-def transpose_blocks(in_shape: Sequence[int], perm: Sequence[int]) -> tuple[int, int] | None:
-    """(A, B) when a transpose swaps two blocks of axes of its row-major input (axes of size 1
-    aside: [1, C, L] -> [1, L, C], [1, C, H, W] -> [1, H, W, C]): the input is the NCHW map
-    [1, A, 1, B] and the result the row-major bytes of its NHWC order; else None."""
+def transpose_blocks(in_shape: Sequence[int], perm: Sequence[int]) -> tuple[int, int, int] | None:
+    """(A, B, C) when a transpose swaps two blocks of axes of its row-major input ahead of a
+    block it keeps last (axes of size 1 aside; A, B, C the blocks' sizes, C 1 when nothing
+    stays): [1, C, L] -> [1, L, C] is (C, L, 1), [1, H, T, D] -> [1, T, H, D] (attention heads)
+    is (H, T, D); else None."""
     axes = [a for a in range(len(in_shape)) if in_shape[a] != 1]
     order = [a for a in perm if in_shape[a] != 1]
-    for k in range(1, len(axes)):
-        if order == axes[k:] + axes[:k]:
-            return math.prod(in_shape[a] for a in axes[:k]), math.prod(in_shape[a] for a in axes[k:])
+    for end in range(len(axes), 1, -1):
+        if order[end:] != axes[end:]:
+            continue
+        for k in range(1, end):
+            if order[:end] == axes[k:end] + axes[:k]:
+                return (math.prod(in_shape[a] for a in axes[:k]), math.prod(in_shape[a] for a in axes[k:end]),
+                        math.prod(in_shape[a] for a in axes[end:]))
     return None
 
 
-def transpose_problem(in_shape: Sequence[int], perm: Sequence[int]) -> str | None:
-    """The DMA transposes what is a view of its input's bytes (row-major or NHWC order) or a
-    swap of two blocks of axes (one relayout of the map the blocks make)."""
-    if transpose_is_view(in_shape, perm) or transpose_blocks(in_shape, perm) is not None:
+def transpose_problem(target: TargetDescription, in_shape: Sequence[int], perm: Sequence[int]) -> str | None:
+    """The DMA transposes what is a view of its input's bytes (row-major or NHWC order), a swap
+    of two blocks of axes (one relayout of the map [1, A, 1, B]), or such a swap ahead of a
+    block it keeps (the A rows of the map A x B x C stored as interleaved phases)."""
+    if transpose_is_view(in_shape, perm):
         return None
-    return f"transpose {list(perm)} of {list(in_shape)} is neither the NHWC nor the NCHW order of its input"
+    blocks = transpose_blocks(in_shape, perm)
+    if blocks is None:
+        return f"transpose {list(perm)} of {list(in_shape)} is neither the NHWC nor the NCHW order of its input"
+    a, b, c = blocks
+    return None if c == 1 else interleave_problem(target, c, (1, a * b), (1, a))

@@ -59,6 +59,31 @@ pdl.pattern @transpose_blocks : benefit(2) {
   }
 }
 
+// a transpose that swaps two blocks of axes ahead of a block it keeps last ([1, H, T, D] ->
+// [1, T, H, D], attention heads): the input as the NHWC map of A rows of B pixels of C
+// channels, its rows interleaved as phases (row a into columns a, a + A, ...), read back
+pdl.pattern @transpose_blocks_ahead : benefit(2) {
+  %x = pdl.operand
+  %t = pdl.type
+  %op = pdl.operation "fixed.transpose"(%x : !pdl.value) -> (%t : !pdl.type)
+  pdl.apply_native_constraint "is_i8"(%x : !pdl.value)
+  pdl.apply_native_constraint "swaps_axis_blocks_ahead"(%op : !pdl.operation)
+  pdl.rewrite %op {
+    %map_type, %to_nhwc, %nhwc_type, %factors, %offsets, %moved_type, %to_rows, %rows_type = pdl.apply_native_rewrite "axis_block_rows"(%op : !pdl.operation) : !pdl.type, !pdl.attribute, !pdl.type, !pdl.attribute, !pdl.attribute, !pdl.type, !pdl.attribute, !pdl.type
+    %map = pdl.operation "npu.reshape"(%x : !pdl.value) -> (%map_type : !pdl.type)
+    %m = pdl.result 0 of %map
+    %nhwc = pdl.operation "npu.transpose"(%m : !pdl.value) {"perm" = %to_nhwc} -> (%nhwc_type : !pdl.type)
+    %n = pdl.result 0 of %nhwc
+    %phases = pdl.apply_native_rewrite "block_rows"(%op, %n : !pdl.operation, !pdl.value) : !pdl.range<value>
+    %moved = pdl.operation "npu.interleave"(%phases : !pdl.range<value>) {"factors" = %factors, "offsets" = %offsets} -> (%moved_type : !pdl.type)
+    %v = pdl.result 0 of %moved
+    %rows = pdl.operation "npu.transpose"(%v : !pdl.value) {"perm" = %to_rows} -> (%rows_type : !pdl.type)
+    %r = pdl.result 0 of %rows
+    %y = pdl.operation "npu.reshape"(%r : !pdl.value) -> (%t : !pdl.type)
+    pdl.replace %op with %y
+  }
+}
+
 // concat -> npu.concat
 pdl.pattern @concat : benefit(1) {
   %xs = pdl.operands

@@ -206,19 +206,52 @@ def move_fits(ctx: PatternContext, op: Operation) -> bool:
     return _problem(ctx, op) is None
 
 
+def _blocks(op: Operation) -> tuple[int, int, int] | None:
+    """(A, B, C) of a transpose swapping two blocks of axes ahead of a kept one, when it is no view."""
+    in_shape, perm = shape_of(op.operands[0]), ints(op.perm)  # type: ignore[attr-defined]
+    return None if legality.transpose_is_view(in_shape, perm) else legality.transpose_blocks(in_shape, perm)
+
+
 @native_constraint()
 def swaps_axis_blocks(ctx: PatternContext, op: Operation) -> bool:
     """A transpose that is no view of its input's bytes but swaps two blocks of its axes."""
-    in_shape, perm = shape_of(op.operands[0]), ints(op.perm)  # type: ignore[attr-defined]
-    return not legality.transpose_is_view(in_shape, perm) and legality.transpose_blocks(in_shape, perm) is not None
+    blocks = _blocks(op)
+    return blocks is not None and blocks[2] == 1
+
+
+@native_constraint()
+def swaps_axis_blocks_ahead(ctx: PatternContext, op: Operation) -> bool:
+    """A transpose that swaps two blocks of axes ahead of a block it keeps last (attention
+    heads), within the DMA's strides."""
+    blocks = _blocks(op)
+    return blocks is not None and blocks[2] > 1 and _problem(ctx, op) is None
 
 
 @native_rewrite()
 def axis_block_map(ctx: PatternContext, op: Operation):
     """The map [1, A, 1, B] of a block-swapping transpose's input, the map of its NHWC order
     [1, 1, B, A] (whose row-major bytes are the result's) and that order's perm."""
-    a, b = legality.transpose_blocks(shape_of(op.operands[0]), ints(op.perm))  # type: ignore[attr-defined]
+    a, b, _ = _blocks(op)  # type: ignore[misc]
     return fixed.int_tensor(8, (1, a, 1, b)), fixed.int_tensor(8, (1, 1, b, a)), i64_array((0, 2, 3, 1))
+
+
+@native_rewrite()
+def axis_block_rows(ctx: PatternContext, op: Operation):
+    """A transpose swapping blocks A and B ahead of C, as DMA moves of the NHWC map with A rows
+    of B pixels of C channels: the row-major map [1, A, B, C] and its NHWC view [1, C, A, B]
+    (perm 0, 3, 1, 2), the interleave of its A rows as phases (row a from offset (a, 0) into
+    columns a, a + A, ...) into [1, C, 1, B A], and that map's row-major view [1, 1, B A, C]
+    (perm 0, 2, 3, 1)."""
+    a, b, c = _blocks(op)  # type: ignore[misc]
+    return (fixed.int_tensor(8, (1, a, b, c)), i64_array((0, 3, 1, 2)), fixed.int_tensor(8, (1, c, a, b)),
+            i64_array((1, a)), i64_array([v for row in range(a) for v in (row, 0)]), fixed.int_tensor(8, (1, c, 1, b * a)),
+            i64_array((0, 2, 3, 1)), fixed.int_tensor(8, (1, 1, b * a, c)))
+
+
+@native_rewrite()
+def block_rows(ctx: PatternContext, op: Operation, rows: SSAValue):
+    """The A phases of axis_block_rows: each the whole map, read from its own row."""
+    return [rows] * _blocks(op)[0]  # type: ignore[index]
 
 
 @native_constraint()

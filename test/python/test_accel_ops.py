@@ -110,3 +110,19 @@ def test_a_1d_kernel_beyond_the_unit_that_is_a_multiple_of_its_stride_runs_as_ho
     npu_module = xnpu.compile(model, np.ones((1, 1, 64), np.float32), target="xnpu_lite", stop_at="npu")
     (conv,) = [op for op in npu_module.walk() if op.name == "npu.conv"]
     assert list(conv.weight.type.get_shape()) == [6, 8, 1, 4]
+
+
+@pytest.mark.parametrize("perm, shape", [((0, 2, 1, 3), (1, 4, 6, 3)), ((2, 0, 3, 1, 4), (1, 5, 3, 2, 4))])
+def test_a_transpose_swapping_two_blocks_ahead_of_a_kept_one_is_an_interleave(perm, shape):
+    """Attention heads [1, H, T, D] -> [1, T, H, D], and a fused qkv [1, T, 3, H, D] -> [3, 1, H, T, D]:
+    the A rows of the NHWC map A x B x C stored as interleaved phases by the DMA."""
+    out_shape = [shape[p] for p in perm]
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("Transpose", ["r"], ["t"], perm=list(perm), name="heads"),
+        helper.make_node("Sigmoid", ["t"], ["y"], name="sigmoid"),
+    ]
+    model = _model(nodes, {"x": list(shape)}, {"y": out_shape}, {})
+    _check(model, shape, {"relu", "sigmoid"})
+    npu_module = xnpu.compile(model, np.ones((1, *shape[1:]), np.float32), target="xnpu_default", stop_at="npu")
+    assert "npu.host" not in str(npu_module) and [op for op in npu_module.walk() if op.name == "npu.interleave"]
