@@ -743,7 +743,8 @@ class ConvForm(UnitForm):
 
     def capability(self, op_name: str, target: TargetDescription) -> Capability:
         depthwise = "depthwise included" if target.conv.depthwise else "no depthwise (group == channels)"
-        return Capability(op_name, True, f"CONV: {_conv_limits(target)}; {depthwise}")
+        return Capability(op_name, True, f"CONV: {_conv_limits(target)}; {depthwise}; a 1-D kernel beyond "
+                                         "them that is a multiple of its stride as the convolution of hops")
 
     def problem(self, op: Operation, target: TargetDescription, dense_dilation: bool = True) -> str | None:
         assert isinstance(op, Conv2dOp)
@@ -1324,7 +1325,7 @@ class TransposeOp(FixedOp):
     result = result_def(IntTensor)
     perm = prop_def(DenseArrayBase[I64])
     scale = opt_prop_def(ScaleAttr)
-    traits = traits_def(Pure(), TransposeSamples(), TransposeForm("NCHW <-> NHWC views by DMA"))
+    traits = traits_def(Pure(), TransposeSamples(), TransposeForm("NCHW <-> NHWC views, swaps of two blocks of axes (ahead of a kept one) by DMA"))
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 

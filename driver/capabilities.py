@@ -77,8 +77,9 @@ On the host, on every target (the placement summary of `xnpu-compile`, `--report
   host segment;
 - an nn op no nn -> fixed lowering takes (softmax, LayerNorm, division by a tensor, ...): in float
   between a dequantize and a quantize;
-- a fixed op outside its row below, or on a tensor the accelerator cannot hold (rank 3 or
-  above 4, batch above 1, empty or data-dependent shapes): decided at unit selection.
+- a fixed op outside its row below, or on a tensor the accelerator cannot hold (an NCHW map
+  of batch above 1, empty or data-dependent shapes; a tensor of rank 1, 2, 3 or 5 is the
+  matrix of its last axis, [1, L, C] tokens L x 1 x C): decided at unit selection.
 
 `--no-host-fallback` makes any of these one error instead. A model with nothing for the
 accelerator still compiles, with a warning.
