@@ -6,6 +6,8 @@ cycle or an upward import fails the suite.
 - No import cycle between modules, counting function-local imports (imports under
   `if TYPE_CHECKING:` are not made at run time and do not count).
 - Function-local imports only where start-up needs them: at most 40 in the package.
+- No module over 800 lines outside dialects/ (whose op definitions are long by nature): a module
+  that grows past it holds more than one concern and is split by concern.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from models import ROOT
 
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 MAX_FUNCTION_LOCAL_IMPORTS = 40
+MAX_MODULE_LINES = 800
 PACKAGE_DIRS = ("core", "semantics", "target", "dialects", "ir", "interpreters", "pdl", "frontend", "transforms",
                 "lowering", "backend", "driver", "tools")
 
@@ -108,3 +111,10 @@ def function_local_imports(path: Path) -> list[str]:
 def test_function_local_imports_only_where_start_up_needs_them():
     found = sorted({site for path in package_files() for site in function_local_imports(path)})
     assert len(found) <= MAX_FUNCTION_LOCAL_IMPORTS, found
+
+
+def test_no_module_outside_the_dialects_holds_more_than_800_lines():
+    lines = {str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines()) for path in package_files()}
+    too_long = {path: n for path, n in lines.items() if n > MAX_MODULE_LINES and not path.startswith("dialects/")}
+    assert not too_long, too_long
+    assert max(lines.values()) > 500  # the files were read

@@ -22,12 +22,12 @@ SECTION = re.compile(r"## Adding an op:.*?(?=\n## )", re.S)
 BLOCK = re.compile(r"```python excerpt=(\S+)\n(.*?)```", re.S)
 # the four places the doc names (the documents under docs/ that mention the op are not code:
 # this walk-through, and the conformance list, which is generated)
-OP_FILES = {"semantics/float_ops.py", "dialects/nn.py", "frontend/onnx_import.py", "test/python/test_extending_op.py"}
+OP_FILES = {"semantics/float_ops.py", "dialects/nn.py", "frontend/onnx_converters.py", "test/python/test_extending_op.py"}
 
 
 def test_the_doc_shows_what_the_tree_holds():
     blocks = BLOCK.findall(SECTION.search((ROOT / "docs" / "extending.md").read_text()).group(0))
-    assert [path for path, _ in blocks] == ["semantics/float_ops.py", "dialects/nn.py", "frontend/onnx_import.py"]
+    assert [path for path, _ in blocks] == ["semantics/float_ops.py", "dialects/nn.py", "frontend/onnx_converters.py"]
     for path, body in blocks:
         assert body in (ROOT / path).read_text(), f"docs/extending.md's block for {path} is not in {path}"
 
