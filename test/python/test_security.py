@@ -211,18 +211,10 @@ NASTY_NAMES = [
 
 def renamed_tiny_cnn(directory: Path, names: list[str], input_name: str = "input", output_name: str = "logits") -> Path:
     """tiny_cnn with its nodes (in turn) named `names`, and its input and output renamed."""
-    import onnx
+    from xnpu.tools.fuzz_hostile import renamed_model
 
-    model = onnx.load(str(EXAMPLES / "tiny_cnn.onnx"))
-    graph = model.graph
-    for index, node in enumerate(graph.node):
-        node.name = names[index % len(names)] + ("" if index < len(names) else f"#{index}")
-        for values in (node.input, node.output):
-            for position, value in enumerate(values):
-                values[position] = {"input": input_name, "logits": output_name}.get(value, value)
-    graph.input[0].name, graph.output[0].name = input_name, output_name
     path = directory / "named.onnx"
-    onnx.save(model, str(path))
+    path.write_bytes(renamed_model((EXAMPLES / "tiny_cnn.onnx").read_bytes(), names, input_name, output_name))
     return path
 
 
