@@ -70,8 +70,9 @@ NO_LIMIT = 1 << 62
 # The most instructions a program may have. Each costs the compiler ~0.4 ms and ~5 KB to emit,
 # check and encode, so a layer that would need millions (a Conv of 10^6 output channels: a LOAD
 # and a STORE per channel plane of its relayout) is one error here instead of minutes of
-# compiling. The bench models need at most a few hundred.
-MAX_INSTRUCTIONS = 1 << 15
+# compiling. The bench models need at most a few thousand, a real layout detector (layout_cdla)
+# more than 32,768: the bound leaves room for such programs (at most ~100 s to emit).
+MAX_INSTRUCTIONS = 1 << 18
 
 
 def _ceil(a: int, b: int) -> int:

@@ -355,7 +355,8 @@ def _result_shape(op_type: str, inputs: Sequence, attributes: Mapping) -> tuple[
     if op_type == "Tile":
         return tuple(d * r for d, r in zip(first.shape, _ints(arrays[1]))), first.itemsize
     if op_type == "Range":
-        start, limit, delta = (float(a) for a in arrays[:3])
+        # Range takes scalars; some exporters give one-element tensors, which numpy 2 does not convert with float()
+        start, limit, delta = (float(a.reshape(-1)[0]) for a in arrays[:3])
         count = int(np.ceil((limit - start) / delta)) if delta and np.isfinite((limit - start) / delta) else 0
         return (max(count, 0),), first.itemsize
     if op_type == "Gather":

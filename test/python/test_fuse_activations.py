@@ -156,9 +156,11 @@ def test_an_intermediate_with_other_users_stays_for_them():
 def test_patterns_are_plain_pdl_files_next_to_the_pass():
     patterns = activation_patterns()
     assert sorted(p.name for p in patterns) == [
+        "gelu_from_erf_div", "gelu_from_erf_mul", "gelu_from_half_erf_div",
         "hard_sigmoid_from_relu6_div", "hard_sigmoid_from_relu6_mul", "hard_swish_from_hard_sigmoid",
-        "hard_swish_from_relu6_div", "hard_swish_from_relu6_mul"]
-    assert {p.source for p in patterns} == {Path(xnpu.transforms.fuse_activations.__file__).parent / "hard_swish.mlir"}
+        "hard_swish_from_relu6_div", "hard_swish_from_relu6_mul", "layer_norm_from_reduce_mean", "silu_from_sigmoid"]
+    here = Path(xnpu.transforms.fuse_activations.__file__).parent
+    assert {p.source for p in patterns} == {here / "hard_swish.mlir", here / "gelu_silu.mlir", here / "layer_norm.mlir"}
     assert all(p.summary for p in patterns)
 
 

@@ -3,6 +3,7 @@
 // ReduceMean, Pow and Sqrt are ONNX nodes kept for onnxruntime (nn.onnx); the natives check
 // their op type, the axis and the exponent. The epsilon must be a positive scalar constant.
 
+// (x - mean(x)) / sqrt(mean((x - mean(x))^2) + epsilon) * scale + bias = layer_norm(x) over the last axis
 pdl.pattern @layer_norm_from_reduce_mean : benefit(2) {
   %t = pdl.type
   %x = pdl.operand : %t
