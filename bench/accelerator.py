@@ -14,7 +14,14 @@ bench/results/accelerator.md (--output):
 - the peak RSS of each step's process: every step runs in a fresh process, xnpu's and
   onnxruntime's alike, and the rounds alternate between them (best time of the rounds);
 - that the binary is bit-identical to the fixed IR, on evaluation samples;
-- where the simulator's time goes, per instruction class (wall time of one sample).
+- where the simulator's time goes, per instruction class (wall time of one sample);
+- process against process (what users run, imports and start-up included): the
+  `xnpu-compile` process against a Python process calling onnxruntime's quantize_static on
+  the same samples (bench/ort_process.py: per-channel, symmetric activations, the model's
+  batch fixed to 1 beforehand), and per image `xnpu-run` of 9 samples minus `xnpu-run` of 1,
+  divided by 8, against the same for an onnxruntime float32 process; what a one-sample
+  process costs beyond its sample; wall and CPU time (user + sys) and peak RSS of each
+  process (--sides process runs only these).
 Ratios are xnpu / onnxruntime; a ratio below 1 means xnpu is faster.
 """
 
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
 import sys
 import tempfile
 import time
@@ -39,6 +47,8 @@ from common import (  # noqa: E402
     ort_quantize,
     ort_session,
     run_conditions,
+    run_process,
+    static_batch,
     table,
 )
 
@@ -174,6 +184,56 @@ def bench_model(model, target: str, rounds: int, runs: int, eval_count: int, wor
     return row, "\n".join(lines)
 
 
+BIN = Path(sys.executable).parent
+ORT_PROCESS = Path(__file__).resolve().parent / "ort_process.py"
+
+
+def process_comparison(model, target: str, rounds: int, workdir: Path) -> dict:
+    """The tools as processes, both sides alternating, the best wall time of `rounds` each."""
+    calibration, one, nine = (workdir / f"{model.name}.{name}.npy" for name in ("calibration", "one", "nine"))
+    np.save(calibration, model.calibration)
+    np.save(one, model.evaluation[:1])
+    np.save(nine, model.evaluation[:9])
+    binary = workdir / f"{model.name}.process.xnb"
+    ort_model = static_batch(model.path, workdir)
+    compiled = interleaved_best({
+        "xnpu": lambda: run_process([str(BIN / "xnpu-compile"), str(model.path), "-c", str(calibration),
+                                     "-t", target, "-q", "-o", str(binary)]),
+        "ort": lambda: run_process([sys.executable, str(ORT_PROCESS), "quantize", str(ort_model), str(calibration),
+                                    str(workdir / f"{model.name}.process.int8.onnx")]),
+    }, rounds)
+    out = str(workdir / "outputs.npz")
+    runs = interleaved_best({
+        f"{side} {count}": (lambda side=side, samples=samples: run_process(
+            [str(BIN / "xnpu-run"), str(binary), "-i", str(samples), "-o", out] if side == "xnpu" else
+            [sys.executable, str(ORT_PROCESS), "run", str(ort_model), str(samples), out]))
+        for count, samples in ((1, one), (9, nine)) for side in ("xnpu", "ort")
+    }, rounds)
+    per_image = {side: (runs[f"{side} 9"].seconds - runs[f"{side} 1"].seconds) / 8 for side in ("xnpu", "ort")}
+    return {
+        "model": model.name,
+        "calib": len(model.calibration),
+        "xnpu-compile s": compiled["xnpu"].seconds,
+        "ort quantize s": compiled["ort"].seconds,
+        "compile ratio": compiled["xnpu"].seconds / compiled["ort"].seconds,
+        "compile CPU s": compiled["xnpu"].result,
+        "ort CPU s": compiled["ort"].result,
+        "compile MB": compiled["xnpu"].peak_rss_mb,
+        "ort quantize MB": compiled["ort"].peak_rss_mb,
+        "xnpu-run ms/image": per_image["xnpu"] * 1e3,
+        "ort fp32 ms/image": per_image["ort"] * 1e3,
+        "run ratio": per_image["xnpu"] / per_image["ort"],
+        "xnpu-run CPU ms/image": (runs["xnpu 9"].result - runs["xnpu 1"].result) / 8 * 1e3,
+        "ort CPU ms/image": (runs["ort 9"].result - runs["ort 1"].result) / 8 * 1e3,
+        "xnpu-run 1 image s": runs["xnpu 1"].seconds,
+        "beyond the image s": runs["xnpu 1"].seconds - per_image["xnpu"],
+        "ort 1 image s": runs["ort 1"].seconds,
+        "ort beyond s": runs["ort 1"].seconds - per_image["ort"],
+        "xnpu-run MB (9)": runs["xnpu 9"].peak_rss_mb,
+        "ort fp32 MB (9)": runs["ort 9"].peak_rss_mb,
+    }
+
+
 def _timed(measured):
     """The step's own clock (its imports and set-up excluded), the child's RSS and result."""
     seconds, result = measured.result
@@ -188,27 +248,48 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="inferences per latency measurement (best is kept)")
     parser.add_argument("--eval", type=int, default=8, help="evaluation samples for the bit-exactness check")
     parser.add_argument("--output", type=Path, default=RESULTS, help="markdown file for the tables")
+    parser.add_argument("--sides", choices=("both", "process", "in-process"), default="both",
+                        help="the tools as processes, the in-process steps, or both (default)")
     args = parser.parse_args()
     started = time.perf_counter()
-    rows, profiles = [], []
+    rows, profiles, process_rows = [], [], []
     with tempfile.TemporaryDirectory(prefix="xnpu-bench-") as tmp:
         for model in bench_models(args.models):
             print(f"{model.name} ...", file=sys.stderr)
-            row, profile = bench_model(model, args.target, args.rounds, args.runs, args.eval, Path(tmp))
-            rows.append(row)
-            profiles.append(profile)
-    columns = list(rows[0])
-    columns[-1:] = [c for c in rows[0] if c.startswith("bit-exact")]
+            if args.sides != "in-process":
+                process_rows.append(process_comparison(model, args.target, args.rounds, Path(tmp)))
+            if args.sides != "process":
+                row, profile = bench_model(model, args.target, args.rounds, args.runs, args.eval, Path(tmp))
+                rows.append(row)
+                profiles.append(profile)
     command = " ".join(["bench/accelerator.py", *sys.argv[1:]])
+    bytecode = (" PYTHONDONTWRITEBYTECODE is set: every process compiles the Python modules it imports again."
+                if os.environ.get("PYTHONDONTWRITEBYTECODE") else "")
     document = (
         f"# xnpu beside onnxruntime on {args.target} ({args.rounds} alternating rounds, best kept)\n\n"
         f"Regenerate with `.venv/bin/python {command}` (this file; {run_conditions(started)}).\n\n"
-        "Compile: xnpu.compile (calibrate, quantize, lower, emit) vs onnxruntime quantize_static (per-channel "
-        "MinMax; a dynamic batch fixed to 1), same samples. Latency: one sample; the simulator is bit-exact "
-        "(its host segments, e.g. mobilenetv3_like's Softmax, run in float on the host). MB: peak RSS of the "
-        "process that did the step.\n\n"
-        + table(rows, columns) + "\n\n" + "\n\n".join(profiles) + "\n"
     )
+    if process_rows:
+        document += (
+            "## Process against process\n\n"
+            "What users run, each a process of its own, imports and start-up included: `xnpu-compile MODEL -c "
+            "CALIBRATION.npy` against a Python process calling onnxruntime's quantize_static on the same samples "
+            "(bench/ort_process.py: MinMax, per-channel, symmetric int8; the model's batch fixed to 1 beforehand); "
+            "per image, `xnpu-run BINARY -i 9 samples` minus `xnpu-run` of 1 sample, over 8, against the same for "
+            "an onnxruntime float32 process (2 threads); 'beyond the image' is a one-sample process's time minus "
+            "one image's. Seconds are wall time (the best round), CPU is user + sys of the process's threads, MB "
+            f"its peak RSS.{bytecode}\n\n" + table(process_rows, list(process_rows[0])) + "\n\n")
+    if rows:
+        columns = list(rows[0])
+        columns[-1:] = [c for c in rows[0] if c.startswith("bit-exact")]
+        document += (
+            "## In process\n\n"
+            "Compile: xnpu.compile (calibrate, quantize, lower, emit) vs onnxruntime quantize_static (per-channel "
+            "MinMax; a dynamic batch fixed to 1), same samples, libraries imported before the clock. Latency: one "
+            "sample; the simulator is bit-exact (its host segments, e.g. mobilenetv3_like's Softmax, run in float "
+            "on the host). MB: peak RSS of the process that did the step.\n\n"
+            + table(rows, columns) + "\n\n" + "\n\n".join(profiles) + "\n"
+        )
     print(document)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(document)

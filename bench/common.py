@@ -5,6 +5,7 @@ The benchmark models and data live in ../shared/bench (never copied into the pro
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -164,17 +165,25 @@ def table(rows: list[dict], columns: list[str]) -> str:
 def ort_quantize(model_path: Path | str, calibration: np.ndarray, out: Path | str, per_channel: bool = True,
                  input_name: str = "input") -> float:
     """onnxruntime quantize_static (QDQ, MinMax, symmetric int8): its seconds, libraries loaded first."""
-    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+    import onnxruntime.quantization  # noqa: F401  (before the clock)
 
     model_path = static_batch(model_path, Path(out).parent)
     start = time.perf_counter()
+    ort_quantize_static(model_path, calibration, out, per_channel, input_name)
+    return time.perf_counter() - start
+
+
+def ort_quantize_static(model_path: Path | str, calibration: np.ndarray, out: Path | str, per_channel: bool = True,
+                        input_name: str = "input") -> None:
+    """quantize_static (QDQ, MinMax, symmetric int8) of a model whose batch is static."""
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
     quantize_static(
         str(model_path), str(out), ArrayReader(input_name, calibration), quant_format=QuantFormat.QDQ,
         per_channel=per_channel, activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
         calibrate_method=CalibrationMethod.MinMax,
         extra_options={"ActivationSymmetric": True, "WeightSymmetric": True},
     )
-    return time.perf_counter() - start
 
 
 def static_batch(model_path: Path | str, workdir: Path | str, batch: int = 1) -> Path:
@@ -282,3 +291,23 @@ def interleaved_best(steps: dict[str, Callable[[], Measured]], rounds: int) -> d
                 rss = max(measured.peak_rss_mb, kept.peak_rss_mb) if kept else measured.peak_rss_mb
                 best[name] = Measured(measured.seconds, rss, measured.result)
     return best
+
+
+def run_process(argv: list[str], env: dict[str, str] | None = None) -> Measured:
+    """Run a command as a process of its own (what a user runs): its wall time, its peak RSS
+    and, as the result, its CPU seconds (user + sys of all its threads). Raises with the
+    command's last stderr line when it fails."""
+    import os
+    import subprocess
+
+    with tempfile.TemporaryFile() as errors:
+        start = time.perf_counter()
+        process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=errors, env={**os.environ, **(env or {})})
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode != 0:
+            errors.seek(0)
+            last = (errors.read().decode(errors="replace").strip().splitlines() or ["(no message)"])[-1]
+            raise RuntimeError(f"{' '.join(argv)} failed ({process.returncode}): {last}")
+    return Measured(seconds, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime)
