@@ -43,7 +43,10 @@ the final range [-max|x|, max|x|] before the search. The KL search is sensitive 
 changes of the histogram (onnxruntime's own thresholds move by up to ~10% between feeding data
 at once and sample by sample), so entropy by default takes two runs (`exact_range`): the first
 finds each tensor's max|x|, the second fills histograms over exactly that range, which gives
-onnxruntime's thresholds to float rounding. `exact_range=False` makes it a single run.
+onnxruntime's thresholds to float rounding. `exact_range=False` makes it a single run. Where
+every sample fits one batch of the float graph (ONE_RUN_BYTES) the two runs are one: each
+tensor's histogram is filled over exactly the range of the whole batch as soon as it is
+computed (PeakHistogram), which is what the second run would have done.
 
 A tensor that is zero on every sample gets the scale ZERO_RANGE_SCALE = 1/127 (as if its range
 were [-1, 1]): any positive scale represents zero exactly, and a moderate one keeps the rescale
@@ -93,6 +96,10 @@ ZERO_RANGE_SCALE = 1.0 / QMAX
 ENTROPY_LEVELS = 128  # quantized bins over the search window: onnxruntime's num_quantized_bins
 MIN_HISTOGRAM_BINS = ENTROPY_LEVELS
 OVERSAMPLE = 16  # the entropy histogram is collected this much finer than it is searched
+# exact_range's two runs of the float graph become one where every sample fits one batch of at
+# most this much memory (CompiledFunction.sample_bytes): resnet18_like's 32 calibration images
+# are ~340 MB
+ONE_RUN_BYTES = 512 << 20
 
 
 def scale_from_threshold(threshold: float, pow2: bool = False) -> float:
@@ -311,6 +318,24 @@ class Histogram:
         return counts, edges
 
 
+class PeakHistogram:
+    """A Histogram over exactly the range of everything it is given, when that comes in one
+    call (all the samples in one batch): the range is taken from the data, as the first of
+    exact_range's two runs would record it (RunningMax), and the histogram filled at once."""
+
+    def __init__(self, bins: int, signed: bool):
+        self.bins, self.signed = bins, signed
+        self.histogram: Histogram | None = None
+
+    def update(self, x: np.ndarray) -> None:
+        if self.histogram is not None:
+            raise AssertionError("PeakHistogram takes all the samples in one call")
+        peak = RunningMax()
+        peak.update(x)
+        self.histogram = Histogram(self.bins, signed=self.signed, peak=peak.max_abs)
+        self.histogram.update(x)
+
+
 def percentile_threshold(histogram: Histogram, percentile: float) -> float:
     """The left edge of the bin where the CDF of |x| reaches `percentile` (onnxruntime's rule,
     symmetric mode), clipped to max|x|; the bin's right edge when that left edge is 0."""
@@ -517,14 +542,17 @@ def collect_statistics(
     calibration_batch: int | None = None,
     average_batches: bool = False,
     consumer_ranges: bool = False,
-) -> dict[SSAValue, RunningMax | Histogram]:
+    one_run: bool = False,
+) -> dict[SSAValue, RunningMax | Histogram] | None:
     """Run the entry function on the samples; returns a statistic per argument and op result.
 
     Samples run `calibration_batch` at a time (default: xnpu.interpreters.function.default_batch, as many as
     fit its memory budget) where the function keeps samples apart (xnpu.interpreters.batching), else one
     at a time; every statistic folds them in sample order. With `average_batches` a run
     never spans two of batch_average's groups of `batch_size` samples. With `consumer_ranges`
-    a value is observed clipped to its consumer_range.
+    a value is observed clipped to its consumer_range. With `one_run` every sample runs in one
+    batch, each statistic updated once; None (nothing run) where they do not fit ONE_RUN_BYTES
+    or the function cannot run samples together.
     """
     input_specs, _ = signature(module)
     bound = bind_inputs(input_specs, data)
@@ -535,7 +563,13 @@ def collect_statistics(
     except CompiledFunction.CannotCompile as error:
         raise XnpuError(f"cannot calibrate: {error}") from None
     size = 1
-    if compiled.batched:
+    if one_run:
+        if not compiled.batched or samples * compiled.sample_bytes() > ONE_RUN_BYTES or (
+                calibration_batch is not None and calibration_batch < samples):
+            return None
+        size = samples
+        listener.batched = True
+    elif compiled.batched:
         size = calibration_batch or default_batch(compiled)
         listener.batched = True
     arguments = compiled.function.body.blocks.first.args
@@ -646,6 +680,12 @@ def calibrate(
     if method == "minmax":
         make_statistic = lambda value: RunningMax(batch_average)
     elif exact_range or (exact_range is None and method in ("entropy", "mse")):
+        one_run = collect_statistics(module, data, lambda value: PeakHistogram(bins, signed=method == "entropy"),
+                                     batch_size, progress, "calibrate", calibration_batch,
+                                     consumer_ranges=consumer_ranges, one_run=True)
+        if one_run is not None:
+            return _annotate(module, {value: statistic.histogram for value, statistic in one_run.items()},
+                             method, percentile, per_channel_weights, pow2)
         ranges = collect_statistics(module, data, lambda value: RunningMax(), 1, progress, "calibrate (ranges)",
                                     calibration_batch, consumer_ranges=consumer_ranges)
         make_statistic = lambda value: Histogram(bins, signed=method == "entropy", peak=ranges[value].max_abs)
@@ -655,6 +695,12 @@ def calibrate(
         make_statistic = lambda value: Histogram(bins)
     statistics = collect_statistics(module, data, make_statistic, batch_size, progress, "calibrate",
                                     calibration_batch, average_batches=batch_average, consumer_ranges=consumer_ranges)
+    return _annotate(module, statistics, method, percentile, per_channel_weights, pow2)
+
+
+def _annotate(module: ModuleOp, statistics: Mapping[SSAValue, RunningMax | Histogram], method: str,
+              percentile: float, per_channel_weights: bool, pow2: bool) -> ModuleOp:
+    """The scales from the statistics, recorded in the IR (the module docstring says where)."""
 
     def threshold_of(value: SSAValue) -> float:
         statistic = statistics.get(value)

@@ -528,6 +528,29 @@ def test_mse_is_the_default_and_observes_consumer_ranges():
     assert recorded_scales(default)["input"] <= f32_scale(3.0)
 
 
+@pytest.mark.parametrize("method", ["mse", "entropy"])
+def test_exact_range_runs_the_graph_once_when_every_sample_fits_one_batch(method, monkeypatch):
+    """The ranges and the histograms over them come from one run where all samples fit one
+    batch, with the scales of the two runs a smaller batch needs (the same float values)."""
+    runs = []
+    call = calibrate_module.CompiledFunction.__call__
+    monkeypatch.setattr(calibrate_module.CompiledFunction, "__call__",
+                        lambda self, arguments: runs.append(len(arguments[0])) or call(self, arguments))
+    options = {"method": method, "bins": 512}
+    one_run = recorded_scales(calibrate(tiny_module(), TINY_DATA, **options))
+    assert runs == [len(TINY_DATA)]
+    runs.clear()
+    two_runs = recorded_scales(calibrate(tiny_module(), TINY_DATA, calibration_batch=len(TINY_DATA) - 1, **options))
+    assert runs == [len(TINY_DATA) - 1, 1] * 2
+    monkeypatch.setattr(calibrate_module, "ONE_RUN_BYTES", 0)  # over the budget: two runs
+    runs.clear()
+    over_budget = recorded_scales(calibrate(tiny_module(), TINY_DATA, **options))
+    assert runs == [len(TINY_DATA)] * 2
+    assert one_run.keys() == two_runs.keys() == over_budget.keys()
+    for name, scale in one_run.items():
+        assert scale == pytest.approx(two_runs[name], rel=1e-5) and scale == over_budget[name], name
+
+
 IMAGENET = SHARED / "imagenet_like"
 
 
