@@ -373,6 +373,41 @@ def keep_on_host(function: func.FuncOp) -> None:
             op.operands[index] = dequantize.result
 
 
+# element-wise and data-movement ops: as cheap on the host as on the accelerator
+CHEAP_ON_HOST = (nn.BinaryOp, nn.UnaryOp, nn.ClipOp, nn.ReshapeOp, nn.FlattenOp, nn.TransposeOp, nn.ConcatOp)
+BETWEEN_HOST_OPS = "host ops compute its operands and only host ops or the outputs read it: it computes in float"
+
+
+def stay_float_between_host_ops(function: func.FuncOp) -> None:
+    """Mark (`nn.float_reason`) the element-wise and data-movement ops whose float operands
+    all come from ONNX nodes the host runs (or from ops so marked, or constants) and whose
+    results only such ops or the program's return read: on the accelerator they would round to
+    int8 tensors that only the host uses or the program returns, for two hand-offs more.
+    silero_vad's STFT magnitude sqrt(re^2 + im^2) is Pow, Pow, Add, Sqrt (its squares span
+    10^4: 8 bits of them lose the quiet bins), and its LSTM state leaves through a Concat and
+    an Add, to come back as the next chunk's input (int8 there, its error would accumulate
+    from chunk to chunk). The largest such set: start from every candidate, drop any whose
+    operand or use is not host, until none drops."""
+    candidates = {op for op in function.walk() if isinstance(op, CHEAP_ON_HOST)}
+
+    def host(op: Operation | None) -> bool:
+        return isinstance(op, nn.OnnxOp | func.ReturnOp) or op in candidates
+
+    def keeps(op: Operation) -> bool:
+        operands = [v for v in op.operands if nn.is_float(v) and not isinstance(v.owner, nn.ConstantOp)]
+        uses = [use.operation for result in op.results for use in result.uses]
+        return (bool(operands) and bool(uses) and all(host(v.owner) for v in operands)
+                and all(host(user) for user in uses))
+
+    changed = True
+    while changed:
+        dropped = {op for op in candidates if not keeps(op)}
+        candidates -= dropped
+        changed = bool(dropped)
+    for op in candidates:
+        op.attributes[FLOAT_REASON] = StringAttr(BETWEEN_HOST_OPS)
+
+
 def python_patterns() -> list[RewritePattern]:
     """The lowerings that stay Python (docs/extending.md says why), beside the pattern files."""
     return [
@@ -463,11 +498,16 @@ class LowerNNToFixedPass(ModulePass):
         patterns = nn_to_fixed_patterns(split_paths(self.patterns))
         for function in _functions(op):
             refine_scales(function)
+            if self.host_fallback:
+                stay_float_between_host_ops(function)
         if not self.host_fallback:
             PatternRewriteWalker(RejectUnlowerable(), apply_recursively=False).rewrite_module(op)
         declarative = PatternSet(patterns, PatternContext(options={"variant": self.variant}))
-        python = [OrStayFloat(p) for p in python_patterns()] if self.host_fallback else python_patterns()
-        PatternRewriteWalker(GreedyRewritePatternApplier([declarative, *python])).rewrite_module(op)
+        if self.host_fallback:
+            rewrites = [OrStayFloat(p) for p in (declarative, *python_patterns())]
+        else:
+            rewrites = [declarative, *python_patterns()]
+        PatternRewriteWalker(GreedyRewritePatternApplier(rewrites)).rewrite_module(op)
         if self.host_fallback:
             for function in _functions(op):
                 keep_on_host(function)
