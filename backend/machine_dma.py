@@ -148,9 +148,9 @@ class DmaUnit(MachineMemory):
     def _load(self, i: Instruction) -> None:
         t = self._transfer(i, loading=True)
         self._sram_written(t.sram_start, t.sram_size)
-        if self._image is not None and t.ddr_end <= self._image[1]:
+        if self._image is not None and t.ddr_end <= self._image[1] and t.sram_size:
             # constants: copied when SRAM is read there; a unit may reuse what it derived from them
-            self._sram_constants[t.sram_start] = [t.sram_start + t.sram_size, t.fields, t.copy_in]
+            self._sram_constants.add(t.sram_start, [t.sram_start + t.sram_size, t.fields, t.copy_in])
         else:
             t.copy_in()
 

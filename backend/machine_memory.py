@@ -8,6 +8,8 @@ copied again (`_sram_constants`, `_materialize`, `_prepared`).
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 from xnpu.backend.binary import Binary
@@ -27,11 +29,59 @@ def strided_extent(shape: tuple[int, ...], strides: tuple[int, ...]) -> int:
     return 1 + sum((n - 1) * s for n, s in zip(shape, strides))
 
 
+class ConstantRegions:
+    """The disjoint SRAM regions LOADs filled from the constant image: start -> [end, the
+    LOAD's fields, its copy while not yet done], found by bisection over the sorted starts (a
+    run holds a few hundred, and every SRAM access asks which it touches)."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.entries: dict[int, list] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    def clear(self) -> None:
+        self.starts.clear()
+        self.entries.clear()
+
+    def add(self, start: int, entry: list) -> None:
+        """A region that overlaps none held (the caller forgot those first)."""
+        if start not in self.entries:
+            bisect.insort(self.starts, start)
+        self.entries[start] = entry
+
+    def pop(self, start: int) -> list:
+        del self.starts[bisect.bisect_left(self.starts, start)]
+        return self.entries.pop(start)
+
+    def overlapping(self, address: int, end: int) -> list[int]:
+        """The starts of the regions that overlap [address, end)."""
+        starts = self.starts
+        k = bisect.bisect_right(starts, address) - 1
+        if k < 0 or self.entries[starts[k]][0] <= address:
+            k += 1
+        found = []
+        while k < len(starts) and starts[k] < end:
+            found.append(starts[k])
+            k += 1
+        return found
+
+    def containing(self, address: int, size: int) -> tuple[int, list] | None:
+        """(start, entry) of the region that holds all of [address, address + size), or None."""
+        k = bisect.bisect_right(self.starts, address) - 1
+        if k < 0:
+            return None
+        start = self.starts[k]
+        entry = self.entries[start]
+        return (start, entry) if address + size <= entry[0] else None
+
+
 class MachineMemory:
     """DDR and SRAM as bytearray-backed uint8 arrays, and the views units and DMA use."""
 
     # per instruction of the running binary (its Plan.decoded): what the instruction's fields alone give
-    _decoded: dict[int, object] | None = None
+    _decoded: dict[object, object] | None = None
 
     def __init__(self, target: TargetDescription | str, ddr_size: int | None = None):
         self.target = load_target(target) if isinstance(target, str) else target
@@ -50,7 +100,7 @@ class MachineMemory:
         # (`_span`), so weights that the conv unit has prepared are never copied again.
         self._image: tuple[int, int] | None = None  # (id of the binary, image length)
         self._image_owner: Binary | None = None
-        self._sram_constants: dict[int, list] = {}
+        self._sram_constants = ConstantRegions()
         self._views_only = False
         self._prepared: dict[tuple, object] = {}
 
@@ -113,10 +163,11 @@ class MachineMemory:
 
     def _materialize(self, address: int, size: int) -> None:
         """Do the pending constant LOADs that overlap SRAM [address, address + size)."""
-        end = address + size
-        for entry_start, entry in self._sram_constants.items():
+        entries = self._sram_constants.entries
+        for start in self._sram_constants.overlapping(address, address + size):
+            entry = entries[start]
             copy = entry[2]
-            if copy is not None and entry_start < end and address < entry[0]:
+            if copy is not None:
                 entry[2] = None
                 copy()
 
@@ -133,6 +184,15 @@ class MachineMemory:
     def _output_map(self, address: int, h: int, w: int, c: int, pixel_stride: int = 0) -> np.ndarray:
         """The H x W x C int8 view a unit writes its result through, its pad lanes already 0;
         pixels `pixel_stride` bytes apart (0: dense, the padded channel count)."""
+        extent, padded = self._output_views(address, h, w, c, pixel_stride)
+        self._sram_written(address, extent)
+        if padded.shape[2] != c:
+            padded[:, :, c:] = 0
+        return padded[:, :, :c]
+
+    def _output_views(self, address: int, h: int, w: int, c: int, pixel_stride: int = 0) -> tuple[int, np.ndarray]:
+        """(bytes spanned, the H x W x padded-C int8 view) of an output map, bounds checked; what
+        SRAM held there is settled by the writer (_output_map)."""
         cp = self.align(c)
         stride = pixel_stride or cp
         if stride < cp:
@@ -141,19 +201,16 @@ class MachineMemory:
         self._span(self._sram_array, "SRAM", address, 0)  # bounds first
         if address + extent > self._sram_array.size:
             self._span(self._sram_array, "SRAM", address, extent)
-        self._sram_written(address, extent)
-        base = self._span(self._sram_array, "SRAM", address, extent).view(np.int8)
+        base = self._sram_array[address : address + extent].view(np.int8)
         padded = base.reshape(h, w, cp) if stride == cp else np.ndarray((h, w, cp), np.int8, base, 0, (w * stride, stride, 1))
-        if cp != c:
-            padded[:, :, c:] = 0
-        return padded[:, :, :c]
+        return extent, padded
 
     def _sram_written(self, address: int, size: int) -> None:
         """SRAM [address, address + size) is about to be written: forget which constants it held
         (a pending LOAD that the write covers only in part is done first)."""
         if self._sram_constants:
             end = address + size
-            for start in [s for s, entry in self._sram_constants.items() if s < end and address < entry[0]]:
+            for start in self._sram_constants.overlapping(address, end):
                 entry = self._sram_constants.pop(start)
                 if entry[2] is not None and not (address <= start and entry[0] <= end):
                     entry[2]()
