@@ -348,6 +348,23 @@ class TanhOp(PointwiseOp):
 
 
 @irdl_op_definition
+class ReciprocalSqrtOp(PointwiseOp):
+    """1 / sqrt(max(x, 0) + epsilon), epsilon > 0: a LayerNorm's reciprocal deviation from its
+    variance (expand-layer-norm), a table below the float level."""
+
+    name = "nn.reciprocal_sqrt"
+    epsilon = prop_def(FloatAttr)
+
+    def function(self, x: np.ndarray) -> np.ndarray:
+        return float_ops.reciprocal_sqrt(x, self.epsilon.value.data)
+
+    def verify_(self) -> None:
+        super().verify_()
+        if not self.epsilon.value.data > 0:
+            raise VerifyException(f"nn.reciprocal_sqrt: epsilon must be positive, got {self.epsilon.value.data}")
+
+
+@irdl_op_definition
 class ClipOp(IRDLOperation, HasFlatRange):
     """clip(x, min, max); covers hard_tanh (-1, 1) and relu6 (0, 6). A missing bound is open.
 
@@ -420,6 +437,29 @@ class SoftmaxOp(UnaryOp):
     def verify_(self) -> None:
         super().verify_()
         normalize_axis(self, self.axis.value.data, len(shape_of(self.input)))
+
+
+@irdl_op_definition
+class MeanSquareOp(IRDLOperation):
+    """mean(x * x) over the last axis, kept ([.., C] -> [.., 1]): a LayerNorm's variance of its
+    deviations (expand-layer-norm). Below the float level its sum of squared codes is exact
+    (lower-nn-to-fixed: two tables split each square into base-127 digits, two CONV sums)."""
+
+    name = "nn.mean_square"
+    input = operand_def(F32Tensor)
+    result = result_def(F32Tensor)
+    traits = traits_def(Pure(), FirstOperandSamples(unless=lambda op: len(shape_of(op.operands[0])) < 2))
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue):
+        super().__init__(operands=[input], result_types=[TensorType(f32, [*shape_of(input)[:-1], 1])])
+
+    def verify_(self) -> None:
+        shape = shape_of(self.input)
+        if len(shape) < 1:
+            raise VerifyException("nn.mean_square: the input must have at least one axis")
+        expect_shape(self, [*shape[:-1], 1])
 
 
 @irdl_op_definition
@@ -1125,6 +1165,7 @@ NN = Dialect(
         ReluOp,
         SigmoidOp,
         TanhOp,
+        ReciprocalSqrtOp,
         HardSigmoidOp,
         LeakyReluOp,
         HardSwishOp,
@@ -1133,6 +1174,7 @@ NN = Dialect(
         ClipOp,
         SoftmaxOp,
         LayerNormOp,
+        MeanSquareOp,
         AddOp,
         SubOp,
         MulOp,

@@ -75,8 +75,8 @@ On the host, on every target (the placement summary of `xnpu-compile`, `--report
   nn op lacks: kept whole as `nn.onnx` and run by onnxruntime at every level, embedded in the
   binary's onnx-models section (docs/binary-format.md); neighbouring host ops run as one
   host segment;
-- an nn op no nn -> fixed lowering takes (softmax, LayerNorm, division by a tensor, ...): in float
-  between a dequantize and a quantize;
+- an nn op no nn -> fixed lowering takes (softmax, a LayerNorm whose scale is not constant or
+  over several axes, division by a tensor, ...): in float between a dequantize and a quantize;
 - a fixed op outside its row below, or on a tensor the accelerator cannot hold (an NCHW map
   of batch above 1, empty or data-dependent shapes; a tensor of rank 1, 2, 3 or 5 is the
   matrix of its last axis, [1, L, C] tokens L x 1 x C): decided at unit selection.

@@ -36,6 +36,7 @@ from xnpu.target.description import load_target
 from xnpu.transforms.calibrate import calibrate
 from xnpu.transforms.compress_weights import DEFAULT_MIN_ELEMENTS, CompressWeightsPass
 from xnpu.transforms.fold_batch_norm import FoldBatchNormPass
+from xnpu.transforms.expand_layer_norm import ExpandLayerNormPass
 from xnpu.transforms.fuse_activations import FuseActivationsPass
 from xnpu.transforms.remove_noop import RemoveNoOpPass
 
@@ -53,9 +54,9 @@ def _apply(module: ModuleOp, step: ModulePass, notify: AfterPass) -> None:
 
 def float_cleanup(module: ModuleOp, after_pass: AfterPass = _ignore) -> ModuleOp:
     """The float-level passes every compile starts with (batch norm folded into convs, no-ops gone,
-    spelled-out activations fused)."""
+    spelled-out activations fused, LayerNorms spelled in ops the accelerator runs)."""
 
-    for step in (FoldBatchNormPass(), RemoveNoOpPass(), FuseActivationsPass()):
+    for step in (FoldBatchNormPass(), RemoveNoOpPass(), FuseActivationsPass(), ExpandLayerNormPass()):
         _apply(module, step, after_pass)
     return module
 
@@ -162,7 +163,7 @@ def compile(
 ):
     """ONNX model (path, ModelProto or nn module) -> Binary for `target`, in one process.
 
-    import -> `quantize` (fold-batch-norm, remove-noop, fuse-activations, calibrate, [compress-weights],
+    import -> `quantize` (fold-batch-norm, remove-noop, fuse-activations, expand-layer-norm, calibrate, [compress-weights],
     lower-nn-to-fixed, fold-quantize-pairs; `quantize_options` are its options) -> legalize
     -> lower-fixed-to-npu -> npu-sink-tables -> npu-order-layers -> npu-assign-layout
     -> npu-keep-on-chip -> npu-tile -> npu-prefetch-weights -> npu-plan-sram -> npu-allocate

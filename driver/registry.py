@@ -21,6 +21,7 @@ PASSES = {
     "fold-batch-norm": "xnpu.transforms.fold_batch_norm:FoldBatchNormPass",
     "remove-noop": "xnpu.transforms.remove_noop:RemoveNoOpPass",
     "fuse-activations": "xnpu.transforms.fuse_activations:FuseActivationsPass",
+    "expand-layer-norm": "xnpu.transforms.expand_layer_norm:ExpandLayerNormPass",
     "constant-fold": "xnpu.transforms.constant_fold:ConstantFoldPass",
     "compress-weights": "xnpu.transforms.compress_weights:CompressWeightsPass",
     "lower-nn-to-fixed": "xnpu.lowering.nn_to_fixed:LowerNNToFixedPass",

@@ -51,6 +51,10 @@ class NNFunctions(InterpreterFunctions):
     def run_layer_norm(self, interpreter: Interpreter, op: nn.LayerNormOp, args: tuple[Any, ...]):
         return (float_ops.layer_norm(args[0], args[1], args[2], op.axis.value.data, op.epsilon.value.data),)
 
+    @impl(nn.MeanSquareOp)
+    def run_mean_square(self, interpreter: Interpreter, op: nn.MeanSquareOp, args: tuple[Any, ...]):
+        return (float_ops.mean_square(args[0]),)
+
     @impl(nn.AddOp)
     def run_add(self, interpreter: Interpreter, op: nn.AddOp, args: tuple[Any, ...]):
         return (float_ops.add(*args),)

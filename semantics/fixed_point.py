@@ -372,6 +372,18 @@ def build_table(function, in_scale: float, out_scale: float, bits: int = 8) -> n
     return quantize(values, out_scale, bits)
 
 
+SQUARE_BASE = 127  # R19: the base of a square's two int8 digits (the largest int8 weight)
+
+
+def square_digit_tables() -> tuple[np.ndarray, np.ndarray]:
+    """R19: the tables (R15 layout, entry i for code i - 128) of the base-127 digits of q * q:
+    high = q^2 // 127 in [0, 127], low = q^2 mod 127 in [0, 126], so q^2 = 127 * high + low
+    exactly for every code of the symmetric range (the unused code -128 maps to 0)."""
+    codes = np.arange(TABLE_SIZE, dtype=np.int64) - TABLE_OFFSET
+    squares = np.where(codes >= -qmax(DATA_BITS), codes * codes, 0)
+    return squares // SQUARE_BASE, squares % SQUARE_BASE
+
+
 # --------------------------------------------------------------------------------------
 # Seed 000: element-wise add and mul of two int8 tensors
 # --------------------------------------------------------------------------------------

@@ -331,6 +331,20 @@ def silu(x: np.ndarray) -> np.ndarray:
     return (np.asarray(x, np.float64) * sigmoid(np.asarray(x, np.float32)).astype(np.float64)).astype(np.float32)
 
 
+def mean_square(x: np.ndarray) -> np.ndarray:
+    """The mean of x * x over the last axis, kept (a LayerNorm's variance of its deviations,
+    expand-layer-norm), summed in float64."""
+    x64 = np.asarray(x, np.float64)
+    return (x64 * x64).mean(axis=-1, keepdims=True).astype(np.float32)
+
+
+def reciprocal_sqrt(x: np.ndarray, epsilon: float) -> np.ndarray:
+    """1 / sqrt(x + epsilon) for epsilon > 0, x clipped at 0 (a variance: an int8 code below 0 cannot
+    stand for one); a LayerNorm's reciprocal deviation (expand-layer-norm)."""
+    x64 = np.maximum(np.asarray(x, np.float64), 0.0) + float(epsilon)
+    return (1.0 / np.sqrt(x64)).astype(np.float32)
+
+
 def softmax(x: np.ndarray, axis: int) -> np.ndarray:
     shifted = x - x.max(axis=axis, keepdims=True)
     e = np.exp(shifted.astype(np.float64))

@@ -289,6 +289,36 @@ class LowerMatMul(RewritePattern):
         lower_dense(op, rewriter, op.lhs, _constant(op.rhs, op, "right operand"), None, False)
 
 
+class LowerMeanSquare(RewritePattern):
+    """R19: the sum of the squared codes over the last axis, exact: two tables give each
+    square's base-127 digits, two gemms by constant columns (127s, 1s) sum them in int32, each
+    sum is rescaled to the output's scale and the two are added (R11)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nn.MeanSquareOp, rewriter: PatternRewriter):
+        island = Island(op)
+        s_x, s_y = scale_of(op.input), scale_of(op.result)
+        shape = nn.shape_of(op.input)
+        channels = shape[-1]
+        q = island.int_input(op.input, s_x)
+        if len(shape) != 2:  # the rows of one M x C matrix, and back
+            q = island.add(fixed.ReshapeOp(q, (int(np.prod(shape[:-1])), channels), scale=s_x)).results[0]
+        parts = []
+        for table, weight in zip(fixed_point.square_digit_tables(), (fixed_point.SQUARE_BASE, 1)):
+            digits = island.add(fixed.TableOp(q, table)).results[0]
+            w = island.add(fixed.ConstantOp(np.full((channels, 1), weight, np.int64), DATA_BITS)).results[0]
+            b = island.add(fixed.ConstantOp(np.zeros(1, np.int64), 32)).results[0]
+            sums = island.add(fixed.GemmOp(digits, w, b)).results[0]
+            parts.append(island.rescale(sums, s_x * s_x / channels / s_y, axis=1, scale=s_y))
+        plan = fixed_point.add_plan(s_y, s_y, s_y, "direct")
+        total = island.add(fixed.AddOp(*parts, plan.lhs_multiplier, plan.lhs_shift, plan.rhs_multiplier,
+                                       plan.rhs_shift, scale=plan.base_scale)).results[0]
+        y = island.add(fixed.RescaleOp(total, plan.multiplier, plan.shift, DATA_BITS, None, scale=s_y)).results[0]
+        if len(shape) != 2:
+            y = island.add(fixed.ReshapeOp(y, nn.shape_of(op.result), scale=s_y)).results[0]
+        island.finish(rewriter, y, s_y)
+
+
 class LowerDivByConstant(RewritePattern):
     """x / c with a constant c is x * (1 / c)."""
 
@@ -417,6 +447,7 @@ def python_patterns() -> list[RewritePattern]:
         LowerConvTranspose2d(),
         LowerGemm(),
         LowerMatMul(),
+        LowerMeanSquare(),
         LowerConcat(),
     ]
 

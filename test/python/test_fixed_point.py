@@ -440,6 +440,18 @@ def test_r15_table_lookup_indexes_q_plus_128():
         fp.table_lookup(q, np.zeros(10))
 
 
+def test_r19_square_digits_recompose_every_square_exactly():
+    """R19: q^2 = 127 * high + low for every code of the symmetric range, both digits table
+    entries (R15: in [0, 127]); the gemm sums of the digits give the sum of squares exactly."""
+    high, low = fp.square_digit_tables()
+    codes = np.arange(-127, 128)
+    assert (fp.SQUARE_BASE * fp.table_lookup(codes, high) + fp.table_lookup(codes, low) == codes * codes).all()
+    assert high.min() >= 0 and high.max() == 127 and low.min() >= 0 and low.max() <= 126 and high[0] == low[0] == 0
+    rows = np.random.default_rng(0).integers(-127, 128, (5, 120))
+    sums = (fp.SQUARE_BASE * fp.table_lookup(rows, high).sum(axis=1) + fp.table_lookup(rows, low).sum(axis=1))
+    assert sums.tolist() == (rows * rows).sum(axis=1).tolist()
+
+
 def test_r16_data_movement_keeps_values():
     x = np.arange(6).reshape(2, 3)
     assert fp.transpose(x, (1, 0)).tolist() == x.T.tolist()

@@ -1,7 +1,7 @@
 """GELU spelled with Erf and SiLU (x * sigmoid(x)) become one table each, LayerNorm spelled with
-ReduceMean, Pow, Sqrt and Div one float op for the host (fuse-activations): each against
-onnxruntime at the float level, the binary against the fixed level on both targets, and where
-each runs."""
+ReduceMean, Pow, Sqrt and Div one op (fuse-activations), which expand-layer-norm spells in ops
+the accelerator runs: each against onnxruntime at the float level, the binary against the fixed
+level on both targets, and where each runs."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ from onnx import TensorProto, helper, numpy_helper
 import xnpu
 from xnpu.dialects import npu
 from xnpu.driver.pipeline import float_cleanup
+from xnpu.ir.context import make_context
 from xnpu.semantics import float_ops
+from xnpu.transforms.fuse_activations import FuseActivationsPass
 
 C = 8
 
@@ -105,21 +107,37 @@ def test_gelu_and_silu_are_tables_on_the_accelerator(target):
     assert cosine > 0.99, cosine
 
 
+def test_layer_norm_spelled_out_is_one_op():
+    module = xnpu.import_onnx(_layer_norm())
+    FuseActivationsPass().apply(make_context(), module)
+    assert [op.name for op in module.walk() if op.dialect_name() == "nn" and op.name != "nn.constant"] == ["nn.layer_norm"]
+
+
 @pytest.mark.parametrize("target", ["xnpu_default", "xnpu_lite"])
-def test_layer_norm_is_one_float_op_on_the_host(target):
+def test_layer_norm_runs_on_the_accelerator(target):
+    """expand-layer-norm: matmuls by constants, a subtraction, an exact mean of squares (R19), a
+    reciprocal square root table, a multiplication and an addition; the fixed level within 5% of
+    the output's range of onnxruntime's float LayerNorm (int8 outputs: 1/127 of the range is one
+    code), the binary bit for bit the fixed level. xnpu_lite has no element-wise mul: the
+    normalizing multiplication alone runs on the host."""
     model = _layer_norm()
     data = np.random.default_rng(4).normal(1, 3, (16, 5, C)).astype(np.float32)
     calibration, samples = data[:12], data[12:]
     reference = _reference(model, samples)
 
-    float_module = xnpu.quantize(model, calibration)
-    assert [op.name for op in float_module.walk() if op.dialect_name() == "nn" and op.name != "nn.constant"] == ["nn.layer_norm"]
-    np.testing.assert_allclose(xnpu.run(float_module, samples)["y"], reference, rtol=1e-5, atol=1e-5)
+    float_module = xnpu.import_onnx(model)
+    float_cleanup(float_module)
+    assert "nn.layer_norm" not in [op.name for op in float_module.walk()]
+    np.testing.assert_allclose(xnpu.run(float_module, samples)["y"], reference, rtol=1e-4, atol=1e-4)
+    fixed_outputs = xnpu.run(xnpu.quantize(model, calibration), samples)["y"]
+    assert np.abs(fixed_outputs - reference).max() <= 0.05 * np.abs(reference).max()
     binary = xnpu.compile(model, calibration, target=target)
-    np.testing.assert_array_equal(xnpu.run(binary, samples)["y"], xnpu.run(float_module, samples)["y"])
+    np.testing.assert_array_equal(xnpu.run(binary, samples)["y"], fixed_outputs)
     placement = xnpu.placement_of(binary)
-    assert [(op.op, set(op.nodes)) for op in placement.host] == [
-        ("nn.layer_norm", {"mean", "sub", "pow", "variance", "add_eps", "sqrt", "div", "mul_gamma", "add_beta"})]
+    nodes = {"mean", "sub", "pow", "variance", "add_eps", "sqrt", "div", "mul_gamma", "add_beta"}
+    assert set(placement.accelerator) == nodes
+    host_ops = {op.op for op in placement.host}
+    assert host_ops == (set() if target == "xnpu_default" else {"fixed.mul", "fixed.rescale"}), placement.summary()
 
 
 def test_a_mean_over_another_axis_is_no_layer_norm():

@@ -197,7 +197,7 @@ def test_compile_runs_exactly_the_steps_of_quantize():
     module = compile_model(path, calibration, stop_at="fixed", progress=False,
                            after_pass=lambda name, _: steps.append(name))
     assert print_ir(module) == fixed_text("tiny_cnn")
-    assert steps == ["import-onnx", "fold-batch-norm", "remove-noop", "fuse-activations", "calibrate",
+    assert steps == ["import-onnx", "fold-batch-norm", "remove-noop", "fuse-activations", "expand-layer-norm", "calibrate",
                      "lower-nn-to-fixed", "fold-quantize-pairs"]
 
 
