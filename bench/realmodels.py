@@ -204,6 +204,8 @@ def bench_model(spec: RealModel, check: int, anchors: dict) -> tuple[dict, list[
     import xnpu
     from xnpu.backend.emit import emit_binary
     from xnpu.driver.pipeline import lower_to_isa
+    from xnpu.ir.context import make_context
+    from xnpu.lowering.legalize import LegalizePass
 
     path = REALMODELS / "models" / spec.file
     input_names, output_names = _names(path)
@@ -220,8 +222,10 @@ def bench_model(spec: RealModel, check: int, anchors: dict) -> tuple[dict, list[
         float_module = xnpu.compile(path, None, stop_at="nn", input_shapes=spec.input_shapes)
         fixed = xnpu.compile(path, calibration, stop_at="fixed", input_shapes=spec.input_shapes, progress=False)
         binaries = {TARGETS[0]: first}
-        for target in TARGETS[1:]:
-            binaries[target] = emit_binary(lower_to_isa(fixed.clone(), target))
+        for target in TARGETS[1:]:  # from the same fixed module, legalized for the target as xnpu.compile does
+            module = fixed.clone()
+            LegalizePass(target=target).apply(make_context(), module)
+            binaries[target] = emit_binary(lower_to_isa(module, target))
 
     nodes = len(onnx.load(str(path), load_external_data=False).graph.node)
     placements = {target: xnpu.placement_of(binary) for target, binary in binaries.items()}

@@ -33,7 +33,7 @@ pdl.pattern @channel_mul_as_depthwise_conv : benefit(3) {
   }
 }
 
-// seed 002: two H x W x C maps reshaped to 1 x 1 x C1 (C1 = H*W*C), the second as C1 depthwise 1x1 kernels, the result reshaped back
+// seed 002: two H x W x C maps (or [1, L, C] tokens, any one sample) reshaped to 1 x 1 x C1 (C1 = H*W*C), the second as C1 depthwise 1x1 kernels, the result reshaped back
 pdl.pattern @mul_as_depthwise_conv : benefit(1) {
   %a = pdl.operand
   %b = pdl.operand
@@ -48,7 +48,7 @@ pdl.pattern @mul_as_depthwise_conv : benefit(1) {
   pdl.apply_native_constraint "single_use"(%p : !pdl.value)
   pdl.apply_native_constraint "is_i8"(%rescale : !pdl.operation)
   pdl.apply_native_constraint "one_rescale_pair"(%m : !pdl.attribute)
-  pdl.apply_native_constraint "same_nchw_shape"(%a, %b : !pdl.value, !pdl.value)
+  pdl.apply_native_constraint "same_sample_shape"(%a, %b : !pdl.value, !pdl.value)
   %dw = pdl.attribute = "depthwise"
   pdl.apply_native_constraint "target_has"(%dw : !pdl.attribute)
   pdl.rewrite %rescale {

@@ -66,9 +66,11 @@ def one_rescale_pair(ctx: PatternContext, multiplier: Attribute) -> bool:
 
 
 @native_constraint()
-def same_nchw_shape(ctx: PatternContext, a: SSAValue, b: SSAValue) -> bool:
+def same_sample_shape(ctx: PatternContext, a: SSAValue, b: SSAValue) -> bool:
+    """Two operands of one shape, one sample (an NCHW map of batch 1, [1, L, C] tokens, a
+    matrix): flattened, each element's product is one depthwise tap."""
     shape = shape_of(a)
-    return shape == shape_of(b) and len(shape) == 4 and shape[0] == 1
+    return shape == shape_of(b) and len(shape) >= 1 and shape[0] == 1
 
 
 @native_constraint()
@@ -213,7 +215,7 @@ def absorb_pow2_in_users(ctx: PatternContext, clamp: Operation, value: SSAValue)
 @native_rewrite()
 def flat_mul_types(ctx: PatternContext, x: SSAValue):
     """Seed 002: the 1 x C1 x 1 x 1 data type, the C1 x 1 x 1 x 1 kernel type and the conv
-    attributes for H x W x C operands, C1 = H * W * C."""
+    attributes for operands of C1 elements (H * W * C of a map, L * C of tokens)."""
     c1 = math.prod(shape_of(x))
     return (fixed.int_tensor(8, (1, c1, 1, 1)), fixed.int_tensor(8, (c1, 1, 1, 1)), fixed.int_tensor(32, (1, c1, 1, 1)),
             fixed.int_tensor(8, (1, c1, 1, 1)), i64_attr(c1))

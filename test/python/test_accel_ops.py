@@ -126,3 +126,17 @@ def test_a_transpose_swapping_two_blocks_ahead_of_a_kept_one_is_an_interleave(pe
     _check(model, shape, {"relu", "sigmoid"})
     npu_module = xnpu.compile(model, np.ones((1, *shape[1:]), np.float32), target="xnpu_default", stop_at="npu")
     assert "npu.host" not in str(npu_module) and [op for op in npu_module.walk() if op.name == "npu.interleave"]
+
+
+def test_a_mul_of_two_token_tensors_is_a_depthwise_conv_without_an_elementwise_mul():
+    """[1, L, C] * [1, L, C] (a LayerNorm's deviations times their reciprocal deviations): on
+    xnpu_lite, which has no element-wise mul, seed 002's depthwise 1x1 conv of the L * C
+    flattened values by the other operand's as kernels; on xnpu_default the ELTWISE mul."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("Sigmoid", ["x"], ["s"], name="gate"),
+        helper.make_node("Mul", ["r", "s"], ["y"], name="product"),
+    ]
+    model = _model(nodes, {"x": [1, 6, 8]}, {"y": [1, 6, 8]}, {})
+    binaries = _check(model, (1, 6, 8), {"relu", "gate", "product"})
+    assert xnpu.placement_of(binaries["xnpu_lite"]).host == []
