@@ -66,7 +66,12 @@ def host_ops_markdown() -> str:
 
 Every ONNX node onnxruntime runs imports (docs/onnx-import.md). The ONNX ops the nn dialect
 models become nn ops, lowered to the fixed ops below and placed on the accelerator where
-the target's table allows: {modelled}.
+the target's table allows: {modelled}. A LayerNorm over the last axis with constant scale
+and bias (LayerNormalization's spelling with ReduceMean, Pow, Sqrt and Div, fused by
+`fuse-activations`) runs on the accelerator as `expand-layer-norm` spells it: fully connected
+CONVs by constants (the token means; each token's reciprocal deviation times the scale along
+the channels), a subtraction, the exact int32 sum of squared codes (fixed-point.md R19), a
+reciprocal square root table, a multiplication and an addition.
 
 On the host, on every target (the placement summary of `xnpu-compile`, `--report` and
 `xnpu.placement_of` names each such op and why; docs/npu.md, "Placement"):
