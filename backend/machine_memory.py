@@ -103,6 +103,10 @@ class MachineMemory:
         self._sram_constants = ConstantRegions()
         self._views_only = False
         self._prepared: dict[tuple, object] = {}
+        # the maps' views, checked on first use (SRAM's array never moves): units read and write
+        # through them; mobilenetv3_like's ~700 instructions an image made them anew each time
+        self._map_views: dict[tuple, tuple[int, np.ndarray]] = {}
+        self._output_views: dict[tuple, tuple] = {}
 
     @property
     def sram(self) -> np.ndarray:
@@ -173,8 +177,17 @@ class MachineMemory:
 
     def _feature_map(self, address: int, h: int, w: int, c: int) -> np.ndarray:
         """The H x W x C int8 view of a padded NHWC map in SRAM (docs/isa.md section 1)."""
+        key = (address, h, w, c)
+        kept = self._map_views.get(key)
+        if kept is not None:
+            if self._sram_constants and not self._views_only:
+                self._materialize(address, kept[0])
+            return kept[1]
         cp = self.align(c)
-        return self._span(self._sram_array, "SRAM", address, h * w * cp).view(np.int8).reshape(h, w, cp)[:, :, :c]
+        size = h * w * cp
+        view = self._span(self._sram_array, "SRAM", address, size).view(np.int8).reshape(h, w, cp)[:, :, :c]
+        self._map_views[key] = (size, view)
+        return view
 
     def _write_feature_map(self, address: int, values: np.ndarray) -> None:
         """Store an H x W x C result (already saturated to int8); pad lanes are written as 0."""
@@ -184,15 +197,19 @@ class MachineMemory:
     def _output_map(self, address: int, h: int, w: int, c: int, pixel_stride: int = 0) -> np.ndarray:
         """The H x W x C int8 view a unit writes its result through, its pad lanes already 0;
         pixels `pixel_stride` bytes apart (0: dense, the padded channel count)."""
-        extent, padded = self._output_views(address, h, w, c, pixel_stride)
+        key = (address, h, w, c, pixel_stride)
+        kept = self._output_views.get(key)
+        if kept is None:
+            kept = self._output_views[key] = self._new_output_views(address, h, w, c, pixel_stride)
+        extent, data, pad = kept
         self._sram_written(address, extent)
-        if padded.shape[2] != c:
-            padded[:, :, c:] = 0
-        return padded[:, :, :c]
+        if pad is not None:
+            pad[...] = 0
+        return data
 
-    def _output_views(self, address: int, h: int, w: int, c: int, pixel_stride: int = 0) -> tuple[int, np.ndarray]:
-        """(bytes spanned, the H x W x padded-C int8 view) of an output map, bounds checked; what
-        SRAM held there is settled by the writer (_output_map)."""
+    def _new_output_views(self, address: int, h: int, w: int, c: int, pixel_stride: int) -> tuple:
+        """(bytes spanned, the H x W x C int8 view, its pad lanes or None) of an output map,
+        bounds checked; what SRAM held there is settled by the writer (_output_map)."""
         cp = self.align(c)
         stride = pixel_stride or cp
         if stride < cp:
@@ -203,7 +220,7 @@ class MachineMemory:
             self._span(self._sram_array, "SRAM", address, extent)
         base = self._sram_array[address : address + extent].view(np.int8)
         padded = base.reshape(h, w, cp) if stride == cp else np.ndarray((h, w, cp), np.int8, base, 0, (w * stride, stride, 1))
-        return extent, padded
+        return extent, padded[:, :, :c], padded[:, :, c:] if cp != c else None
 
     def _sram_written(self, address: int, size: int) -> None:
         """SRAM [address, address + size) is about to be written: forget which constants it held

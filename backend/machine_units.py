@@ -41,52 +41,16 @@ class ConvShape:
     reduction: int
 
 
-@dataclass(frozen=True)
-class ConvViews:
-    """A CONV's SRAM views and spans, kept from its first run: its input map (1 x H x W x C),
-    its output map and the output's pad lanes (zeroed by every run)."""
-
-    instruction: Instruction
-    x: np.ndarray
-    in_start: int
-    in_size: int
-    out: np.ndarray
-    out_start: int
-    out_size: int
-    out_pad: np.ndarray | None
-
-
 class ComputeUnits(MachineMemory):
     """The units that compute (docs/isa.md, formats CONV to CLAMP); a part of the Machine."""
 
     def _conv(self, i: Instruction) -> None:
         shape = self._conv_shape(i)
-        views = self._decoded.get((id(i), "views")) if self._decoded is not None else None
-        if views is None or views.instruction is not i:
-            return self._first_conv(i, shape)
-        if self._sram_constants:
-            self._materialize(views.in_start, views.in_size)
-        weights = self._conv_weights(i, shape.depthwise)
-        requantization = self._requantization(i, shape.reduction)
-        self._sram_written(views.out_start, views.out_size)
-        if views.out_pad is not None:
-            views.out_pad[...] = 0
-        units.conv_unit_nhwc(views.x, weights, requantization, shape.strides, shape.pads, shape.dilations, out=views.out)
-
-    def _first_conv(self, i: Instruction, shape: ConvShape) -> None:
-        """A CONV's first run within a binary's runs: its SRAM views, checked, are kept for the
-        next ones (ConvViews), which then only settle what SRAM held there (mobilenetv2_like:
-        364 CONVs an image, the views ~15% of its run)."""
         x = self._feature_map(i["in_addr"], shape.h, shape.w, shape.c)[None]
         weights = self._conv_weights(i, shape.depthwise)
-        requantization = self._requantization(i, shape.reduction)
-        out = self._output_map(i["out_addr"], shape.oh, shape.ow, shape.o, i["out_pixel_stride"])[None]
-        units.conv_unit_nhwc(x, weights, requantization, shape.strides, shape.pads, shape.dilations, out=out)
-        if self._decoded is not None:
-            out_size, padded = self._output_views(i["out_addr"], shape.oh, shape.ow, shape.o, i["out_pixel_stride"])
-            self._decoded[(id(i), "views")] = ConvViews(
-                i, x, i["in_addr"], self._map_bytes(shape.h, shape.w, shape.c), out, i["out_addr"], out_size,
-                padded[:, :, shape.o:] if padded.shape[2] != shape.o else None)
+        units.conv_unit_nhwc(x, weights, self._requantization(i, shape.reduction), shape.strides, shape.pads,
+                             shape.dilations,
+                             out=self._output_map(i["out_addr"], shape.oh, shape.ow, shape.o, i["out_pixel_stride"])[None])
 
     def _conv_shape(self, i: Instruction) -> ConvShape:
         """A CONV's sizes, checked: once per instruction within a binary's runs (its fields do

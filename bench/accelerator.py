@@ -203,13 +203,16 @@ def process_comparison(model, target: str, rounds: int, workdir: Path) -> dict:
                                     str(workdir / f"{model.name}.process.int8.onnx")]),
     }, rounds)
     out = str(workdir / "outputs.npz")
+    one_thread = {"OPENBLAS_NUM_THREADS": "1"}  # on a busy machine OpenBLAS's waiting thread spins
     runs = interleaved_best({
         f"{side} {count}": (lambda side=side, samples=samples: run_process(
-            [str(BIN / "xnpu-run"), str(binary), "-i", str(samples), "-o", out] if side == "xnpu" else
-            [sys.executable, str(ORT_PROCESS), "run", str(ort_model), str(samples), out]))
-        for count, samples in ((1, one), (9, nine)) for side in ("xnpu", "ort")
+            [str(BIN / "xnpu-run"), str(binary), "-i", str(samples), "-o", out] if side.startswith("xnpu") else
+            [sys.executable, str(ORT_PROCESS), "run", str(ort_model), str(samples), out],
+            one_thread if side == "xnpu 1t" else None))
+        for count, samples in ((1, one), (9, nine)) for side in ("xnpu", "ort", "xnpu 1t")
     }, rounds)
-    per_image = {side: (runs[f"{side} 9"].seconds - runs[f"{side} 1"].seconds) / 8 for side in ("xnpu", "ort")}
+    per_image = {side: (runs[f"{side} 9"].seconds - runs[f"{side} 1"].seconds) / 8
+                 for side in ("xnpu", "ort", "xnpu 1t")}
     return {
         "model": model.name,
         "calib": len(model.calibration),
@@ -225,8 +228,11 @@ def process_comparison(model, target: str, rounds: int, workdir: Path) -> dict:
         "run ratio": per_image["xnpu"] / per_image["ort"],
         "xnpu-run CPU ms/image": (runs["xnpu 9"].result - runs["xnpu 1"].result) / 8 * 1e3,
         "ort CPU ms/image": (runs["ort 9"].result - runs["ort 1"].result) / 8 * 1e3,
+        "xnpu-run 1 BLAS thread ms/image": per_image["xnpu 1t"] * 1e3,
+        "1t ratio": per_image["xnpu 1t"] / per_image["ort"],
         "xnpu-run 1 image s": runs["xnpu 1"].seconds,
         "beyond the image s": runs["xnpu 1"].seconds - per_image["xnpu"],
+        "beyond, 1 BLAS thread s": runs["xnpu 1t 1"].seconds - per_image["xnpu 1t"],
         "ort 1 image s": runs["ort 1"].seconds,
         "ort beyond s": runs["ort 1"].seconds - per_image["ort"],
         "xnpu-run MB (9)": runs["xnpu 9"].peak_rss_mb,
@@ -276,8 +282,8 @@ def main() -> None:
             "CALIBRATION.npy` against a Python process calling onnxruntime's quantize_static on the same samples "
             "(bench/ort_process.py: MinMax, per-channel, symmetric int8; the model's batch fixed to 1 beforehand); "
             "per image, `xnpu-run BINARY -i 9 samples` minus `xnpu-run` of 1 sample, over 8, against the same for "
-            "an onnxruntime float32 process (2 threads); 'beyond the image' is a one-sample process's time minus "
-            "one image's. Seconds are wall time (the best round), CPU is user + sys of the process's threads, MB "
+            "an onnxruntime float32 process (2 threads), and `xnpu-run` with OPENBLAS_NUM_THREADS=1 (1t); 'beyond "
+            "the image' is a one-sample process's time minus one image's. Seconds are wall time (the best round), CPU is user + sys of the process's threads, MB "
             f"its peak RSS.{bytecode}\n\n" + table(process_rows, list(process_rows[0])) + "\n\n")
     if rows:
         columns = list(rows[0])

@@ -33,7 +33,8 @@ op's int64 or bool tensors) are not measured and get no scale.
 Statistics are streamed: samples run through the float graph in batches (N samples in one
 pass where the graph keeps samples apart, xnpu.interpreters.batching; `calibration_batch`, by default as
 many as fit a memory budget) and a listener folds each op result into a running max or a
-histogram, in sample order, so memory does not grow with the number of samples. A histogram starts with a fixed number of bins over the range of the first
+histogram, in sample order, so memory does not grow with the number of samples (up to the
+one run of exact_range below). A histogram starts with a fixed number of bins over the range of the first
 sample that is not all zero; when a later sample exceeds the range, runs of k adjacent bins
 (counted outward from zero) merge into one, k the smallest integer for which the range covers
 the new value. Merging is exact -- the new edges are a subset of the old -- and keeps the bin
