@@ -84,6 +84,7 @@ from xnpu.core.errors import XnpuError
 from xnpu.dialects import nn
 from xnpu.interpreters.function import CompiledFunction, bind_inputs, default_batch, entry_function, signature
 from xnpu.semantics import float_ops
+from xnpu.transforms.calibrate_entropy import ENTROPY_LEVELS, entropy_threshold
 
 SCALE_ATTR = "nn.scale"
 RESULT_SCALES_ATTR = "nn.result_scales"  # on an nn.onnx op: one scale per result, 0 where it is not float
@@ -94,7 +95,6 @@ METHODS = ("minmax", "percentile", "entropy", "mse")
 DEFAULT_METHOD = "mse"
 QMAX = 127
 ZERO_RANGE_SCALE = 1.0 / QMAX
-ENTROPY_LEVELS = 128  # quantized bins over the search window: onnxruntime's num_quantized_bins
 MIN_HISTOGRAM_BINS = ENTROPY_LEVELS
 OVERSAMPLE = 16  # the entropy histogram is collected this much finer than it is searched
 # exact_range's two runs of the float graph become one where every sample fits one batch of at
@@ -196,14 +196,18 @@ class Histogram:
     runs of k bins (counted outward from 0) merge into one, k the smallest integer that makes
     the range cover it; memory stays `bins * oversample` counts whatever the number of samples.
     `oversample` collects finer than `bins` for `resampled()`; a known `peak` fixes the range
-    [-peak, peak] (or [0, peak]) from the start, so it never grows.
+    [-peak, peak] (or [0, peak]) from the start, so it never grows. With `channel_weights`
+    (one per channel of an NCHW map) a value counts as its channel's weight (kernel_norms).
     """
 
-    def __init__(self, bins: int, signed: bool = False, oversample: int = 1, peak: float | None = None):
+    def __init__(self, bins: int, signed: bool = False, oversample: int = 1, peak: float | None = None,
+                 channel_weights: np.ndarray | None = None):
         self.result_bins = bins
         self.signed = signed
         self.side_bins = (bins // 2 if signed else bins) * oversample
-        self.counts = np.zeros(2 * self.side_bins if signed else self.side_bins, dtype=np.int64)
+        self.channel_weights = channel_weights
+        self.counts = np.zeros(2 * self.side_bins if signed else self.side_bins,
+                               dtype=np.int64 if channel_weights is None else np.float64)
         # a known peak (exact_range) fixes the range up front; else the first non-zero sample sets it
         self.fixed_range = peak is not None and peak > 0 and oversample == 1
         self.width = peak / self.side_bins if peak else 0.0
@@ -254,7 +258,8 @@ class Histogram:
         self.min, self.max = min(self.min, low), max(self.max, high)
         peak = max(abs(low), abs(high))
         if peak == 0.0 and self.width == 0.0:
-            self.pending_zeros += values.size
+            weights = self.channel_weights
+            self.pending_zeros += values.size if weights is None else values.size / weights.size * weights.sum()
             return
         if self.width == 0.0:
             self.width = peak / self.side_bins
@@ -262,10 +267,14 @@ class Histogram:
             self.pending_zeros = 0
         elif peak > self.upper:
             self._merge_to_cover(peak)
-        if self.signed:
-            self.counts += uniform_counts(values, self.counts.size, -self.upper, self.upper)
-        else:
-            self.counts += uniform_counts(values, self.counts.size, 0.0, self.upper, magnitudes=True)
+        low, magnitudes = (-self.upper, False) if self.signed else (0.0, True)
+        if self.channel_weights is None:
+            self.counts += uniform_counts(values, self.counts.size, low, self.upper, magnitudes)
+            return
+        axis = values.ndim - 3  # the channel of [samples, (1,) C, H, W]
+        for channel, weight in enumerate(self.channel_weights):
+            channel_values = np.take(values, channel, axis=axis)
+            self.counts += weight * uniform_counts(channel_values, self.counts.size, low, self.upper, magnitudes)
 
     def _merge_to_cover(self, peak: float) -> None:
         factor = math.ceil(peak / self.upper)
@@ -324,8 +333,8 @@ class PeakHistogram:
     call (all the samples in one batch): the range is taken from the data, as the first of
     exact_range's two runs would record it (RunningMax), and the histogram filled at once."""
 
-    def __init__(self, bins: int, signed: bool):
-        self.bins, self.signed = bins, signed
+    def __init__(self, bins: int, signed: bool, channel_weights: np.ndarray | None = None):
+        self.bins, self.signed, self.channel_weights = bins, signed, channel_weights
         self.histogram: Histogram | None = None
 
     def update(self, x: np.ndarray) -> None:
@@ -333,7 +342,7 @@ class PeakHistogram:
             raise AssertionError("PeakHistogram takes all the samples in one call")
         peak = RunningMax()
         peak.update(x)
-        self.histogram = Histogram(self.bins, signed=self.signed, peak=peak.max_abs)
+        self.histogram = Histogram(self.bins, signed=self.signed, peak=peak.max_abs, channel_weights=self.channel_weights)
         self.histogram.update(x)
 
 
@@ -397,74 +406,29 @@ def consumer_range(value: SSAValue) -> tuple[float, float] | None:
     return low, high
 
 
+def kernel_norms(value: SSAValue) -> np.ndarray | None:
+    """Per channel of an NCHW map that only depthwise convolutions read, the norm of the kernels
+    that read it: mse weighs each value's error by it (the error a depthwise kernel passes on
+    grows with its norm). None for any other tensor. Batch norm folded into a depthwise conv
+    gives large kernels to the channels of small range: unweighted, mse keeps the range of
+    the few large channels and rounds those to a few steps (layout_cdla: docs/quantization.md)."""
+    squares = None
+    for use in value.uses:
+        conv = use.operation
+        if not isinstance(conv, nn.Conv2dOp) or use.index != 0 or not isinstance(conv.weight.owner, nn.ConstantOp):
+            return None
+        channels = nn.shape_of(value)[1]
+        if conv.group.value.data != channels or channels == 1:
+            return None
+        weights = conv.weight.owner.to_numpy().astype(np.float64).reshape(channels, -1)
+        squares = (0.0 if squares is None else squares) + (weights**2).sum(axis=1)
+    return None if squares is None else np.sqrt(squares)
+
+
 def is_answer(value: SSAValue) -> bool:
     """A value the program returns or a softmax reads: there the largest values are the answer
     (the top class), so mse keeps its full range rather than trade them for the many small ones."""
     return any(isinstance(use.operation, (func.ReturnOp, nn.SoftmaxOp)) for use in value.uses)
-
-
-def _smooth(p: np.ndarray, eps: float = 0.0001) -> np.ndarray | None:
-    """onnxruntime's smooth_distribution: zeros become eps, taken off the non-zero bins."""
-    zeros = p == 0
-    n_zeros = int(zeros.sum())
-    n_nonzeros = p.size - n_zeros
-    if n_nonzeros == 0:
-        return None
-    eps1 = eps * n_zeros / n_nonzeros
-    smoothed = p + np.where(zeros, eps, -eps1)
-    if (smoothed <= 0).any():  # a count below eps1: onnxruntime asserts here
-        return None
-    return smoothed
-
-
-def _kl_divergence(p: np.ndarray, q: np.ndarray) -> float:
-    p = p / p.sum()
-    q = q / q.sum()
-    return float(np.sum(p * np.log(p / q)))
-
-
-def entropy_threshold(histogram: Histogram, levels: int = ENTROPY_LEVELS) -> float:
-    """The symmetric threshold whose `levels`-level quantization loses the least information.
-
-    onnxruntime's get_entropy_threshold (TensorRT's KL search) on the two-sided histogram:
-    for every window of 2i + 1 bins around zero (i >= levels / 2), P is the window with the
-    mass outside added to its end bins and Q merges the window into `levels` runs of
-    size // levels bins (the remainder counted into the last run but not spread back), each
-    run's count spread evenly, truncated to an integer, over its non-empty bins; both are
-    smoothed with eps = 1e-4. The window with the least KL(P || Q) gives the thresholds
-    (its edges clipped to the data's min and max); the scale uses the larger magnitude.
-    """
-    counts, edges = histogram.resampled()
-    total_bins = counts.size
-    zero_bin = total_bins // 2
-    half_levels = levels // 2
-    if zero_bin < half_levels:
-        return histogram.max_abs
-    counts = counts.astype(np.float64)
-    before = np.concatenate([[0.0], np.cumsum(counts)])  # before[k] = sum(counts[:k])
-    best_divergence, best_window = math.inf, (0, total_bins)
-    for i in range(half_levels, zero_bin + 1):
-        start, end = zero_bin - i, min(zero_bin + i + 1, total_bins)
-        window = counts[start:end]
-        reference = window.copy()
-        reference[0] += before[start]
-        reference[-1] += before[-1] - before[end]
-        per_level = window.size // levels
-        covered = levels * per_level
-        level_counts = window[:covered].reshape(levels, per_level).sum(axis=1)
-        level_counts[-1] += window[covered:].sum()
-        occupied = (reference[:covered] != 0).reshape(levels, per_level).sum(axis=1)
-        spread = np.zeros(levels)
-        np.floor_divide(level_counts, occupied, out=spread, where=occupied > 0)
-        candidate = np.zeros(window.size)
-        candidate[:covered] = np.repeat(spread, per_level)
-        p, q = _smooth(reference), _smooth(candidate)
-        divergence = math.inf if p is None or q is None else _kl_divergence(p, q)
-        if divergence < best_divergence:
-            best_divergence, best_window = divergence, (start, end)
-    low = max(float(edges[best_window[0]]), histogram.min)
-    high = min(float(edges[best_window[1]]), histogram.max)
-    return max(abs(low), abs(high))
 
 
 # --------------------------------------------------------------------------------------
@@ -656,6 +620,7 @@ def calibrate(
     pow2: bool = False,
     calibration_batch: int | None = None,
     consumer_ranges: bool | None = None,
+    depthwise_weights: bool = False,
 ) -> ModuleOp:
     """Record `nn.scale` on every float activation and `nn.weight_scales` on conv/gemm.
 
@@ -668,7 +633,8 @@ def calibrate(
     histograms as data arrives. By default it is on for entropy, whose KL search reacts to
     small changes of the histogram, and mse, and off for percentile. `consumer_ranges`
     observes each tensor clipped to the range its consumers can tell apart (consumer_range;
-    default: on for mse only). `pow2` rounds every activation
+    default: on for mse only). `depthwise_weights` (mse) weighs a tensor only depthwise
+    convolutions read by their kernels (kernel_norms). `pow2` rounds every activation
     scale up to a power of two (weights keep their scales). `progress` shows a bar on stderr (default: when stderr is a
     terminal). `calibration_batch` samples run through the float graph at once (default: as
     many as fit xnpu.interpreters.function.BATCH_MEMORY_BYTES, at most MAX_BATCH); the scales do not depend
@@ -681,7 +647,8 @@ def calibrate(
     if method == "minmax":
         make_statistic = lambda value: RunningMax(batch_average)
     elif exact_range or (exact_range is None and method in ("entropy", "mse")):
-        one_run = collect_statistics(module, data, lambda value: PeakHistogram(bins, signed=method == "entropy"),
+        weights = kernel_norms if method == "mse" and depthwise_weights else (lambda value: None)
+        one_run = collect_statistics(module, data, lambda value: PeakHistogram(bins, method == "entropy", weights(value)),
                                      batch_size, progress, "calibrate", calibration_batch,
                                      consumer_ranges=consumer_ranges, one_run=True)
         if one_run is not None:
@@ -689,7 +656,8 @@ def calibrate(
                              method, percentile, per_channel_weights, pow2)
         ranges = collect_statistics(module, data, lambda value: RunningMax(), 1, progress, "calibrate (ranges)",
                                     calibration_batch, consumer_ranges=consumer_ranges)
-        make_statistic = lambda value: Histogram(bins, signed=method == "entropy", peak=ranges[value].max_abs)
+        make_statistic = lambda value: Histogram(bins, signed=method == "entropy", peak=ranges[value].max_abs,
+                                                 channel_weights=weights(value))
     elif method == "entropy":
         make_statistic = lambda value: Histogram(bins, signed=True, oversample=OVERSAMPLE)
     else:
@@ -771,6 +739,7 @@ class CalibratePass(ModulePass):
     pow2: bool = False
     calibration_batch: int | None = None
     consumer_ranges: bool | None = None
+    depthwise_weights: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         _check_options(self.method, self.percentile, self.bins, self.batch_average, self.batch_size,
@@ -791,4 +760,5 @@ class CalibratePass(ModulePass):
             pow2=self.pow2,
             calibration_batch=self.calibration_batch,
             consumer_ranges=self.consumer_ranges,
+            depthwise_weights=self.depthwise_weights,
         )

@@ -521,6 +521,45 @@ def test_mse_keeps_the_full_range_of_what_the_program_returns():
     assert recorded_scales(calibrate(sigmoid_module(return_input=True), data))["input"] == peak
 
 
+def depthwise_module(kernels: np.ndarray, also_relu: bool = False) -> ModuleOp:
+    """x (1 x C x 8 x 8) -> a depthwise 3x3 convolution (and a relu of x with `also_relu`)."""
+    channels = kernels.shape[0]
+    block = Block(arg_types=[TensorType(f32, (1, channels, 8, 8))])
+    x = block.args[0]
+    weight = nn.ConstantOp(kernels)
+    conv = nn.Conv2dOp(x, weight.result, None, pads=(1, 1, 1, 1), group=channels)
+    ops = [weight, conv] + ([nn.ReluOp(x)] if also_relu else [])
+    results = [op.results[0] for op in ops[1:]]
+    block.add_ops([*ops, func.ReturnOp(*results)])
+    function = func.FuncOp("main", FunctionType.from_lists([x.type], [r.type for r in results]), Region(block))
+    return ModuleOp([function])
+
+
+def test_mse_can_weigh_a_depthwise_input_by_its_kernels_and_so_loses_less_after_them():
+    """Batch norm folded into a depthwise conv gives the channels of small range large kernels:
+    their rounding costs the conv's output most, so mse weighs each channel by its kernels' norm
+    (kernel_norms) and clips the large channels for a finer step of the small ones."""
+    rng = np.random.default_rng(21)
+    ranges = np.array([40.0, 30.0] + [0.5] * 14, np.float32)  # two large channels of sixteen
+    kernels = (rng.standard_normal((16, 1, 3, 3)) / ranges[:, None, None, None]).astype(np.float32)
+    data = (rng.standard_normal((16, 16, 8, 8)) * ranges[None, :, None, None]).astype(np.float32)
+    weighted = recorded_scales(calibrate(depthwise_module(kernels), data, depthwise_weights=True))["input"]
+    unweighted = recorded_scales(calibrate(depthwise_module(kernels), data))["input"]
+    assert weighted < 0.85 * unweighted
+    # a relu reads x too: no weights, the plain mse threshold
+    also_relu = calibrate(depthwise_module(kernels, also_relu=True), data, depthwise_weights=True)
+    assert recorded_scales(also_relu)["input"] == unweighted
+
+    def conv_error(scale: float) -> float:
+        quantized = np.clip(np.round(data / scale), -127, 127) * scale
+        return sum(float(((float_ops.conv2d(q[None], kernels, None, (1, 1), (1, 1, 1, 1), (1, 1), 16)
+                           - float_ops.conv2d(x[None], kernels, None, (1, 1), (1, 1, 1, 1), (1, 1), 16)) ** 2).sum())
+                   for q, x in zip(quantized, data))
+
+    # the norm, not its square (the conv's own error): later layers need the large channels too
+    assert conv_error(weighted) < 0.75 * conv_error(unweighted)
+
+
 def test_mse_is_the_default_and_observes_consumer_ranges():
     assert DEFAULT_METHOD == "mse"
     default = calibrate(saturating_consumers_module((nn.HardSwishOp,)), CONSUMER_DATA)
