@@ -55,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--method", default="mse", choices=("mse", "minmax", "percentile", "entropy"),
                         help="calibration method (default: mse)")
     parser.add_argument("--per-tensor", action="store_true", help="one weight scale per tensor instead of per channel")
+    parser.add_argument("--depthwise-weights", action="store_true",
+                        help="mse: weigh a tensor only depthwise convs read by their kernels' norms (docs/quantization.md)")
     parser.add_argument("--variant", default="two_stage", choices=("two_stage", "direct"), help="int8 add requantization (R11)")
     parser.add_argument("--calibration-samples", type=int, default=None, metavar="N", help="use only the first N samples")
     parser.add_argument("--calibration-batch", type=int, default=None, metavar="N",
@@ -119,7 +121,7 @@ def compile_main(args: argparse.Namespace) -> None:
         compress_bits=args.compress_bits, compress_step=args.compress_step, compress_method=args.compress_method,
         compress_min_elements=args.compress_min_elements, compress_exclude=args.compress_exclude,
         input_shapes=shapes, host_fallback=not args.no_host_fallback,
-        calibration_batch=args.calibration_batch,
+        calibration_batch=args.calibration_batch, depthwise_weights=args.depthwise_weights,
     )
     placement = None
     if args.emit in ("npu", "isa", "bin"):

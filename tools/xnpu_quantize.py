@@ -62,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="calibration samples: .npy (one-input model) or .npz keyed by input name")
     parser.add_argument("--method", choices=METHODS, default=METHODS[0], help="calibration method (default: mse)")
     parser.add_argument("--per-tensor", action="store_true", help="one weight scale per tensor (default: per channel)")
+    parser.add_argument("--depthwise-weights", action="store_true",
+                        help="mse: weigh a tensor only depthwise convs read by their kernels' norms (docs/quantization.md)")
     parser.add_argument("--variant", choices=VARIANTS, default="two_stage",
                         help="requantization of adds: two_stage (int24 -> int16 -> int8) or direct")
     parser.add_argument("--calibration-batch", type=int, default=None, metavar="N",
@@ -87,7 +89,8 @@ def quantize_file(args: argparse.Namespace) -> list[Path]:
     calibration = load_calibration(Path(args.calibration), module)
     float_module = module.clone() if args.report is not None else None
     fixed_module = xnpu.quantize(module, calibration, method=args.method, per_channel=not args.per_tensor,
-                                 variant=args.variant, calibration_batch=args.calibration_batch)
+                                 variant=args.variant, calibration_batch=args.calibration_batch,
+                                 depthwise_weights=args.depthwise_weights)
     written = []
     if float_module is not None:  # before the output: a failed report leaves no output behind
         written = write_layer_report(args, float_module, fixed_module, calibration)

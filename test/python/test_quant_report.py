@@ -364,3 +364,32 @@ def test_cli_errors_are_one_line_and_leave_no_output(tmp_path):
     result = quantize_tool(tmp_path / "model.txt", "--calibration", CALIBRATION, "-o", "out.mlir", cwd=tmp_path)
     assert result.returncode == 1 and "unknown model file type" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_cli_depthwise_weights_changes_the_scale_only_depthwise_convs_read(tmp_path):
+    """A pointwise conv whose channels differ 60-fold in range, read by a depthwise conv whose
+    kernels are the inverse: --depthwise-weights gives the pointwise output a finer step."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(4)
+    ranges = np.array([30.0, 0.5, 0.5, 0.5], np.float32)
+    pointwise = (np.eye(4) * ranges[:, None]).astype(np.float32)[:, :, None, None]
+    depthwise = (rng.standard_normal((4, 1, 3, 3)) / ranges[:, None, None, None]).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "pw"], ["p"], name="pointwise"),
+         helper.make_node("Conv", ["p", "dw"], ["y"], name="depthwise", group=4, pads=[1, 1, 1, 1])],
+        "pw_dw", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [numpy_helper.from_array(pointwise, "pw"), numpy_helper.from_array(depthwise, "dw")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), tmp_path / "pw_dw.onnx")
+    np.save(tmp_path / "calib.npy", rng.standard_normal((8, 1, 4, 8, 8)).astype(np.float32))
+
+    def pointwise_scale(*options: str) -> float:
+        result = quantize_tool("pw_dw.onnx", "--calibration", "calib.npy", "-o", "out.mlir", *options, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        module = xnpu.load_ir(tmp_path / "out.mlir")
+        conv = next(op for op in module.walk() if op.name == "fixed.conv2d" and location_name(op.location) == "pointwise")
+        rescale = next(use.operation for use in conv.results[0].uses)
+        return float(rescale.scale.value.data)
+
+    assert pointwise_scale("--depthwise-weights") < 0.8 * pointwise_scale()
