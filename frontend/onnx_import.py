@@ -226,7 +226,9 @@ class GraphImporter:
             if op_type not in SHAPE_FREE_OPS:
                 self.check_outputs(node)
             self.check_results(node, self.ops[first_op:])
-        except (NodeError, VerifyException, DiagnosticException) as error:
+        except (NodeError, VerifyException, DiagnosticException, ValueError) as error:
+            # ValueError: an nn op's constructor refusing its operands (shapes that do not
+            # broadcast); onnxruntime then judges the node as it judges any host node
             self.roll_back(first_op)
             self.import_host_node(node, name, op_type, f"ONNX {op_type}: {first_line(error)}")
 

@@ -30,7 +30,7 @@ from xnpu.core.errors import XnpuError, first_line, printable
 from xnpu.core.files import check_input_file, write_atomically
 from xnpu.driver.registry import all_passes
 from xnpu.ir.context import make_context
-from xnpu.ir.io import IRParser, failing_op, parse_error_line, position_of, print_ir, verify_error_text
+from xnpu.ir.io import IRParser, failing_op, parse_error_line, position_of, print_ir, verify_error_text, verify_ops
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors
 
 PROG = "xnpu-opt"
@@ -133,7 +133,7 @@ class XnpuOptMain(CommandLineTool):
         def verify_between(previous: ModulePass | None, module: ModuleOp, upcoming: ModulePass | None) -> None:
             self.stage = None if previous is None else f"after pass '{previous.name}'"
             if not self.args.disable_verify:
-                module.verify()
+                verify_ops(module)
             self.stage = None if upcoming is None else f"in pass '{upcoming.name}'"
 
         from xdsl.passes import PassPipeline

@@ -369,6 +369,22 @@ def test_a_splat_within_the_budget_is_expanded_as_bytes(work):
     assert "dense<1.000000e+00> : tensor<50331648xf32>" in (work / "out.mlir").read_text()
 
 
+@pytest.mark.parametrize("command", [["xnpu-opt", "splat.mlir"], ["xnpu-run", "splat.mlir"]])
+def test_an_op_refusing_a_large_literal_is_reported_without_printing_it(work, command):
+    """xDSL prints the failing op into its diagnostic, one Python object per element: a 64 MiB
+    i1 splat that nn.constant refuses (f32 only) cost 1.2 GB and 11 s to report."""
+    (work / "splat.mlir").write_text(
+        "func.func @main() -> tensor<8192x8192xi1> {\n"
+        "  %c = nn.constant dense<true> : tensor<8192x8192xi1>\n"
+        "  func.return %c : tensor<8192x8192xi1>\n}\n")
+    run = bounded(*command, cwd=work)
+    one_clean_error(run, command[0], r"'nn.constant': result 'result' at position 0 does not verify: "
+                                     r"i1 should be of base attribute f32")
+    assert "splat.mlir:2:3:" in run.stderr
+    run.within_bounds()
+    assert run.peak_bytes < 400 << 20, f"{run.peak_bytes >> 20} MB at peak"
+
+
 def onnx_bomb(directory: Path, kind: str) -> Path:
     """A model of a few hundred bytes whose shape computation describes gigabytes."""
     import onnx
@@ -421,6 +437,31 @@ def test_onnx_shape_folding_is_checked_before_it_allocates(work, kind, shape, to
     one_clean_error(bounded(*command, cwd=work), tool,
                     rf"ONNX node 'bomb' \({kind}\), folded as a shape computation: a {shape} is over the 256 MiB budget "
                     r"for one tensor")
+    nothing_left_and_inputs_untouched(work, before)
+
+
+@pytest.mark.parametrize("tool", ["xnpu-translate", "xnpu-compile"])
+def test_operands_that_do_not_broadcast_are_one_line_naming_the_node(work, tool):
+    """An Add of [1, 1, 1, 4] and a folded [3, 3, 3, 3] (a fuzz case's Expand, smaller) ended in
+    the nn op constructor's ValueError traceback; the node goes to onnxruntime, which refuses it."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Expand", ["one", "shape"], ["big"], name="expand"),
+         helper.make_node("Add", ["x", "big"], ["y"], name="add")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.ones((1, 1, 1, 1), np.float32), "one"),
+         numpy_helper.from_array(np.array([3, 3, 3, 3], np.int64), "shape")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(work / "m.onnx"))
+    np.save(work / "calib.npy", np.ones((2, 1, 1, 1, 4), np.float32))
+    before = snapshot(work)
+    command = (["xnpu-translate", "--import-onnx", "m.onnx", "-o", "out.mlir"] if tool == "xnpu-translate"
+               else ["xnpu-compile", "m.onnx", "-c", "calib.npy", "-o", "out.xnb"])
+    one_clean_error(bounded(*command, cwd=work), tool, r"ONNX node 'add' \(Add\): onnxruntime cannot load it: .*")
     nothing_left_and_inputs_untouched(work, before)
 
 
