@@ -44,9 +44,9 @@ bytecode: $(STAMP)
 	$(BIN)/python -m compileall -q -x '/\.(venv|git)/' $(CURDIR)
 
 # the cases spread over the machine's cores (pytest-xdist); the files that build shared state
-# once keep their tests on one worker (test/python/conftest.py)
+# once keep their tests on one worker (test/python/conftest.py); the ten slowest are listed
 pytest: $(STAMP) bytecode
-	$(BIN)/python -m pytest -n auto --dist loadgroup
+	$(BIN)/python -m pytest -n auto --dist loadgroup --durations=10
 
 lit: $(STAMP) bytecode
 	$(BIN)/lit -sv test/filecheck
