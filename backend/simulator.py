@@ -325,6 +325,12 @@ class BinaryRun:
     stats: RunStats  # summed over samples
 
 
+def input_specs(binary: Binary) -> list[TensorSpec]:
+    """The program's inputs as the user passes them: float32 where the binary quantizes them."""
+    return [TensorSpec(t.name, tuple(t.shape), np.dtype(np.float32) if t.dtype in QUANTIZED_BITS else IO_DTYPES[t.dtype])
+            for t in binary.inputs()]
+
+
 def simulate(
     binary: Binary,
     inputs: np.ndarray | Mapping[str, np.ndarray],
@@ -338,9 +344,7 @@ def simulate(
         if tensor.zero_point != 0:
             raise XnpuError(f"io tensor '{tensor.name}' has zero point {tensor.zero_point}; the contract is symmetric (R2)")
         _io_dtype(tensor)
-    specs = [TensorSpec(t.name, tuple(t.shape), np.dtype(np.float32) if t.dtype in QUANTIZED_BITS else IO_DTYPES[t.dtype])
-             for t in binary.inputs()]
-    bound = bind_inputs(specs, inputs)
+    bound = bind_inputs(input_specs(binary), inputs)
     machine = machine_for(binary, target)
     stats = RunStats(machine.target.cost.clock_mhz)
     per_sample: list[tuple] = []

@@ -295,6 +295,22 @@ def test_the_layer_report_leaves_host_ops_out_and_draws_through_them(fixed_modul
     assert inputs["flatten"] == ["to_sequence", "input:state"]  # the LSTM's inputs stand for it
 
 
+def test_compile_with_report_takes_an_input_shared_by_every_sample(tmp_path):
+    """xnpu-compile --report simulates the first calibration sample; an input given once for
+    every sample (the sample rate, a 0-d array) ended in an IndexError traceback there."""
+    import subprocess
+    import sys
+
+    onnx.save(_vad_like(), str(tmp_path / "vad.onnx"))
+    np.savez(tmp_path / "calib.npz", **_calibration(8))
+    result = subprocess.run([sys.executable, "-m", "xnpu.tools.xnpu_compile", "vad.onnx", "-c", "calib.npz", "-q",
+                             "--report", "report", "-o", "vad.xnb"], capture_output=True, text=True, cwd=tmp_path,
+                            timeout=300)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert Binary.from_bytes((tmp_path / "vad.xnb").read_bytes()).host_segments
+    assert "cycles" in (tmp_path / "report" / "report.txt").read_text()
+
+
 def test_the_placement_summary_prints_each_host_op_on_one_escaped_line():
     from xnpu.driver.placement import HostPlacement, Placement
 
