@@ -234,7 +234,10 @@ def test_paddle_style_flatten_of_a_dynamic_batch():
         module = xnpu.import_onnx(model)
     assert nn_ops(module) == ["nn.global_average_pool", "nn.reshape"]
     x = RNG.standard_normal((1, 8, 4, 4)).astype(np.float32)
-    np.testing.assert_allclose(xnpu.run(module, x)["y"], onnxruntime_outputs(model, {"x": x})["y"], rtol=1e-6)
+    # a mean of 16 values of about 1 in float32, summed in another order than onnxruntime's: a
+    # few units in the last place of the largest term (an average near 0 differed by 1.2e-8)
+    np.testing.assert_allclose(xnpu.run(module, x)["y"], onnxruntime_outputs(model, {"x": x})["y"], rtol=1e-6,
+                               atol=16 * np.finfo(np.float32).eps * np.abs(x).max())
 
 
 def test_shape_op_on_float_weights_only_is_folded():
