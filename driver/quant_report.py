@@ -276,9 +276,10 @@ class _Accumulator:
 # fixed run reaches the layer: the samples per run are as many as this holds.
 REPORT_MEMORY_BYTES = 64 << 20
 # By default the report runs on the first eighth of the calibration samples. Calibration runs the
-# float graph twice over every sample, the report the float graph and the fixed one (about 1.5
-# times as costly) once over its samples: an eighth keeps it under a fifth of the compile time,
-# and a layer's statistics still pool thousands of values or more (docs/reliability.md).
+# float graph over every sample (twice when they do not fit one batch), the report the float graph
+# and the fixed one (about 1.5 times as costly) once over its samples: an eighth keeps it near a
+# fifth of the compile time, and a layer's statistics still pool thousands of values or more
+# (docs/reliability.md).
 REPORT_SHARE = 8
 
 
