@@ -169,9 +169,15 @@ def _integer_array(x) -> np.ndarray:
 def compiled_loops():
     """The compiled loops of R9, R10, R12 and R13 (fixed_point_loops), imported when first needed:
     numba's import is the cost."""
-    from xnpu.semantics import fixed_point_loops
+    loops = _COMPILED_LOOPS.get("module")
+    if loops is None:
+        from xnpu.semantics import fixed_point_loops
 
-    return fixed_point_loops
+        loops = _COMPILED_LOOPS["module"] = fixed_point_loops
+    return loops
+
+
+_COMPILED_LOOPS: dict[str, object] = {}  # an import statement is ~2 us even when done: ~900 calls an image
 
 
 _PREPARED: dict[tuple[int, str], tuple[np.ndarray, ExactWeights]] = {}

@@ -340,10 +340,14 @@ class PeakHistogram:
     def update(self, x: np.ndarray) -> None:
         if self.histogram is not None:
             raise AssertionError("PeakHistogram takes all the samples in one call")
-        peak = RunningMax()
-        peak.update(x)
-        self.histogram = Histogram(self.bins, signed=self.signed, peak=peak.max_abs, channel_weights=self.channel_weights)
-        self.histogram.update(x)
+        values = np.asarray(x, dtype=np.float32)
+        low, high = (float(values.min()), float(values.max())) if values.size else (0.0, 0.0)
+        if not (math.isfinite(low) and math.isfinite(high)):
+            raise XnpuError("calibration produced a non-finite value (inf or nan) in the float graph")
+        self.histogram = Histogram(self.bins, signed=self.signed, peak=max(high, -low),
+                                   channel_weights=self.channel_weights)
+        if values.size:  # every sample is inside the range: Histogram.update's per-sample scan would find no other
+            self.histogram._fold(values if values.ndim > 1 else values[:, None], low, high)
 
 
 def percentile_threshold(histogram: Histogram, percentile: float) -> float:
