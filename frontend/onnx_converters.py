@@ -9,6 +9,7 @@ reason. Adding an op the nn dialect models is one converter here (docs/extending
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -60,6 +61,9 @@ def ssa_name(onnx_name: str) -> str | None:
     """An SSA name hint from an ONNX tensor name, when it makes a valid, readable one (ASCII:
     the IR lexer reads no other letter in `%name`, though xDSL accepts any as a hint)."""
     cleaned = "".join(c if (c.isascii() and c.isalnum()) or c in "_." else "_" for c in onnx_name)
+    # xDSL drops one `_<digits>` suffix each time a hint is set (cloning sets it again): `-1+2`
+    # cleaned to `_1_2` became `_1`, then the invalid ``, and cloning the module raised
+    cleaned = re.sub(r"(_\d+)+$", "", cleaned)
     if not cleaned or cleaned[0].isdigit() or len(cleaned) > 40:
         return None
     return cleaned

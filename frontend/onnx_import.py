@@ -174,6 +174,9 @@ class GraphImporter:
                 arg_types.append(opaque)
                 arg_names.append(value_info.name)
                 continue
+            if opaque is None and onnx_host_nodes.element_type(info.elem_type) is None:
+                raise XnpuError(f"graph input '{value_info.name}' has no element type "
+                                f"({onnx_host_nodes.describe(value_info.type)})")
             if not info.is_static:
                 raise XnpuError(
                     f"graph input '{value_info.name}' has a dynamic shape {info.dims_text}; "
@@ -217,6 +220,11 @@ class GraphImporter:
         converter = CONVERTERS.get(op_type)
         if converter is None:
             self.import_host_node(node, name, op_type, f"ONNX op '{op_type}' has no nn equivalent")
+            return
+        opaque = next((value.type for value in map(self.values.get, node.input)
+                       if value is not None and isinstance(value.type, nn.OnnxValueType)), None)
+        if opaque is not None:  # nn ops take tensors numpy holds; a bfloat16 input, a sequence: onnxruntime's
+            self.import_host_node(node, name, op_type, f"ONNX {op_type}: an input is {opaque.description.data}")
             return
         first_op = len(self.ops)
         try:

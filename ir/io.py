@@ -239,7 +239,22 @@ class IRParser(Parser):
         if problem is not None:
             op, message = problem
             raise ParseError(self.op_spans.get(op, self._current_token.span), verify_error_text(op, message))
+        drop_vanishing_names(module)
         return module
+
+
+def drop_vanishing_names(root: Operation) -> None:
+    """Forget the name hints that xDSL empties when it sets them again: it drops one `_<digits>`
+    suffix per setting, so `%_1_2` is kept as `_1`, a clone makes it ``, and the next clone
+    raises ValueError (an invalid name)."""
+    for op in root.walk():
+        values = [*op.results, *(arg for region in op.regions for block in region.blocks for arg in block.args)]
+        for value in values:
+            if value.name_hint is not None and _SUFFIXES_ONLY.fullmatch(value.name_hint):
+                value.name_hint = None
+
+
+_SUFFIXES_ONLY = re.compile(r"(_\d+)*")
 
 
 # xDSL prints the whole failing op into its diagnostic, which unpacks a dense literal into one

@@ -629,12 +629,12 @@ def classify(case: Case, directory: Path, status: int | None, before: dict[str, 
     changed = [name for name in before if name != case.output and after.get(name) != before[name]]
     if changed:
         return "input-changed", stderr
-    if code == 0:
-        own = (f"{case.tool}: warning: ", f"{case.tool}: note: ")
-        return ("ok" if all(line.startswith(own) for line in lines) else "messy"), stderr
+    own = (f"{case.tool}: warning: ", f"{case.tool}: note: ")
+    if code == 0:  # the tool's own notes and warnings, and the placement summary (docs/npu.md)
+        return ("ok" if all(line.startswith((*own, "placement on ", "  ")) for line in lines) else "messy"), stderr
     if code not in (1, 2):
         return "crashed", stderr
-    if len(lines) != 1 or not ERROR_LINE.match(lines[0]):
+    if not lines or not ERROR_LINE.match(lines[-1]) or not all(line.startswith(own) for line in lines[:-1]):
         return "messy", stderr
     leftovers = [p.name for p in directory.iterdir() if p.name.startswith(".") and p.name not in (".", "..")]
     if case.output is not None and (directory / case.output).exists() and case.output not in before or leftovers:

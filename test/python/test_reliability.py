@@ -457,3 +457,46 @@ def test_tensor_too_large_for_memory_is_refused_before_allocating(work, command)
     result = tool(*command, "-o", "out.npz", cwd=work, timeout=120)
     one_error(result, command[0], r".*a (100000x100000|1x1x100000x100000) f32 tensor \(37\.3 GiB\) is over the 256 MiB budget for one tensor")
     no_leftovers(work, "out.npz")
+
+
+# --------------------------------------------------------------------------------------
+# Fuzz findings: input element types the IR has no tensor for, names xDSL empties
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("elem_type, reason", [
+    (TensorProto.BFLOAT16, r"ONNX node 'conv' \(Conv\): onnxruntime cannot load it: .*tensor\(bfloat16\).*"),
+    (TensorProto.UNDEFINED, r"graph input 'x' has no element type \(tensor\(undefined\)\)"),
+])
+def test_a_graph_input_of_an_element_type_the_ir_has_no_tensor_for(work, elem_type, reason):
+    """A Conv reading a bfloat16 input asserted in the converter (no nn op takes an opaque value:
+    the node goes to onnxruntime, which refuses it); an undefined element type asserted too."""
+    model = conv_model(WEIGHT)
+    model.graph.input[0].type.tensor_type.elem_type = elem_type
+    model.graph.node[0].name = "conv"
+    onnx.save(model, str(work / "typed.onnx"))
+    result = tool("xnpu-translate", "--import-onnx", "typed.onnx", "-o", "out.mlir", cwd=work)
+    one_error(result, "xnpu-translate", reason)
+    no_leftovers(work, "out.mlir")
+
+
+def test_names_made_of_numeric_suffixes_survive_cloning(work):
+    """xDSL drops one `_<digits>` suffix whenever a name hint is set: `%_1_2` became `_1`, then
+    ``, and the report's second clone of the module raised ValueError (from IR text, and from
+    an ONNX input named `-1+2`)."""
+    located = RELU.replace("-> tensor<1x4xf32>\n", '-> tensor<1x4xf32> loc("relu")\n', 1)
+    (work / "names.mlir").write_text(located.replace("%x", "%_1_2").replace("%0", "%_3_4"))
+    np.save(work / "c14.npy", np.random.default_rng(0).random((4, 1, 4), dtype=np.float32))
+    result = tool("xnpu-quantize", "names.mlir", "--calibration", "c14.npy", "--report", "ir_report", "-o", "out.mlir",
+                  cwd=work)
+    assert result.returncode == 0 and result.stderr == "", result
+    assert (work / "ir_report" / "report.txt").is_file()
+    model = conv_model(WEIGHT)
+    old = model.graph.input[0].name
+    model.graph.input[0].name = "-1+2"
+    for node in model.graph.node:
+        node.input[:] = ["-1+2" if name == old else name for name in node.input]
+    onnx.save(model, str(work / "names.onnx"))
+    result = tool("xnpu-compile", "names.onnx", "-c", "calib.npy", "--report", "report", "-o", "out.xnb", cwd=work)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result
+    assert (work / "report" / "report.txt").is_file() and (work / "out.xnb").is_file()
