@@ -43,10 +43,10 @@ test: $(STAMP)
 bytecode: $(STAMP)
 	$(BIN)/python -m compileall -q -x '/\.(venv|git)/' $(CURDIR)
 
-# the cases spread over the machine's cores (pytest-xdist); the files that build shared state
-# once keep their tests on one worker (test/python/conftest.py); the ten slowest are listed
+# the cases spread over the machine's cores (pytest-xdist), each test file on one worker (its
+# module fixtures and caches are built once); the ten slowest are listed
 pytest: $(STAMP) bytecode
-	$(BIN)/python -m pytest -n auto --dist loadgroup --durations=10
+	$(BIN)/python -m pytest -n auto --dist loadfile --durations=10
 
 lit: $(STAMP) bytecode
 	$(BIN)/lit -sv test/filecheck
@@ -55,7 +55,7 @@ lit: $(STAMP) bytecode
 # the hostile-input probes, the bench models' end-to-end runs: test/python/conftest.py).
 quick: $(STAMP) bytecode
 	$(BIN)/lit -s test/filecheck
-	$(BIN)/python -m pytest -n auto --dist loadgroup -m "not slow"
+	$(BIN)/python -m pytest -n auto --dist loadfile -m "not slow"
 
 # Tests whose inputs went through float sums (calibration, float interpreters against
 # recorded figures), run again with another OpenBLAS kernel, one BLAS thread and numpy's
@@ -63,7 +63,7 @@ quick: $(STAMP) bytecode
 # machine, before it fails on the next one (docs/reliability.md).
 BLAS_VARIANT := OPENBLAS_CORETYPE=Sandybridge OPENBLAS_NUM_THREADS=1 NPY_DISABLE_CPU_FEATURES="X86_V3 X86_V4"
 blas-variance: $(STAMP) bytecode
-	$(BLAS_VARIANT) $(BIN)/python -m pytest -n auto --dist loadgroup -m float_sums -p no:cacheprovider
+	$(BLAS_VARIANT) $(BIN)/python -m pytest -n auto --dist loadfile -m float_sums -p no:cacheprovider
 
 # A long fuzz campaign over every tool (not part of `make test`; a few minutes per thousand
 # cases): prints the outcomes per category, exits 1 if any case hung, crashed or was messy.

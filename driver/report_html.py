@@ -38,6 +38,24 @@ def _short(text: str, limit: int) -> str:
 Point = tuple[float, float]
 
 
+def _topological(nodes: list[str], parents: dict[str, list[str]]) -> list[str]:
+    """`nodes` with every node after its parents where it was not already (layers named alike,
+    ' ' for two ONNX nodes, were drawn in an order that put a consumer first: a KeyError); the
+    nodes of a cycle such names make come last, in their order."""
+    placed: set[str] = set()
+    order: list[str] = []
+    waiting = list(nodes)
+    while waiting:
+        ready = [n for n in waiting if all(p in placed or p == n for p in parents[n])]
+        if not ready:  # a cycle
+            ready = waiting
+        for node in ready:
+            placed.add(node)
+            order.append(node)
+        waiting = [n for n in waiting if n not in placed]
+    return order
+
+
 def layered_layout(nodes: list[str], edges: list[tuple[str, str]]) -> tuple[dict[str, Point], dict[tuple[str, str], list[Point]]]:
     """Top-left corner of every node, and for every edge that skips rows the points it passes
     through. A node's row is the longest path from a source (nodes come in a topological
@@ -48,8 +66,8 @@ def layered_layout(nodes: list[str], edges: list[tuple[str, str]]) -> tuple[dict
     for source, target in edges:
         parents[target].append(source)
     rank: dict[str, int] = {}
-    for node in nodes:
-        rank[node] = 1 + max((rank[p] for p in parents[node]), default=-1)
+    for node in _topological(nodes, parents):
+        rank[node] = 1 + max((rank[p] for p in parents[node] if p in rank), default=-1)
     predecessors: dict[str, list[str]] = {n: [] for n in nodes}
     successors: dict[str, list[str]] = {n: [] for n in nodes}
     chains: dict[tuple[str, str], list[tuple[str, int]]] = {}

@@ -19,23 +19,7 @@ SLOW_FILES = frozenset({
 })
 
 
-# Files whose tests share what one process builds once (module-scoped fixtures, cached
-# compiles): their tests stay on one worker (`--dist loadgroup`), so it is built once; every
-# other test goes to whichever worker is free, so one long file no longer ends the run alone.
-SHARED_STATE_FILES = frozenset({
-    "test_conformance.py",  # the report of every ONNX backend case, built once
-    "test_quant_report.py",
-    "test_onnx_host_ops.py",
-    "test_calibrate.py",
-    "test_upsample.py",  # fixed_text's cache
-    "test_lower_to_isa.py",  # compiled()'s cache
-})
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        name = Path(str(item.fspath)).name
-        if name in SLOW_FILES:
+        if Path(str(item.fspath)).name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
-        if name in SHARED_STATE_FILES:
-            item.add_marker(pytest.mark.xdist_group(name))
