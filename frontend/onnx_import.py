@@ -301,11 +301,17 @@ class GraphImporter:
 
 def _check_attribute_types(node: onnx.NodeProto, opset: int) -> None:
     """Each attribute has the type the op's schema declares (shape inference does not check
-    it, and a converter would fail on `group=[1, 2]` with a TypeError)."""
+    it, and a converter would fail on `group=[1, 2]` with a TypeError), and the node has as many
+    inputs and outputs as the schema allows (a Gemm of one input raised IndexError)."""
     try:
         schema = onnx.defs.get_schema(node.op_type, opset, node.domain)
     except onnx.defs.SchemaError:
         return
+    for what, count, least, most in (("inputs", len(node.input), schema.min_input, schema.max_input),
+                                      ("outputs", len(node.output), schema.min_output, schema.max_output)):
+        if not least <= count <= most:
+            takes = f"{least}" if most == least else f"{least} or more" if most >= 1 << 16 else f"{least} to {most}"
+            raise NodeError(f"{count} {what}; the op takes {takes}")
     for attribute in node.attribute:
         declared = schema.attributes.get(attribute.name)
         if declared is not None and attribute.type != declared.type.value:

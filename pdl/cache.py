@@ -380,6 +380,7 @@ class _OpBuilder:
                 op = _decode_op(self.data, self.context, self.attributes, values, uses)
                 for user, numbers in uses:  # uses before their definition
                     user.operands = [values[n] for n in numbers]
+                op.verify()  # an op short of a property it needs (a constraint's name) is damage too
                 self.op = op
             except Exception:
                 pass

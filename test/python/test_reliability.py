@@ -501,3 +501,18 @@ def test_names_made_of_numeric_suffixes_survive_cloning(work):
     result = tool("xnpu-compile", "names.onnx", "-c", "calib.npy", "--report", "report", "-o", "out.xnb", cwd=work)
     assert result.returncode == 0 and "Traceback" not in result.stderr, result
     assert (work / "report" / "report.txt").is_file() and (work / "out.xnb").is_file()
+
+
+@pytest.mark.parametrize("op_type", ["Gemm", "BatchNormalization"])
+def test_a_node_with_fewer_inputs_than_its_op_takes_is_one_line(work, op_type):
+    """A fuzzed op type over a Relu's single input: the converter indexed a second input
+    (IndexError) or called the op without its operands (TypeError). The schema's input count is
+    checked first; the node then goes to onnxruntime, which refuses it."""
+    model = conv_model(WEIGHT)
+    node = next(n for n in model.graph.node if n.op_type == "Relu")
+    node.op_type = op_type
+    node.name = "fuzzed"
+    onnx.save(model, str(work / "fuzzed.onnx"))
+    result = tool("xnpu-translate", "--import-onnx", "fuzzed.onnx", "-o", "out.mlir", cwd=work)
+    one_error(result, "xnpu-translate", rf"ONNX node 'fuzzed' \({op_type}\): onnxruntime cannot load it: .*")
+    no_leftovers(work, "out.mlir")
