@@ -9,7 +9,6 @@ reason. Adding an op the nn dialect models is one converter here (docs/extending
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -28,6 +27,7 @@ from xdsl.ir import SSAValue
 from xnpu.core.errors import XnpuError, first_line
 from xnpu.dialects import nn
 from xnpu.interpreters.function import NAME_ATTR
+from xnpu.ir.io import vanishing_name_hint
 
 if TYPE_CHECKING:
     from xnpu.frontend.onnx_import import GraphImporter
@@ -61,10 +61,8 @@ def ssa_name(onnx_name: str) -> str | None:
     """An SSA name hint from an ONNX tensor name, when it makes a valid, readable one (ASCII:
     the IR lexer reads no other letter in `%name`, though xDSL accepts any as a hint)."""
     cleaned = "".join(c if (c.isascii() and c.isalnum()) or c in "_." else "_" for c in onnx_name)
-    # xDSL drops one `_<digits>` suffix each time a hint is set (cloning sets it again): `-1+2`
-    # cleaned to `_1_2` became `_1`, then the invalid ``, and cloning the module raised
-    cleaned = re.sub(r"(_\d+)+$", "", cleaned)
-    if not cleaned or cleaned[0].isdigit() or len(cleaned) > 40:
+    # `-1+2` cleans to `_1_2`, which xDSL would empty when the module is cloned
+    if cleaned[:1].isdigit() or len(cleaned) > 40 or vanishing_name_hint(cleaned):
         return None
     return cleaned
 

@@ -228,7 +228,7 @@ class GraphImporter:
             return
         first_op = len(self.ops)
         try:
-            _check_attribute_types(node, self.opset)
+            _check_against_schema(node, self.opset)
             # converted first: a converter says best why an output shape is unknown (a non-constant parameter)
             converter(self, node, node_attributes(node))
             if op_type not in SHAPE_FREE_OPS:
@@ -299,7 +299,7 @@ class GraphImporter:
         self.values[node.output[0]] = value
 
 
-def _check_attribute_types(node: onnx.NodeProto, opset: int) -> None:
+def _check_against_schema(node: onnx.NodeProto, opset: int) -> None:
     """Each attribute has the type the op's schema declares (shape inference does not check
     it, and a converter would fail on `group=[1, 2]` with a TypeError), and the node has as many
     inputs and outputs as the schema allows (a Gemm of one input raised IndexError)."""

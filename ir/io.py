@@ -243,18 +243,23 @@ class IRParser(Parser):
         return module
 
 
-def drop_vanishing_names(root: Operation) -> None:
-    """Forget the name hints that xDSL empties when it sets them again: it drops one `_<digits>`
+def vanishing_name_hint(name: str) -> bool:
+    """Whether xDSL empties the name hint `name` when it is set again: it drops one `_<digits>`
     suffix per setting, so `%_1_2` is kept as `_1`, a clone makes it ``, and the next clone
     raises ValueError (an invalid name)."""
-    for op in root.walk():
-        values = [*op.results, *(arg for region in op.regions for block in region.blocks for arg in block.args)]
-        for value in values:
-            if value.name_hint is not None and _SUFFIXES_ONLY.fullmatch(value.name_hint):
-                value.name_hint = None
+    return _SUFFIXES_ONLY.fullmatch(name) is not None
 
 
 _SUFFIXES_ONLY = re.compile(r"(_\d+)*")
+
+
+def drop_vanishing_names(root: Operation) -> None:
+    """Forget the name hints that would vanish (vanishing_name_hint)."""
+    for op in root.walk():
+        values = [*op.results, *(arg for region in op.regions for block in region.blocks for arg in block.args)]
+        for value in values:
+            if value.name_hint is not None and vanishing_name_hint(value.name_hint):
+                value.name_hint = None
 
 
 # xDSL prints the whole failing op into its diagnostic, which unpacks a dense literal into one
