@@ -53,6 +53,7 @@ from xnpu.frontend.onnx_converters import (
 )
 from xnpu.frontend.onnx_opsets import upgraded
 from xnpu.frontend.onnx_shapes import fold_shape_computations, infer_shapes, static_input_shapes
+from xnpu.ir.onnx_origin import node_location_name, record_origin
 
 
 def _load(source: str | os.PathLike[str] | onnx.ModelProto) -> onnx.ModelProto:
@@ -214,7 +215,7 @@ class GraphImporter:
         return ModuleOp([function])
 
     def import_node(self, node: onnx.NodeProto, index: int) -> None:
-        name = node.name or f"{node.op_type}_{index}"
+        name = node_location_name(node, index)
         op_type = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
         self.location = NameLoc(StringAttr(name), NoneAttr())
         converter = CONVERTERS.get(op_type)
@@ -338,4 +339,6 @@ def import_onnx(
     model, opset = upgraded(_load(source))
     model = fold_shape_computations(static_input_shapes(model, input_shapes))
     inferred = _infer_shapes(model)
-    return GraphImporter(inferred, opset).import_graph(inferred.graph)
+    module = GraphImporter(inferred, opset).import_graph(inferred.graph)
+    record_origin(module, inferred)  # calibration runs this model on onnxruntime (transforms/calibrate_onnx.py)
+    return module

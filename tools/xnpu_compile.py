@@ -63,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--calibration-batch", type=int, default=None, metavar="N",
                         help="samples run through the float graph at once during calibration "
                         "(default: as many as fit 256 MiB, at most 64)")
+    parser.add_argument("--calibration-runtime", default="onnxruntime", choices=("onnxruntime", "interpreter"),
+                        help="what runs the float graph during calibration: onnxruntime (an ONNX model, where its "
+                        "tensors hold every value measured; else the interpreter) or the interpreter (default: onnxruntime)")
     parser.add_argument("--compress-bits", type=int, default=None, metavar="B",
                         help="store conv/gemm weights as B-bit codebook ids (seed 003, docs/compression.md)")
     parser.add_argument("--compress-step", type=float, default=None, metavar="L",
@@ -122,7 +125,8 @@ def compile_main(args: argparse.Namespace) -> None:
         compress_bits=args.compress_bits, compress_step=args.compress_step, compress_method=args.compress_method,
         compress_min_elements=args.compress_min_elements, compress_exclude=args.compress_exclude,
         input_shapes=shapes, host_fallback=not args.no_host_fallback,
-        calibration_batch=args.calibration_batch, depthwise_weights=args.depthwise_weights,
+        calibration_batch=args.calibration_batch, runtime=args.calibration_runtime,
+        depthwise_weights=args.depthwise_weights,
     )
     placement = None
     if args.emit in ("npu", "isa", "bin"):

@@ -68,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="requantization of adds: two_stage (int24 -> int16 -> int8) or direct")
     parser.add_argument("--calibration-batch", type=int, default=None, metavar="N",
                         help="samples run through the float graph at once (default: as many as fit 256 MiB, at most 64)")
+    parser.add_argument("--calibration-runtime", default="onnxruntime", choices=("onnxruntime", "interpreter"),
+                        help="what runs the float graph during calibration: onnxruntime (an ONNX model, where its "
+                        "tensors hold every value measured; else the interpreter) or the interpreter (default: onnxruntime)")
     parser.add_argument("-o", "--output", required=True, help="the fixed-level IR to write")
     parser.add_argument("--report", metavar="DIR", help="write a per-layer error report into DIR")
     parser.add_argument("--report-samples", type=int, metavar="N",
@@ -90,6 +93,7 @@ def quantize_file(args: argparse.Namespace) -> list[Path]:
     float_module = module.clone() if args.report is not None else None
     fixed_module = xnpu.quantize(module, calibration, method=args.method, per_channel=not args.per_tensor,
                                  variant=args.variant, calibration_batch=args.calibration_batch,
+                                 runtime=args.calibration_runtime,
                                  depthwise_weights=args.depthwise_weights)
     written = []
     if float_module is not None:  # before the output: a failed report leaves no output behind

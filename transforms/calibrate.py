@@ -85,6 +85,7 @@ from xnpu.dialects import nn
 from xnpu.interpreters.function import CompiledFunction, bind_inputs, default_batch, entry_function, signature
 from xnpu.semantics import float_ops
 from xnpu.transforms.calibrate_entropy import ENTROPY_LEVELS, entropy_threshold
+from xnpu.transforms.calibrate_onnx import onnx_float_run
 
 SCALE_ATTR = "nn.scale"
 RESULT_SCALES_ATTR = "nn.result_scales"  # on an nn.onnx op: one scale per result, 0 where it is not float
@@ -93,6 +94,8 @@ CALIBRATION_ATTR = "nn.calibration"
 
 METHODS = ("minmax", "percentile", "entropy", "mse")
 DEFAULT_METHOD = "mse"
+RUNTIMES = ("onnxruntime", "interpreter")  # what runs the float graph (collect_statistics)
+DEFAULT_RUNTIME = "onnxruntime"
 QMAX = 127
 ZERO_RANGE_SCALE = 1.0 / QMAX
 MIN_HISTOGRAM_BINS = ENTROPY_LEVELS
@@ -512,9 +515,13 @@ def collect_statistics(
     average_batches: bool = False,
     consumer_ranges: bool = False,
     one_run: bool = False,
+    runtime: str = DEFAULT_RUNTIME,
 ) -> dict[SSAValue, RunningMax | Histogram] | None:
     """Run the entry function on the samples; returns a statistic per argument and op result.
 
+    With `runtime` "onnxruntime" the module's ONNX model runs on onnxruntime where every value
+    measured is one of its tensors (calibrate_onnx), unless only the interpreter fits `one_run`;
+    otherwise, and with "interpreter", the float interpreter runs the module.
     Samples run `calibration_batch` at a time (default: xnpu.interpreters.function.default_batch, as many as
     fit its memory budget) where the function keeps samples apart (xnpu.interpreters.batching), else one
     at a time; every statistic folds them in sample order. With `average_batches` a run
@@ -527,21 +534,28 @@ def collect_statistics(
     bound = bind_inputs(input_specs, data)
     samples = bound.samples
     listener = StatisticsListener(make_statistic, consumer_ranges=consumer_ranges)
-    try:
-        compiled = CompiledFunction(module, listeners=(listener,))
-    except CompiledFunction.CannotCompile as error:
-        raise XnpuError(f"cannot calibrate: {error}") from None
+    onnx_run = onnx_float_run(module, input_specs, listener.observe) if runtime == "onnxruntime" else None
+
+    def fits_one_run(run) -> bool:
+        return run.batched and samples * run.sample_bytes() <= ONE_RUN_BYTES and (
+            calibration_batch is None or calibration_batch >= samples)
+
+    run = onnx_run
+    if run is None or (one_run and not fits_one_run(run)):
+        try:
+            run = CompiledFunction(module, listeners=(listener,))
+        except CompiledFunction.CannotCompile as error:
+            raise XnpuError(f"cannot calibrate: {error}") from None
     size = 1
     if one_run:
-        if not compiled.batched or samples * compiled.sample_bytes() > ONE_RUN_BYTES or (
-                calibration_batch is not None and calibration_batch < samples):
+        if not fits_one_run(run):
             return None
         size = samples
         listener.batched = True
-    elif compiled.batched:
-        size = calibration_batch or default_batch(compiled)
+    elif run.batched:
+        size = calibration_batch or default_batch(run)
         listener.batched = True
-    arguments = compiled.function.body.blocks.first.args
+    arguments = entry_function(module).body.blocks.first.args
     with _progress_bar(samples, _show_progress(progress), description) as bar:
         start = 0
         while start < samples:
@@ -551,7 +565,7 @@ def collect_statistics(
             chunk = tuple(np.ascontiguousarray(array) for array in bound.take(start, stop))
             for argument, array in zip(arguments, chunk):
                 listener.observe(argument, array)
-            compiled(chunk)
+            run(chunk)
             if stop % batch_size == 0 or stop == samples:
                 for statistic in listener.statistics.values():
                     if isinstance(statistic, RunningMax):
@@ -625,6 +639,7 @@ def calibrate(
     calibration_batch: int | None = None,
     consumer_ranges: bool | None = None,
     depthwise_weights: bool = False,
+    runtime: str = DEFAULT_RUNTIME,
 ) -> ModuleOp:
     """Record `nn.scale` on every float activation and `nn.weight_scales` on conv/gemm.
 
@@ -640,11 +655,15 @@ def calibrate(
     default: on for mse only). `depthwise_weights` (mse) weighs a tensor only depthwise
     convolutions read by their kernels (kernel_norms). `pow2` rounds every activation
     scale up to a power of two (weights keep their scales). `progress` shows a bar on stderr (default: when stderr is a
-    terminal). `calibration_batch` samples run through the float graph at once (default: as
+    terminal). `runtime` runs the float graph: "onnxruntime" (the model a module imported from ONNX
+    came from, where its tensors hold every value measured, else the interpreter) or
+    "interpreter"; the scales agree to float rounding. `calibration_batch` samples run through the float graph at once (default: as
     many as fit xnpu.interpreters.function.BATCH_MEMORY_BYTES, at most MAX_BATCH); the scales do not depend
     on it beyond float rounding. Modifies `module` in place and returns it.
     """
     _check_options(method, percentile, bins, batch_average, batch_size, calibration_batch)
+    if runtime not in RUNTIMES:
+        raise XnpuError(f"unknown calibration runtime '{runtime}'; use one of: {', '.join(RUNTIMES)}")
     if consumer_ranges is None:
         consumer_ranges = method == "mse"
     make_statistic: Callable[[SSAValue], RunningMax | Histogram]
@@ -654,12 +673,12 @@ def calibrate(
         weights = kernel_norms if method == "mse" and depthwise_weights else (lambda value: None)
         one_run = collect_statistics(module, data, lambda value: PeakHistogram(bins, method == "entropy", weights(value)),
                                      batch_size, progress, "calibrate", calibration_batch,
-                                     consumer_ranges=consumer_ranges, one_run=True)
+                                     consumer_ranges=consumer_ranges, one_run=True, runtime=runtime)
         if one_run is not None:
             return _annotate(module, {value: statistic.histogram for value, statistic in one_run.items()},
                              method, percentile, per_channel_weights, pow2)
         ranges = collect_statistics(module, data, lambda value: RunningMax(), 1, progress, "calibrate (ranges)",
-                                    calibration_batch, consumer_ranges=consumer_ranges)
+                                    calibration_batch, consumer_ranges=consumer_ranges, runtime=runtime)
         make_statistic = lambda value: Histogram(bins, signed=method == "entropy", peak=ranges[value].max_abs,
                                                  channel_weights=weights(value))
     elif method == "entropy":
@@ -667,7 +686,8 @@ def calibrate(
     else:
         make_statistic = lambda value: Histogram(bins)
     statistics = collect_statistics(module, data, make_statistic, batch_size, progress, "calibrate",
-                                    calibration_batch, average_batches=batch_average, consumer_ranges=consumer_ranges)
+                                    calibration_batch, average_batches=batch_average, consumer_ranges=consumer_ranges,
+                                    runtime=runtime)
     return _annotate(module, statistics, method, percentile, per_channel_weights, pow2)
 
 
