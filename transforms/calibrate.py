@@ -534,7 +534,9 @@ def collect_statistics(
     bound = bind_inputs(input_specs, data)
     samples = bound.samples
     listener = StatisticsListener(make_statistic, consumer_ranges=consumer_ranges)
-    onnx_run = onnx_float_run(module, input_specs, listener.observe) if runtime == "onnxruntime" else None
+    onnx_run = None
+    if runtime == "onnxruntime":  # one run holds all the samples, in segments of the graph that fit
+        onnx_run = onnx_float_run(module, input_specs, listener.observe, ONE_RUN_BYTES // samples if one_run else None)
 
     def fits_one_run(run) -> bool:
         return run.batched and samples * run.sample_bytes() <= ONE_RUN_BYTES and (

@@ -26,9 +26,11 @@ another order than numpy's (and run the batch norm unfolded).
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -82,81 +84,202 @@ def onnx_tensors(module: ModuleOp, origin: OnnxOrigin) -> dict[SSAValue, str] | 
 
 
 def onnx_float_run(module: ModuleOp, input_specs: Sequence[TensorSpec],
-                   observe: Callable[[SSAValue, np.ndarray], None]) -> OnnxFloatRun | None:
+                   observe: Callable[[SSAValue, np.ndarray], None], limit: int | None = None) -> OnnxFloatRun | None:
     """The float graph on onnxruntime, giving `observe` every measured value of each batch of
-    samples it runs; None where the module has no ONNX model whose tensors hold them all or its
-    inputs are not all tensors of a batch of one."""
+    samples it runs, in segments of about `limit` bytes a sample (plan_segments); None where the
+    module has no ONNX model whose tensors hold them all or its inputs are not all tensors of a
+    batch of one."""
     origin = origin_of(module)
     if origin is None or any(spec.opaque or spec.shape[:1] != (1,) for spec in input_specs):
         return None
     tensors = onnx_tensors(module, origin)
     if tensors is None:
         return None
-    return OnnxFloatRun(origin, tensors, [spec.name for spec in input_specs], observe)
+    return OnnxFloatRun(origin, tensors, [spec.name for spec in input_specs], observe, limit)
 
 
+@dataclass(frozen=True)
+class Segment:
+    """Nodes [first, last] of the graph as a model of their own: it reads `inputs` (graph inputs,
+    or tensors an earlier segment wrote) and writes `outputs` (the measured tensors its nodes
+    compute, and those a later segment reads)."""
+
+    first: int
+    last: int
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    bytes: int  # a sample's footprint while it runs: what it writes and every tensor kept across it
+
+
+def _tensor_layouts(graph) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """Static shape and numpy type of every tensor the inferred model types (others are left out)."""
+    import onnx
+
+    layouts = {}
+    for info in (*graph.input, *graph.value_info, *graph.output):
+        tensor = info.type.tensor_type if info.type.WhichOneof("value") == "tensor_type" else None
+        if tensor is None or not tensor.HasField("shape") or not all(d.HasField("dim_value") for d in tensor.shape.dim):
+            continue
+        try:
+            dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type))
+        except (KeyError, ValueError, TypeError):
+            continue
+        layouts[info.name] = (tuple(d.dim_value for d in tensor.shape.dim), dtype)
+    return layouts
+
+
+def plan_segments(graph, measured: Sequence[str], limit: int | None) -> list[Segment]:
+    """Consecutive runs of the graph's (topologically ordered) nodes, each as long as a sample's
+    footprint (what it writes, plus what is kept for later segments) stays within `limit`: all
+    the samples then run through one segment, its measured tensors are folded and dropped, and
+    only the tensors later segments read stay. One segment (the whole graph) without a limit, or
+    where a node has a subgraph (it may read any tensor of the graph) or a tensor crossing a cut
+    has no static type."""
+    nodes = list(graph.node)
+    layouts = _tensor_layouts(graph)
+    measured_set = set(measured)
+    whole = Segment(0, len(nodes) - 1, tuple(i.name for i in graph.input), tuple(dict.fromkeys(measured)), 0)
+    graphs = (onnx_attribute_types().GRAPH, onnx_attribute_types().GRAPHS)
+    if limit is None or any(a.type in graphs for node in nodes for a in node.attribute):
+        return [whole]
+    size = {name: int(np.prod(shape)) * dtype.itemsize for name, (shape, dtype) in layouts.items()}
+    produced_at = {output: index for index, node in enumerate(nodes) for output in node.output if output}
+    last_read = {}
+    for index, node in enumerate(nodes):
+        for name in node.input:
+            if name in produced_at:
+                last_read[name] = index
+    kept_after = lambda name, index: last_read.get(name, -1) > index  # noqa: E731
+    segments, first = [], 0
+    while first < len(nodes):
+        carried = [name for name, index in produced_at.items() if index < first and kept_after(name, first - 1)]
+        if any(name not in size for name in carried):
+            return [whole]
+        base = sum(size[name] for name in carried)
+        written: list[str] = []
+        last, footprint = first, None
+        for index in range(first, len(nodes)):
+            outputs = [name for name in nodes[index].output if name]
+            candidate = written + outputs
+            passing = [name for name in candidate if name not in measured_set and kept_after(name, index)]
+            if any(name not in size for name in passing):
+                candidate_bytes = math.inf
+            else:
+                candidate_bytes = base + sum(size[name] for name in set(candidate) & measured_set) + sum(
+                    size[name] for name in passing)
+            if index > first and candidate_bytes > limit:
+                break
+            written, last, footprint = candidate, index, candidate_bytes
+        reads = dict.fromkeys(name for node in nodes[first : last + 1] for name in node.input
+                              if name and (name in carried or name in (i.name for i in graph.input)))
+        outputs = dict.fromkeys(name for name in written if name in measured_set or kept_after(name, last))
+        segments.append(Segment(first, last, tuple(reads), tuple(outputs), int(min(footprint, 1 << 62))))
+        first = last + 1
+    return segments
+
+
+def onnx_attribute_types():
+    import onnx
+
+    return onnx.AttributeProto.AttributeType
 class OnnxFloatRun:
-    """The imported model on onnxruntime, its graph outputs the tensors of the measured values.
-    A call runs a batch of samples (the inputs of a batch-1 model stacked along axis 0, as
-    BoundInputs.take gives them) one at a time, each tensor's values written straight into its
-    row of the batch, and hands every value's batch to `observe`. The session is made on the
-    first call and kept with the origin for the next run over the same tensors."""
+    """The imported model on onnxruntime, in segments (plan_segments) whose graph outputs are the
+    tensors of the measured values and those later segments read. A call runs a batch of samples
+    (the inputs of a batch-1 model stacked along axis 0, as BoundInputs.take gives them) through
+    each segment in turn, one sample at a time, each output written straight into its row of the
+    batch, and hands every measured value's batch to `observe` once its segment has run. The
+    sessions are made on the first call and kept with the origin for the next run of the plan."""
 
     batched = True  # as CompiledFunction.batched: a call takes several samples
 
     def __init__(self, origin: OnnxOrigin, tensors: Mapping[SSAValue, str], input_names: Sequence[str],
-                 observe: Callable[[SSAValue, np.ndarray], None]):
+                 observe: Callable[[SSAValue, np.ndarray], None], limit: int | None = None):
         self.origin, self.tensors, self.observe = origin, dict(tensors), observe
         self.input_names = list(input_names)
-        self.names = tuple(dict.fromkeys(self.tensors.values()))
-        infos = {info.name: info for info in (*origin.model.graph.value_info, *origin.model.graph.output)}
-        self.infos = [infos[name] for name in self.names]
-        self.shapes = [tuple(dim.dim_value for dim in info.type.tensor_type.shape.dim) for info in self.infos]
+        graph = origin.model.graph
+        self.segments = plan_segments(graph, list(self.tensors.values()), limit)
+        self.layouts = _tensor_layouts(graph)
+        self.last_read = {name: index for index, node in enumerate(graph.node) for name in node.input if name}
 
     def sample_bytes(self) -> int:
-        """The memory one sample's outputs take (as CompiledFunction.sample_bytes estimates it)."""
-        return sum(4 * int(np.prod(shape)) for shape in self.shapes)
+        """The most memory a sample takes while a segment runs (as CompiledFunction.sample_bytes)."""
+        if len(self.segments) == 1:
+            return sum(int(np.prod(self.layouts[name][0])) * 4 for name in self.segments[0].outputs)
+        return max(segment.bytes for segment in self.segments)
 
-    def session(self):
-        """onnxruntime's session of the model with these tensors as its outputs; XnpuError if it
-        cannot load it."""
+    def sessions(self) -> list:
+        """onnxruntime's session of each segment; XnpuError if it cannot load one."""
         kept = _SESSIONS.get(self.origin)
-        if kept is not None and kept[0] == self.names:
+        if kept is not None and kept[0] == self.segments:
             return kept[1]
-        import onnx
         import onnxruntime
 
-        model = onnx.ModelProto()
-        model.CopyFrom(self.origin.model)
-        del model.graph.output[:]
-        model.graph.output.extend(self.infos)
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 4  # its own log lines: a failure is one XnpuError line instead
-        try:
-            session = onnxruntime.InferenceSession(model.SerializeToString(), options,
-                                                   providers=["CPUExecutionProvider"])
-        except Exception as error:  # onnxruntime's own pybind types; protobuf's over 2 GB
-            raise XnpuError(f"calibration on onnxruntime: cannot load the model ({first_line(error)}); "
-                            "--calibration-runtime=interpreter runs the float graph without it") from None
-        _SESSIONS[self.origin] = (self.names, session)
-        return session
+        # threads that wait sleep: spinning ones took 1.4-1.7x the CPU of the work itself where
+        # other processes kept the cores busy, for no gain on whole convolutions
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        sessions = []
+        for segment in self.segments:
+            model = _segment_model(self.origin.model, segment, len(self.segments) == 1)
+            try:
+                sessions.append(onnxruntime.InferenceSession(model.SerializeToString(), options,
+                                                             providers=["CPUExecutionProvider"]))
+            except Exception as error:  # onnxruntime's own pybind types; protobuf's over 2 GB
+                raise XnpuError(f"calibration on onnxruntime: cannot load the model ({first_line(error)}); "
+                                "--calibration-runtime=interpreter runs the float graph without it") from None
+        _SESSIONS[self.origin] = (self.segments, sessions)
+        return sessions
 
     def __call__(self, inputs: Sequence[np.ndarray]) -> None:
         samples = len(inputs[0]) if inputs else 1
-        outputs = {name: np.empty((samples, *shape), dtype=np.float32) for name, shape in zip(self.names, self.shapes)}
-        session = self.session()
-        binding = session.io_binding()
-        try:
-            for row in range(samples):
-                for name, array in zip(self.input_names, inputs):
-                    binding.bind_cpu_input(name, np.ascontiguousarray(array[row : row + 1]))
-                for name, shape in zip(self.names, self.shapes):
-                    binding.bind_output(name, "cpu", 0, np.float32, list(shape), outputs[name][row].ctypes.data)
-                session.run_with_iobinding(binding)
-        except Exception as error:  # a value onnxruntime refuses at run time (its own pybind types)
-            raise XnpuError(f"calibration on onnxruntime failed: {first_line(error)}") from None
+        kept: dict[str, np.ndarray] = {}  # every sample's value of a tensor a later segment reads
+        graph_inputs = dict(zip(self.input_names, inputs))
+        values_of = {}
         for value, name in self.tensors.items():
-            self.observe(value, outputs[name])
+            values_of.setdefault(name, []).append(value)
+        for segment, session in zip(self.segments, self.sessions()):
+            outputs = {name: np.empty((samples, *self.layouts[name][0]), dtype=self.layouts[name][1])
+                       for name in segment.outputs}
+            binding = session.io_binding()
+            try:
+                for row in range(samples):
+                    for name in segment.inputs:
+                        if name in graph_inputs:
+                            binding.bind_cpu_input(name, np.ascontiguousarray(graph_inputs[name][row : row + 1]))
+                        elif name in kept:
+                            binding.bind_cpu_input(name, kept[name][row, ...])
+                    for name, array in outputs.items():
+                        binding.bind_output(name, "cpu", 0, array.dtype, list(array.shape[1:]), array[row, ...].ctypes.data)
+                    session.run_with_iobinding(binding)
+            except Exception as error:  # a value onnxruntime refuses at run time (its own pybind types)
+                raise XnpuError(f"calibration on onnxruntime failed: {first_line(error)}") from None
+            for name, array in outputs.items():
+                for value in values_of.get(name, ()):
+                    self.observe(value, array)
+            kept.update(outputs)
+            kept = {name: array for name, array in kept.items() if self.last_read.get(name, -1) > segment.last}
 
 
-_SESSIONS: weakref.WeakKeyDictionary[OnnxOrigin, tuple[tuple[str, ...], object]] = weakref.WeakKeyDictionary()
+def _segment_model(model, segment: Segment, whole: bool):
+    """The nodes of `segment` as a model of their own (the whole model, where it is one segment)."""
+    import onnx
+
+    graph = model.graph
+    infos = {info.name: info for info in (*graph.input, *graph.value_info, *graph.output)}
+    part = onnx.ModelProto()
+    part.CopyFrom(model)
+    del part.graph.output[:]
+    part.graph.output.extend(infos[name] for name in segment.outputs)
+    if whole:
+        return part
+    nodes = graph.node[segment.first : segment.last + 1]
+    read = {name for node in nodes for name in node.input}
+    del part.graph.node[:], part.graph.input[:], part.graph.initializer[:], part.graph.value_info[:]
+    part.graph.node.extend(nodes)
+    part.graph.input.extend(infos[name] for name in segment.inputs)
+    part.graph.initializer.extend(tensor for tensor in graph.initializer if tensor.name in read)
+    return part
+
+
+_SESSIONS: weakref.WeakKeyDictionary[OnnxOrigin, tuple[list[Segment], list]] = weakref.WeakKeyDictionary()

@@ -151,3 +151,27 @@ def test_over_the_one_run_budget_onnxruntime_runs_twice_and_the_scales_stay(monk
     assert runs == {"onnxruntime": 2, "interpreter": 0}
     for name, scale in one_run.items():
         assert two_runs[name] == pytest.approx(scale, rel=1e-6), name
+
+
+def test_where_the_outputs_of_every_sample_exceed_one_run_the_graph_runs_in_segments_that_fit(monkeypatch):
+    """One run still, segment by segment: all the samples through the first nodes, their
+    measured tensors folded and dropped, only what later nodes read kept."""
+    whole = scales_by_location(calibrate(cleaned(cnn_model()), DATA, bins=512))
+    module = cleaned(cnn_model())
+    tensors = onnx_tensors(module, origin_of(module))
+    one_sample = OnnxFloatRun(origin_of(module), tensors, ["input"], None).sample_bytes()
+    limit = 2 * one_sample // 3  # above what the add needs alone: both its inputs and its output
+    segments = OnnxFloatRun(origin_of(module), tensors, ["input"], None, limit).segments
+    assert len(segments) >= 2 and all(segment.bytes <= limit for segment in segments)
+    assert [s.first for s in segments[1:]] == [s.last + 1 for s in segments[:-1]] and segments[-1].last == 12
+    # what a later segment reads is an output of an earlier one (or the graph's input)
+    written = {"input"}
+    for segment in segments:
+        assert set(segment.inputs) <= written
+        written |= set(segment.outputs)
+    runs = counting_runs(monkeypatch)
+    monkeypatch.setattr(calibrate_module, "ONE_RUN_BYTES", limit * len(DATA))
+    segmented = scales_by_location(calibrate(module, DATA, bins=512))
+    assert runs == {"onnxruntime": 1, "interpreter": 0}
+    for name, scale in whole.items():
+        assert segmented[name] == pytest.approx(scale, rel=1e-6), name
