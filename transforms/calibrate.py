@@ -137,8 +137,8 @@ class RunningMax:
         self.batch_sum = 0.0
         self.batches = 0
 
-    def update(self, x: np.ndarray) -> None:
-        value = max(float(x.max()), -float(x.min())) if x.size else 0.0
+    def update(self, x: np.ndarray, clip: Bounds = None) -> None:
+        value = max(clipped(float(x.max()), clip), -clipped(float(x.min()), clip)) if x.size else 0.0
         if not math.isfinite(value):
             raise XnpuError("calibration produced a non-finite value (inf or nan) in the float graph")
         self.max_abs = max(self.max_abs, value)
@@ -168,15 +168,24 @@ def _merge_bins(counts: np.ndarray, factor: int) -> np.ndarray:
 COMPILED_HISTOGRAM_MIN = 1 << 22
 _LOADED_LOOPS: dict[str, object] = {}
 
+Bounds = tuple[float, float] | None  # a consumer_range the values are observed clipped to
 
-def uniform_counts(values: np.ndarray, bins: int, low: float, high: float, magnitudes: bool = False) -> np.ndarray:
-    """np.histogram(values, bins, range=(low, high))'s counts (of |values| with `magnitudes`);
-    for large arrays in one compiled pass (calibrate_loops.uniform_histogram: NumPy's rule
-    step for step, equal counts)."""
+
+def clipped(value: float, clip: Bounds) -> float:  # np.clip of a scalar (float32 bounds: StatisticsListener.observe)
+    return value if clip is None else min(max(value, clip[0]), clip[1])
+
+
+def uniform_counts(values: np.ndarray, bins: int, low: float, high: float, magnitudes: bool = False,
+                   clip: Bounds = None) -> np.ndarray:
+    """np.histogram(values, bins, range=(low, high))'s counts (of |values| with `magnitudes`,
+    of the values clipped to `clip` first); for large arrays in one compiled pass
+    (calibrate_loops.uniform_histogram: NumPy's rule step for step, equal counts), which
+    clips each value as it reads it instead of a clipped copy of the array."""
     values = values.ravel(order="K")  # memory order: a view, also of a transposed array
     uniform_histogram = _LOADED_LOOPS.get("uniform_histogram")
     if uniform_histogram is None:
         if values.size < COMPILED_HISTOGRAM_MIN:
+            values = values if clip is None else np.clip(values, *clip)
             return np.histogram(np.abs(values) if magnitudes else values, bins=bins, range=(low, high))[0]
         from xnpu.transforms.calibrate_loops import uniform_histogram
 
@@ -187,7 +196,9 @@ def uniform_counts(values: np.ndarray, bins: int, low: float, high: float, magni
     bins_per_unit = bins / float(np.subtract(high, low, dtype=np.float64))
     as_values = values.dtype.type
     counts = np.zeros(bins, dtype=np.int64)
-    return uniform_histogram(values, as_values(low), as_values(high), bins_per_unit, edges, magnitudes, counts)
+    clip_low, clip_high = (-np.inf, np.inf) if clip is None else clip
+    return uniform_histogram(values, as_values(low), as_values(high), bins_per_unit, edges, magnitudes,
+                             as_values(clip_low), as_values(clip_high), counts)
 
 
 class Histogram:
@@ -232,10 +243,11 @@ class Histogram:
     def zero_bin(self) -> int:
         return self.side_bins if self.signed else 0
 
-    def update(self, x: np.ndarray) -> None:
-        """Fold the samples x[0], x[1], ... in order, as if each came in its own call: a run of
-        samples inside the current range is one np.histogram (the counts of each value do not
-        depend on its neighbours), a sample that sets or grows the range is folded alone."""
+    def update(self, x: np.ndarray, clip: Bounds = None) -> None:
+        """Fold the samples x[0], x[1], ... (clipped to `clip`) in order, as if each came in its
+        own call: a run of samples inside the current range is one np.histogram (the counts of
+        each value do not depend on its neighbours), a sample that sets or grows the range is
+        folded alone."""
         values = np.asarray(x, dtype=np.float32)
         if values.size == 0:
             return
@@ -243,21 +255,23 @@ class Histogram:
         samples = values if values.ndim > 1 else values[:, None]
         sample_axes = tuple(range(1, samples.ndim))
         highs, lows = samples.max(axis=sample_axes), samples.min(axis=sample_axes)
+        if clip is not None:
+            highs, lows = np.clip(highs, *clip), np.clip(lows, *clip)
         if not (np.isfinite(highs).all() and np.isfinite(lows).all()):
             raise XnpuError("calibration produced a non-finite value (inf or nan) in the float graph")
         peaks = np.maximum(np.abs(highs), np.abs(lows))
         start = 0
         while start < len(samples):
             if self.width == 0.0 or peaks[start] > self.upper:
-                self._fold(samples[start : start + 1], float(lows[start]), float(highs[start]))
+                self._fold(samples[start : start + 1], float(lows[start]), float(highs[start]), clip)
                 start += 1
                 continue
             beyond = np.flatnonzero(peaks[start:] > self.upper)
             stop = start + int(beyond[0]) if beyond.size else len(samples)
-            self._fold(samples[start:stop], float(lows[start:stop].min()), float(highs[start:stop].max()))
+            self._fold(samples[start:stop], float(lows[start:stop].min()), float(highs[start:stop].max()), clip)
             start = stop
 
-    def _fold(self, values: np.ndarray, low: float, high: float) -> None:
+    def _fold(self, values: np.ndarray, low: float, high: float, clip: Bounds = None) -> None:
         self.min, self.max = min(self.min, low), max(self.max, high)
         peak = max(abs(low), abs(high))
         if peak == 0.0 and self.width == 0.0:
@@ -272,12 +286,13 @@ class Histogram:
             self._merge_to_cover(peak)
         low, magnitudes = (-self.upper, False) if self.signed else (0.0, True)
         if self.channel_weights is None:
-            self.counts += uniform_counts(values, self.counts.size, low, self.upper, magnitudes)
+            self.counts += uniform_counts(values, self.counts.size, low, self.upper, magnitudes, clip)
             return
         axis = values.ndim - 3  # the channel of [samples, (1,) C, H, W]
         for channel, weight in enumerate(self.channel_weights):
             channel_values = np.take(values, channel, axis=axis)
-            self.counts += weight * uniform_counts(channel_values, self.counts.size, low, self.upper, magnitudes)
+            self.counts += weight * uniform_counts(channel_values, self.counts.size, low, self.upper, magnitudes,
+                                                   clip)
 
     def _merge_to_cover(self, peak: float) -> None:
         factor = math.ceil(peak / self.upper)
@@ -340,17 +355,17 @@ class PeakHistogram:
         self.bins, self.signed, self.channel_weights = bins, signed, channel_weights
         self.histogram: Histogram | None = None
 
-    def update(self, x: np.ndarray) -> None:
+    def update(self, x: np.ndarray, clip: Bounds = None) -> None:
         if self.histogram is not None:
             raise AssertionError("PeakHistogram takes all the samples in one call")
         values = np.asarray(x, dtype=np.float32)
-        low, high = (float(values.min()), float(values.max())) if values.size else (0.0, 0.0)
+        low, high = (clipped(float(values.min()), clip), clipped(float(values.max()), clip)) if values.size else (0, 0)
         if not (math.isfinite(low) and math.isfinite(high)):
             raise XnpuError("calibration produced a non-finite value (inf or nan) in the float graph")
         self.histogram = Histogram(self.bins, signed=self.signed, peak=max(high, -low),
                                    channel_weights=self.channel_weights)
         if values.size:  # every sample is inside the range: Histogram.update's per-sample scan would find no other
-            self.histogram._fold(values if values.ndim > 1 else values[:, None], low, high)
+            self.histogram._fold(values if values.ndim > 1 else values[:, None], low, high, clip)
 
 
 def percentile_threshold(histogram: Histogram, percentile: float) -> float:
@@ -464,12 +479,11 @@ class StatisticsListener:
         statistic = self.statistics.get(value)
         if statistic is None:
             statistic = self.statistics[value] = self.make_statistic(value)
-            self.ranges[value] = consumer_range(value) if self.consumer_ranges else None
+            bounds = consumer_range(value) if self.consumer_ranges else None
+            # in float32, as np.clip of a float32 array takes them (NEP 50)
+            self.ranges[value] = None if bounds is None else tuple(float(np.float32(b)) for b in bounds)
         array = np.asarray(array)
-        bounds = self.ranges[value]
-        if bounds is not None:
-            array = np.clip(array, *bounds)
-        statistic.update(array if self.batched and array.ndim else array[None])
+        statistic.update(array if self.batched and array.ndim else array[None], self.ranges[value])
 
     def did_interpret_op(self, op: Operation, results: tuple[Any, ...]) -> None:
         if op.dialect_name() != "nn" or isinstance(op, nn.ConstantOp):
@@ -534,15 +548,11 @@ def collect_statistics(
     bound = bind_inputs(input_specs, data)
     samples = bound.samples
     listener = StatisticsListener(make_statistic, consumer_ranges=consumer_ranges)
-    onnx_run = None
-    if runtime == "onnxruntime":  # one run holds all the samples, in segments of the graph that fit
-        onnx_run = onnx_float_run(module, input_specs, listener.observe, ONE_RUN_BYTES // samples if one_run else None)
-
-    def fits_one_run(run) -> bool:
-        return run.batched and samples * run.sample_bytes() <= ONE_RUN_BYTES and (
-            calibration_batch is None or calibration_batch >= samples)
-
-    run = onnx_run
+    # one run holds all the samples, in segments of the graph that fit
+    run = onnx_float_run(module, input_specs, listener.observe, ONE_RUN_BYTES // samples if one_run else None
+                         ) if runtime == "onnxruntime" else None
+    fits_one_run = lambda run: run.batched and samples * run.sample_bytes() <= ONE_RUN_BYTES and (  # noqa: E731
+        calibration_batch is None or calibration_batch >= samples)
     if run is None or (one_run and not fits_one_run(run)):
         try:
             run = CompiledFunction(module, listeners=(listener,))

@@ -18,14 +18,21 @@ from xnpu.core.jit import jit
 
 
 @jit
-def uniform_histogram(values, first, last, bins_per_unit, edges, magnitudes, counts):
-    """Add to `counts` (B bins) the samples of the flat float array `values` (|values| with
-    `magnitudes`) that lie in [first, last]: bin i holds edges[i] <= v < edges[i + 1], the
-    last bin also v == last. `first`, `last` and `edges` (np.linspace(first, last, B + 1))
-    are in the values' float type; `bins_per_unit` is B / (last - first) in float64."""
+def uniform_histogram(values, first, last, bins_per_unit, edges, magnitudes, clip_low, clip_high, counts):
+    """Add to `counts` (B bins) the samples of the flat float array `values`, each clipped to
+    [clip_low, clip_high] (as np.clip; infinite bounds leave it) and taken as |v| with
+    `magnitudes`, that lie in [first, last]: bin i holds edges[i] <= v < edges[i + 1], the last
+    bin also v == last. `first`, `last`, the clip bounds and `edges` (np.linspace(first, last,
+    B + 1)) are in the values' float type; `bins_per_unit` is B / (last - first) in float64."""
     bins = counts.size
     for k in range(values.size):
-        v = abs(values[k]) if magnitudes else values[k]
+        v = values[k]
+        if v < clip_low:
+            v = clip_low
+        elif v > clip_high:
+            v = clip_high
+        if magnitudes:
+            v = abs(v)
         if not (v >= first and v <= last):
             continue
         index = min(int(np.float64(v - first) * bins_per_unit), bins - 1)
