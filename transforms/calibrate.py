@@ -549,7 +549,7 @@ def collect_statistics(
     samples = bound.samples
     listener = StatisticsListener(make_statistic, consumer_ranges=consumer_ranges)
     # one run holds all the samples, in segments of the graph that fit
-    run = onnx_float_run(module, input_specs, listener.observe, ONE_RUN_BYTES // samples if one_run else None
+    run = onnx_float_run(module, input_specs, listener.observe, samples if one_run else None
                          ) if runtime == "onnxruntime" else None
     fits_one_run = lambda run: run.batched and samples * run.sample_bytes() <= ONE_RUN_BYTES and (  # noqa: E731
         calibration_batch is None or calibration_batch >= samples)

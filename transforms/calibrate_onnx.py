@@ -83,18 +83,25 @@ def onnx_tensors(module: ModuleOp, origin: OnnxOrigin) -> dict[SSAValue, str] | 
     return tensors
 
 
+# One run of all the samples holds the outputs of a segment of the graph for every sample: at
+# most this much (with the sessions and statistics, the peak RSS of calibrating resnet18_like
+# grew by ~1.5x this budget; 512 MB: 1018 MB, 256 MB: 797 MB, for the same CPU time).
+SEGMENT_BYTES = 256 << 20
+
+
 def onnx_float_run(module: ModuleOp, input_specs: Sequence[TensorSpec],
-                   observe: Callable[[SSAValue, np.ndarray], None], limit: int | None = None) -> OnnxFloatRun | None:
+                   observe: Callable[[SSAValue, np.ndarray], None], samples: int | None = None) -> OnnxFloatRun | None:
     """The float graph on onnxruntime, giving `observe` every measured value of each batch of
-    samples it runs, in segments of about `limit` bytes a sample (plan_segments); None where the
-    module has no ONNX model whose tensors hold them all or its inputs are not all tensors of a
-    batch of one."""
+    samples it runs; for one run of `samples` samples, in segments within SEGMENT_BYTES
+    (plan_segments). None where the module has no ONNX model whose tensors hold them all or its
+    inputs are not all tensors of a batch of one."""
     origin = origin_of(module)
     if origin is None or any(spec.opaque or spec.shape[:1] != (1,) for spec in input_specs):
         return None
     tensors = onnx_tensors(module, origin)
     if tensors is None:
         return None
+    limit = None if samples is None else SEGMENT_BYTES // samples
     return OnnxFloatRun(origin, tensors, [spec.name for spec in input_specs], observe, limit)
 
 

@@ -16,6 +16,7 @@ from xnpu.ir.io import parse_ir, print_ir
 from xnpu.ir.locations import location_names
 from xnpu.ir.onnx_origin import origin_of
 from xnpu.transforms import calibrate as calibrate_module
+from xnpu.transforms import calibrate_onnx
 from xnpu.transforms.calibrate import SCALE_ATTR, calibrate
 from xnpu.transforms.calibrate_onnx import OnnxFloatRun, onnx_tensors
 
@@ -170,7 +171,7 @@ def test_where_the_outputs_of_every_sample_exceed_one_run_the_graph_runs_in_segm
         assert set(segment.inputs) <= written
         written |= set(segment.outputs)
     runs = counting_runs(monkeypatch)
-    monkeypatch.setattr(calibrate_module, "ONE_RUN_BYTES", limit * len(DATA))
+    monkeypatch.setattr(calibrate_onnx, "SEGMENT_BYTES", limit * len(DATA))
     segmented = scales_by_location(calibrate(module, DATA, bins=512))
     assert runs == {"onnxruntime": 1, "interpreter": 0}
     for name, scale in whole.items():
