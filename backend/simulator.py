@@ -197,14 +197,17 @@ class Machine(DmaUnit, ComputeUnits):
         return stats
 
     def _execute_binary(self, binary: Binary, trace: Trace | None) -> RunStats:
-        """`execute` for a Binary: its plan is made once per binary."""
+        """`execute` for a Binary."""
+        return self._run_plan(self.plan_of(binary), binary.provenance, trace)
+
+    def plan_of(self, binary: Binary) -> Plan:
+        """The binary's checked plan, made once per binary."""
         cached = self._plans.get(id(binary))
         if cached is not None and cached[0] is binary and cached[1].instructions is binary.instructions:
-            plan = cached[1]
-        else:
-            plan = self._checked_plan(binary.instructions, binary.provenance, binary_compulsory(binary))
-            self._plans[id(binary)] = (binary, plan)
-        return self._run_plan(plan, binary.provenance, trace)
+            return cached[1]
+        plan = self._checked_plan(binary.instructions, binary.provenance, binary_compulsory(binary))
+        self._plans[id(binary)] = (binary, plan)
+        return plan
 
     def _sync(self, i: Instruction) -> None:
         self._tokens.append(i["token"])
@@ -363,6 +366,15 @@ def simulate(
     floats = {tensor.name: fp.dequantize(codes[tensor.name], tensor.scale) if tensor.dtype in QUANTIZED_BITS
               else codes[tensor.name] for tensor in binary.outputs()}
     return BinaryRun(floats, codes, stats)
+
+
+def planned_stats(binary: Binary, target: TargetDescription | None = None) -> RunStats:
+    """The statistics of one run of `binary` (cycles, queue busy time and DDR traffic, per
+    layer), which its instructions alone decide: what `simulate` returns per sample (Plan.of),
+    here without running anything, so without data, the constant image in DDR or the compute
+    units' compiled loops (xnpu-compile --report's roofline)."""
+    target = target_for_binary(binary) if target is None else target
+    return Machine(target, ddr_size=0).plan_of(binary).fresh_stats()
 
 
 def run_binary(

@@ -3,9 +3,9 @@
 A layer is an nn op of the float graph that has a location (its ONNX node). The lowering
 keeps that location on every fixed op the nn op becomes, and the last of them whose result
 is an integer tensor holds the layer's int8 output, with the layer's output scale as its
-`scale` property. Both modules run on the same samples, one sample at a time, with an
-interpreter listener that keeps each layer's value of the current sample only; running sums
-make the statistics, so memory does not grow with the number of samples:
+`scale` property. Both modules run on the same samples, together op by op: a layer's float
+output is compared with its int8 output as soon as both exist, then dropped; running sums
+make the statistics, so memory grows neither with the layers nor with the samples:
 
     cosine      sum(f * d) / sqrt(sum(f^2) * sum(d^2))    f float, d = q * scale dequantized
     SQNR (dB)   10 * log10(sum(f^2) / sum((f - d)^2))
@@ -35,7 +35,6 @@ import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import FusedLoc, IntegerType, ModuleOp, NameLoc, TensorType, UnknownLoc
@@ -58,6 +57,7 @@ from xnpu.driver.layer_stats import (
 from xnpu.driver.pipeline import float_cleanup
 from xnpu.driver.report_html import report_html
 from xnpu.interpreters.function import (
+    BATCH_MEMORY_BYTES,
     CompiledFunction,
     batches,
     bind_inputs,
@@ -181,39 +181,36 @@ def match_layers(float_module: ModuleOp, fixed_module: ModuleOp) -> tuple[list[_
 # --------------------------------------------------------------------------------------
 
 
-class _ValueRecorder:
-    """Keeps the current samples' result of each watched op of the float run, by layer name."""
-
-    def __init__(self, watched: Mapping[Operation, str]):
-        self.watched = watched
-        self.values: dict[str, np.ndarray] = {}
-
-    def did_interpret_op(self, op: Operation, results: tuple[Any, ...]) -> None:
-        name = self.watched.get(op)
-        if name is not None:
-            self.values[name] = np.asarray(results[0])
-
-
-class _Comparer:
-    """In the fixed run: each watched op's result goes into its layer's statistics against the
-    float value recorded for it, which is dropped then (the run holds one side, not both)."""
-
-    def __init__(self, watched: Mapping[Operation, str], reference: dict[str, np.ndarray],
-                 accumulators: Mapping[str, _Accumulator]):
-        self.watched = watched
-        self.reference = reference
-        self.accumulators = accumulators
-        self.samples = 1
-
-    def did_interpret_op(self, op: Operation, results: tuple[Any, ...]) -> None:
-        name = self.watched.get(op)
-        reference = self.reference.pop(name, None) if name is not None else None
-        if reference is None:
-            return
+def _compare_in_step(float_steps, fixed_steps, float_layers: Mapping[Operation, str],
+                     fixed_layers: Mapping[Operation, str], accumulators: Mapping[str, _Accumulator], samples: int) -> None:
+    """Run the float and the fixed graph (CompiledFunction.stepwise) together: the fixed run
+    goes on until it computes a layer's int8 output, the float run until it has computed the
+    same layer's float output, and the pair goes into the layer's statistics at once. With
+    the layers in the same order in both graphs, no layer's float output outlives its
+    comparison: the report holds one layer of each side, beside what each run keeps alive."""
+    pending: dict[str, np.ndarray] = {}
+    compared = 0
+    for op, results in fixed_steps:
+        name = fixed_layers.get(op)
+        if name is None:
+            continue
+        while name not in pending:
+            step = next(float_steps, None)
+            if step is None:
+                raise XnpuError(f"layer '{name}': the float graph ended before computing it")
+            float_op, float_results = step
+            float_name = float_layers.get(float_op)
+            if float_name is not None:
+                pending[float_name] = np.asarray(float_results[0])
         try:
-            self.accumulators[name].update(reference, np.asarray(results[0]), self.samples)
+            accumulators[name].update(pending.pop(name), np.asarray(results[0]), samples)
         except XnpuError as error:
             raise XnpuError(f"layer '{name}': {error}") from None
+        compared += 1
+        if compared == len(fixed_layers):
+            break  # what follows the last layer (the graph's outputs) is not compared
+    float_steps.close()
+    fixed_steps.close()
 
 
 class _Accumulator:
@@ -272,20 +269,15 @@ class _Accumulator:
         return 10.0 * math.log10(self.ff / self.ee)
 
 
-# The float output of every layer of the samples run at once is kept from the float run until the
-# fixed run reaches the layer: the samples per run are as many as this holds.
-REPORT_MEMORY_BYTES = 64 << 20
+# The two runs go on together (_compare_in_step), each with its own values alive: the samples per
+# run are as many as fit this much memory for both, as calibration's float run alone has.
+REPORT_MEMORY_BYTES = BATCH_MEMORY_BYTES
 # By default the report runs on the first eighth of the calibration samples. Calibration runs the
 # float graph over every sample (twice when they do not fit one batch), the report the float graph
 # and the fixed one (about 1.5 times as costly) once over its samples: an eighth keeps it near a
 # fifth of the compile time, and a layer's statistics still pool thousands of values or more
 # (docs/reliability.md).
 REPORT_SHARE = 8
-
-
-def _sample_bytes(op: Operation) -> int:
-    shape = op.results[0].type.get_shape() if isinstance(op.results[0].type, TensorType) else ()
-    return 4 * math.prod(shape[1:])  # float32, per sample (the IR's leading dimension is the batch)
 
 
 def _scale_of(op: Operation, name: str) -> np.ndarray:
@@ -330,16 +322,14 @@ def layer_report(
         layer.name: _Accumulator(_scale_of(layer.fixed_op, layer.name), fixed.width_of(layer.fixed_op.results[0]))
         for layer in layers
     }
-    float_recorder = _ValueRecorder({layer.float_op: layer.name for layer in layers})
-    comparer = _Comparer({layer.fixed_op: layer.name for layer in layers}, float_recorder.values, accumulators)
-    float_run = CompiledFunction(float_module, listeners=(float_recorder,))
-    fixed_run = CompiledFunction(fixed_module, listeners=(comparer,))
+    float_layers = {layer.float_op: layer.name for layer in layers}
+    fixed_layers = {layer.fixed_op: layer.name for layer in layers}
+    float_run, fixed_run = CompiledFunction(float_module), CompiledFunction(fixed_module)
     several = count > 1 or fixed_bound.samples > 1
-    # both modules keep samples apart along axis 0: run as many at once as both allow, and as
-    # the float outputs of every layer, kept from the float run for the fixed one, fit
-    recorded = sum(_sample_bytes(layer.float_op) for layer in layers)
-    size = min(default_batch(float_run), default_batch(fixed_run), max(1, REPORT_MEMORY_BYTES // max(recorded, 1)))
-    size = size if several else 1
+    # both modules keep samples apart along axis 0: run as many at once as both allow, with
+    # both runs' live values within the memory one run has in calibration
+    each_run = REPORT_MEMORY_BYTES // 2
+    size = min(default_batch(float_run, each_run), default_batch(fixed_run, each_run)) if several else 1
 
     def samples_of(inputs, start: int, stop: int) -> tuple[np.ndarray, ...]:
         return tuple(np.ascontiguousarray(a) for a in inputs.take(start, stop))
@@ -347,12 +337,10 @@ def layer_report(
     show = sys.stderr.isatty() if progress is None else progress
     with tqdm(total=count, desc="report", unit="sample", file=sys.stderr, disable=not show, leave=False) as bar:
         for start, stop in batches(count, size):
-            float_recorder.values.clear()
-            float_run(samples_of(bound, start, stop))
-            comparer.samples = stop - start
-            fixed_run(samples_of(fixed_bound, start, stop))
+            _compare_in_step(float_run.stepwise(samples_of(bound, start, stop)),
+                             fixed_run.stepwise(samples_of(fixed_bound, start, stop)),
+                             float_layers, fixed_layers, accumulators, stop - start)
             bar.update(stop - start)
-    float_recorder.values.clear()
     stats = []
     for layer in layers:
         accumulator = accumulators[layer.name]

@@ -192,6 +192,19 @@ class CompiledFunction:
         return peak
 
     def __call__(self, arguments: tuple) -> tuple:
+        run = self.stepwise(arguments)
+        while True:
+            try:
+                op, outputs = next(run)
+            except StopIteration as finished:
+                return finished.value
+            for listener in self.listeners:
+                listener.did_interpret_op(op, outputs)
+
+    def stepwise(self, arguments: tuple):
+        """The run as a generator: yields (op, its results) after each op and returns the
+        function's results. A caller can interleave two runs op by op (the per-layer report
+        compares the float and the int8 graph layer by layer) or stop one early (`close()`)."""
         self.check_budget(self.samples_in(arguments))
         values: list = [None] * self.slot_count
         values[: self.arguments] = arguments
@@ -199,8 +212,7 @@ class CompiledFunction:
             outputs = implementation(functions, None, op, tuple(values[s] for s in operands)).values
             for slot, value in zip(results, outputs):
                 values[slot] = value
-            for listener in self.listeners:
-                listener.did_interpret_op(op, outputs)
+            yield op, outputs
             for slot in dropped:
                 values[slot] = None
         return tuple(values[s] for s in self.outputs)

@@ -26,12 +26,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-import numpy as np
-
-from xnpu.backend.simulator import input_specs, simulate
+from xnpu.backend.simulator import planned_stats
 from xnpu.core.array_io import load_arrays
 from xnpu.core.errors import XnpuError
-from xnpu.core.inputs import bind_inputs
 from xnpu.driver.pipeline import LEVELS
 from xnpu.driver.pipeline import compile as compile_model
 from xnpu.driver.placement import placement_of
@@ -138,19 +135,12 @@ def compile_main(args: argparse.Namespace) -> None:
 
         if "fold-quantize-pairs" not in report_modules:
             raise XnpuError("--report needs the int8 model: compile to --emit=fixed or below")
-        run = simulate(result, first_sample(result, calibration)).stats if args.emit == "bin" else None
+        run = planned_stats(result) if args.emit == "bin" else None
         write_layer_report(args, report_modules["import-onnx"], report_modules["fold-quantize-pairs"], calibration,
                            placement, run)
     # TOSA goes out in MLIR's generic form, the one every upstream parser reads (docs/tosa.md)
     payload = result.to_bytes() if args.emit == "bin" else print_ir(result, generic=args.emit == "tosa")
     write_output(args.output, payload, inputs)
-
-
-def first_sample(binary, data) -> dict[str, np.ndarray]:
-    """The first sample of calibration data (an array, or arrays by input name), where an
-    input given once in its own shape (a sample rate) is every sample's."""
-    bound = bind_inputs(input_specs(binary), data)
-    return {spec.name: array for spec, array in zip(bound.specs, bound.take(0, 1))}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

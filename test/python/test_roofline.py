@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from xnpu.backend.roofline import compulsory_ranges, ddr_traffic, ratio
-from xnpu.backend.simulator import Machine, format_profile, simulate
+from xnpu.backend.simulator import Machine, format_profile, planned_stats, simulate
 from xnpu.driver.pipeline import compile as compile_model
 from xnpu.target.encoding import make_instruction
 
@@ -73,6 +73,18 @@ def test_two_samples_count_twice():
     one, two = simulate(binary, x[:1]).stats, simulate(binary, x).stats
     assert two.total_ddr_bytes == 2 * one.total_ddr_bytes and two.total_compulsory_bytes == 2 * one.total_compulsory_bytes
     assert two.roofline_ratio == pytest.approx(one.roofline_ratio)
+
+
+@pytest.mark.parametrize("target", ["xnpu_default", "xnpu_lite"])
+def test_the_plan_alone_gives_a_runs_statistics(target):
+    """xnpu-compile --report takes the roofline from the plan, without running the binary."""
+    binary = compile_model(EXAMPLES / "tiny_cnn.onnx", np.load(EXAMPLES / "tiny_calib.npy"), target=target)
+    ran = simulate(binary, np.load(EXAMPLES / "tiny_input.npy")[:1]).stats
+    planned = planned_stats(binary)
+    assert planned.cycles == ran.cycles > 0 and planned.instructions == ran.instructions
+    assert planned.by_layer == ran.by_layer and planned.by_class == ran.by_class
+    assert (planned.compute, planned.dma) == (ran.compute, ran.dma)
+    assert (planned.ddr_bytes, planned.compulsory_bytes) == (ran.ddr_bytes, ran.compulsory_bytes)
 
 
 def test_raw_programs_have_no_compulsory_bytes():
