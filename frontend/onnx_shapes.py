@@ -30,7 +30,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from xnpu.core.budget import check_tensor, check_total
+from xnpu.core.budget import check_tensor, check_total, over_total_budget, shape_text, size_text
 from xnpu.core.errors import XnpuError, XnpuNote
 from xnpu.frontend.input_shapes import INPUT_SHAPE_FLAG
 from xnpu.frontend.onnx_host_nodes import node_reads
@@ -306,7 +306,7 @@ def _replace_by_initializers(
     try:
         from onnx.reference import ReferenceEvaluator
 
-        checked = _budgeted_ops(evaluation_model)
+        checked = _budgeted_ops(evaluation_model, set(wanted))
         values = ReferenceEvaluator(evaluation_model, new_ops=checked).run(None, feeds) if wanted else []
     except XnpuError:
         raise
@@ -371,10 +371,20 @@ def _result_shape(op_type: str, inputs: Sequence, attributes: Mapping) -> tuple[
     return first.shape, first.itemsize  # no bigger than its first input
 
 
-def _budgeted_ops(model: onnx.ModelProto) -> list[type]:
+# A folded result the graph still reads becomes a constant of the model, and the tools then hold it
+# this many times over at once: the evaluator's array, the initializer's bytes, the model shape
+# inference returns beside the one it read, the IR literal, and when its consumer goes to the host
+# (it cannot be imported), that node's own model and onnxruntime's copies of it. A ConstantOfShape
+# or Expand of 250 MiB, inside the budget for one tensor, cost xnpu-translate and xnpu-compile
+# 2.0 GB (the fuzz campaign's over-memory cases, docs/reliability.md): it counts as many times.
+KEPT_FOLD_COPIES = 8
+
+
+def _budgeted_ops(model: onnx.ModelProto, kept: set[str]) -> list[type]:
     """onnx's reference implementation of every op of `model`, each checking the result it is
     about to compute against the budget (one tensor, and every result of the evaluation together:
-    the evaluator keeps them all)."""
+    the evaluator keeps them all); a result in `kept` (read by the graph after the fold) counts
+    KEPT_FOLD_COPIES times among those held at once."""
     from onnx.reference.ops import load_op  # with ReferenceEvaluator: onnx.reference costs its import only here
 
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
@@ -390,7 +400,13 @@ def _budgeted_ops(model: onnx.ModelProto) -> list[type]:
         def _run(self, *inputs, _base=base, _op_type=op_type, _takes=takes, **attributes):
             what = f"ONNX node '{self.onnx_node.name or _op_type}' ({_op_type}), folded as a shape computation"
             shape, itemsize = _result_shape(_op_type, inputs, attributes)
-            held[0] += check_tensor(shape, itemsize, what)
+            size = check_tensor(shape, itemsize, what)
+            copies = KEPT_FOLD_COPIES if any(name in kept for name in self.onnx_node.output) else 1
+            held[0] += copies * size
+            if copies > 1 and over_total_budget(held[0]):
+                raise XnpuError(f"{what}: its {shape_text(shape)} result ({size_text(size)}) stays a constant of the "
+                                f"model, which the tools hold {copies} times over at once: "
+                                f"{over_total_budget(held[0])}")
             check_total(held[0], what)
             if _takes is not None:
                 attributes = {name: value for name, value in attributes.items() if name in _takes}

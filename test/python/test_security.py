@@ -440,6 +440,63 @@ def test_onnx_shape_folding_is_checked_before_it_allocates(work, kind, shape, to
     nothing_left_and_inputs_untouched(work, before)
 
 
+def folded_model(directory: Path, op_type: str, dims: list[int], read_by: str) -> Path:
+    """ConstantOfShape or Expand to `dims`, read by an Add (the result stays a constant of the
+    model) or only by a Shape (it is folded away with it)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    initializers = {"shape": np.array(dims, np.int64)}
+    node = helper.make_node("ConstantOfShape", ["shape"], ["big"], name="bomb")
+    if op_type == "Expand":
+        initializers["one"] = np.ones([1] * len(dims), np.float32)
+        node = helper.make_node("Expand", ["one", "shape"], ["big"], name="bomb")
+    nodes = [node]
+    if read_by == "Shape":
+        nodes += [helper.make_node("Shape", ["big"], ["dims"], name="dims"),
+                  helper.make_node("Cast", ["dims"], ["big_dims"], name="to_float", to=TensorProto.FLOAT),
+                  helper.make_node("ReduceSum", ["big_dims"], ["total"], name="total", keepdims=0)]
+    nodes.append(helper.make_node("Add", ["x", "total" if read_by == "Shape" else "big"], ["y"], name="add"))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(value, name) for name, value in initializers.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = directory / f"{op_type}.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.mark.parametrize("op_type, dims, text", [("ConstantOfShape", [90, 90, 90, 90], r"90x90x90x90 result \(250 MiB\)"),
+                                                  ("Expand", [405, 405, 405], r"405x405x405 result \(253 MiB\)")])
+@pytest.mark.parametrize("tool", ["xnpu-translate", "xnpu-compile"])
+def test_a_folded_constant_counts_every_copy_the_tools_hold(work, op_type, dims, text, tool):
+    """The fuzz campaign's over-memory cases: a ConstantOfShape or Expand just inside the budget for
+    one tensor, which stays a constant of the model, cost 2.0 GB (the evaluator's array, the
+    initializer, shape inference's model, the IR literal, a host op's model and onnxruntime's
+    copies): it counts KEPT_FOLD_COPIES times, and is refused before it is computed."""
+    folded_model(work, op_type, dims, "Add")
+    np.save(work / "calib.npy", np.ones((2, 1, 1, 1, 4), np.float32))
+    before = snapshot(work)
+    command = (["xnpu-translate", "--import-onnx", f"{op_type}.onnx", "-o", "out.mlir"] if tool == "xnpu-translate"
+               else ["xnpu-compile", f"{op_type}.onnx", "-c", "calib.npy", "-o", "out.xnb"])
+    run = bounded(*command, cwd=work)
+    one_clean_error(run, tool, rf"ONNX node 'bomb' \({op_type}\), folded as a shape computation: its {text} stays a "
+                    r"constant of the model, which the tools hold 8 times over at once: 1\.9\d GiB of tensors at once "
+                    r"is over the 512 MiB budget")
+    assert run.peak_bytes < 300 << 20, f"{run.peak_bytes >> 20} MB at peak"  # refused before it is computed
+    nothing_left_and_inputs_untouched(work, before)
+
+
+def test_a_folded_value_the_fold_consumes_counts_once(work):
+    """A 128 MiB ConstantOfShape whose only reader is a folded Shape is computed (once) and gone."""
+    folded_model(work, "ConstantOfShape", [4096, 8192], "Shape")
+    run = bounded("xnpu-translate", "--import-onnx", "ConstantOfShape.onnx", "-o", "out.mlir", cwd=work)
+    assert run.returncode == 0 and run.stderr == "", run
+    assert "4096x8192" not in (work / "out.mlir").read_text()
+    run.within_bounds()
+
+
 @pytest.mark.parametrize("tool", ["xnpu-translate", "xnpu-compile"])
 def test_operands_that_do_not_broadcast_are_one_line_naming_the_node(work, tool):
     """An Add of [1, 1, 1, 4] and a folded [3, 3, 3, 3] (a fuzz case's Expand, smaller) ended in
