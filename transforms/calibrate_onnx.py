@@ -142,11 +142,13 @@ def plan_segments(graph, measured: Sequence[str], limit: int | None) -> list[Seg
     only the tensors later segments read stay. One segment (the whole graph) without a limit, or
     where a node has a subgraph (it may read any tensor of the graph) or a tensor crossing a cut
     has no static type."""
+    import onnx
+
     nodes = list(graph.node)
     layouts = _tensor_layouts(graph)
     measured_set = set(measured)
     whole = Segment(0, len(nodes) - 1, tuple(i.name for i in graph.input), tuple(dict.fromkeys(measured)), 0)
-    graphs = (onnx_attribute_types().GRAPH, onnx_attribute_types().GRAPHS)
+    graphs = (onnx.AttributeProto.AttributeType.GRAPH, onnx.AttributeProto.AttributeType.GRAPHS)
     if limit is None or any(a.type in graphs for node in nodes for a in node.attribute):
         return [whole]
     size = {name: int(np.prod(shape)) * dtype.itemsize for name, (shape, dtype) in layouts.items()}
@@ -157,6 +159,7 @@ def plan_segments(graph, measured: Sequence[str], limit: int | None) -> list[Seg
             if name in produced_at:
                 last_read[name] = index
     kept_after = lambda name, index: last_read.get(name, -1) > index  # noqa: E731
+    graph_inputs = {value.name for value in graph.input}
     segments, first = [], 0
     while first < len(nodes):
         carried = [name for name, index in produced_at.items() if index < first and kept_after(name, first - 1)]
@@ -178,17 +181,13 @@ def plan_segments(graph, measured: Sequence[str], limit: int | None) -> list[Seg
                 break
             written, last, footprint = candidate, index, candidate_bytes
         reads = dict.fromkeys(name for node in nodes[first : last + 1] for name in node.input
-                              if name and (name in carried or name in (i.name for i in graph.input)))
+                              if name and (name in carried or name in graph_inputs))
         outputs = dict.fromkeys(name for name in written if name in measured_set or kept_after(name, last))
         segments.append(Segment(first, last, tuple(reads), tuple(outputs), int(min(footprint, 1 << 62))))
         first = last + 1
     return segments
 
 
-def onnx_attribute_types():
-    import onnx
-
-    return onnx.AttributeProto.AttributeType
 class OnnxFloatRun:
     """The imported model on onnxruntime, in segments (plan_segments) whose graph outputs are the
     tensors of the measured values and those later segments read. A call runs a batch of samples
