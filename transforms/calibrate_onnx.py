@@ -27,7 +27,6 @@ another order than numpy's (and run the batch norm unfolded).
 from __future__ import annotations
 
 import math
-import weakref
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -193,8 +192,7 @@ class OnnxFloatRun:
     tensors of the measured values and those later segments read. A call runs a batch of samples
     (the inputs of a batch-1 model stacked along axis 0, as BoundInputs.take gives them) through
     each segment in turn, one sample at a time, each output written straight into its row of the
-    batch, and hands every measured value's batch to `observe` once its segment has run. The
-    sessions are made on the first call and kept with the origin for the next run of the plan."""
+    batch, and hands every measured value's batch to `observe` once its segment has run."""
 
     batched = True  # as CompiledFunction.batched: a call takes several samples
 
@@ -206,6 +204,7 @@ class OnnxFloatRun:
         self.segments = plan_segments(graph, list(self.tensors.values()), limit)
         self.layouts = _tensor_layouts(graph)
         self.last_read = {name: index for index, node in enumerate(graph.node) for name in node.input if name}
+        self._sessions: list | None = None
 
     def sample_bytes(self) -> int:
         """The most memory a sample takes while a segment runs (as CompiledFunction.sample_bytes)."""
@@ -214,10 +213,10 @@ class OnnxFloatRun:
         return max(segment.bytes for segment in self.segments)
 
     def sessions(self) -> list:
-        """onnxruntime's session of each segment; XnpuError if it cannot load one."""
-        kept = _SESSIONS.get(self.origin)
-        if kept is not None and kept[0] == self.segments:
-            return kept[1]
+        """onnxruntime's session of each segment, made on the first call and kept while this run
+        is (they hold the weights and onnxruntime's buffers); XnpuError if it cannot load one."""
+        if self._sessions is not None:
+            return self._sessions
         import onnxruntime
 
         options = onnxruntime.SessionOptions()
@@ -234,7 +233,7 @@ class OnnxFloatRun:
             except Exception as error:  # onnxruntime's own pybind types; protobuf's over 2 GB
                 raise XnpuError(f"calibration on onnxruntime: cannot load the model ({first_line(error)}); "
                                 "--calibration-runtime=interpreter runs the float graph without it") from None
-        _SESSIONS[self.origin] = (self.segments, sessions)
+        self._sessions = sessions
         return sessions
 
     def __call__(self, inputs: Sequence[np.ndarray]) -> None:
@@ -287,5 +286,3 @@ def _segment_model(model, segment: Segment, whole: bool):
     part.graph.initializer.extend(tensor for tensor in graph.initializer if tensor.name in read)
     return part
 
-
-_SESSIONS: weakref.WeakKeyDictionary[OnnxOrigin, tuple[list[Segment], list]] = weakref.WeakKeyDictionary()
