@@ -37,6 +37,7 @@ from xnpu.target.description import list_targets
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors, write_output
 from xnpu.tools.shape_option import add_input_shape_option, input_shapes
 from xnpu.tools.xnpu_quantize import write_layer_report
+from xnpu.transforms.calibrate import DEPTHWISE_WEIGHTS
 
 PROG = "xnpu-compile"
 
@@ -53,8 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--method", default="mse", choices=("mse", "minmax", "percentile", "entropy"),
                         help="calibration method (default: mse)")
     parser.add_argument("--per-tensor", action="store_true", help="one weight scale per tensor instead of per channel")
-    parser.add_argument("--depthwise-weights", action="store_true",
-                        help="mse: weigh a tensor only depthwise convs read by their kernels' norms (docs/quantization.md)")
+    parser.add_argument("--depthwise-weights", choices=tuple(DEPTHWISE_WEIGHTS), default="auto",
+                        help="mse: weigh a tensor only depthwise convs read by their kernels' norms: on, off, or auto "
+                             "(the default: where it measures less error after them; docs/quantization.md)")
     parser.add_argument("--variant", default="two_stage", choices=("two_stage", "direct"), help="int8 add requantization (R11)")
     parser.add_argument("--calibration-samples", type=int, default=None, metavar="N", help="use only the first N samples")
     parser.add_argument("--calibration-batch", type=int, default=None, metavar="N",
@@ -123,7 +125,7 @@ def compile_main(args: argparse.Namespace) -> None:
         compress_min_elements=args.compress_min_elements, compress_exclude=args.compress_exclude,
         input_shapes=shapes, host_fallback=not args.no_host_fallback,
         calibration_batch=args.calibration_batch, runtime=args.calibration_runtime,
-        depthwise_weights=args.depthwise_weights,
+        depthwise_weights=DEPTHWISE_WEIGHTS[args.depthwise_weights],
     )
     placement = None
     if args.emit in ("npu", "isa", "bin"):

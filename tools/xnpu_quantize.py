@@ -29,7 +29,7 @@ from xnpu.driver.quant_report import REPORT_SHARE, attach_roofline, layer_report
 from xnpu.ir.io import load_ir, print_ir
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors
 from xnpu.tools.shape_option import add_input_shape_option, input_shapes
-from xnpu.transforms.calibrate import bind_archive, load_calibration_data
+from xnpu.transforms.calibrate import DEPTHWISE_WEIGHTS, bind_archive, load_calibration_data
 
 PROG = "xnpu-quantize"
 METHODS = ("mse", "minmax", "percentile", "entropy")  # transforms/calibrate.py, default first
@@ -62,8 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="calibration samples: .npy (one-input model) or .npz keyed by input name")
     parser.add_argument("--method", choices=METHODS, default=METHODS[0], help="calibration method (default: mse)")
     parser.add_argument("--per-tensor", action="store_true", help="one weight scale per tensor (default: per channel)")
-    parser.add_argument("--depthwise-weights", action="store_true",
-                        help="mse: weigh a tensor only depthwise convs read by their kernels' norms (docs/quantization.md)")
+    parser.add_argument("--depthwise-weights", choices=tuple(DEPTHWISE_WEIGHTS), default="auto",
+                        help="mse: weigh a tensor only depthwise convs read by their kernels' norms: on, off, or auto "
+                             "(the default: where it measures less error after them; docs/quantization.md)")
     parser.add_argument("--variant", choices=VARIANTS, default="two_stage",
                         help="requantization of adds: two_stage (int24 -> int16 -> int8) or direct")
     parser.add_argument("--calibration-batch", type=int, default=None, metavar="N",
@@ -94,7 +95,7 @@ def quantize_file(args: argparse.Namespace) -> list[Path]:
     fixed_module = xnpu.quantize(module, calibration, method=args.method, per_channel=not args.per_tensor,
                                  variant=args.variant, calibration_batch=args.calibration_batch,
                                  runtime=args.calibration_runtime,
-                                 depthwise_weights=args.depthwise_weights)
+                                 depthwise_weights=DEPTHWISE_WEIGHTS[args.depthwise_weights])
     written = []
     if float_module is not None:  # before the output: a failed report leaves no output behind
         written = write_layer_report(args, float_module, fixed_module, calibration)

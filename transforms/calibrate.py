@@ -15,6 +15,10 @@ entry function -- gets a scale `s > 0` with `x ~ q * s`, `q` in [-127, 127] (SEE
                 default: it trades a few clipped outliers for a finer step everywhere);
                 max|x| for a value the program returns or a softmax reads (is_answer)
 
+A tensor that only depthwise convolutions read gets, under mse, the threshold of a histogram
+weighing each channel by the norm of the kernels reading it where that clearly measures better
+(calibrate_depthwise; docs/quantization.md).
+
 mse also measures each tensor as its consumers see it: a tensor read only by functions that
 are constant beyond some bound (relu below 0, hard_swish below -3, hard_sigmoid outside
 [-beta/alpha, (1-beta)/alpha], a clip outside its bounds) is observed clipped to the range
@@ -84,8 +88,16 @@ from xnpu.core.errors import XnpuError
 from xnpu.dialects import nn
 from xnpu.interpreters.function import CompiledFunction, bind_inputs, default_batch, entry_function, signature
 from xnpu.semantics import float_ops
+from xnpu.transforms.calibrate_depthwise import (
+    DEPTHWISE_ERROR_SAMPLES,
+    Alternatives,
+    choose_weighting,
+    kernel_norms,
+    unwrap_peak,
+)
 from xnpu.transforms.calibrate_entropy import ENTROPY_LEVELS, entropy_threshold
 from xnpu.transforms.calibrate_onnx import onnx_float_run
+from xnpu.transforms.calibrate_thresholds import QMAX, mse_threshold, percentile_threshold
 
 SCALE_ATTR = "nn.scale"
 RESULT_SCALES_ATTR = "nn.result_scales"  # on an nn.onnx op: one scale per result, 0 where it is not float
@@ -96,7 +108,8 @@ METHODS = ("minmax", "percentile", "entropy", "mse")
 DEFAULT_METHOD = "mse"
 RUNTIMES = ("onnxruntime", "interpreter")  # what runs the float graph (collect_statistics)
 DEFAULT_RUNTIME = "onnxruntime"
-QMAX = 127
+# the command lines' --depthwise-weights: calibrate's depthwise_weights
+DEPTHWISE_WEIGHTS = {"auto": None, "on": True, "off": False}
 ZERO_RANGE_SCALE = 1.0 / QMAX
 MIN_HISTOGRAM_BINS = ENTROPY_LEVELS
 OVERSAMPLE = 16  # the entropy histogram is collected this much finer than it is searched
@@ -175,6 +188,16 @@ def clipped(value: float, clip: Bounds) -> float:  # np.clip of a scalar (float3
     return value if clip is None else min(max(value, clip[0]), clip[1])
 
 
+def _loop_bins(values: np.ndarray, bins: int, low: float, high: float, magnitudes: bool, clip: Bounds) -> tuple:
+    """The compiled loops' arguments between the values and the counts: the range, NumPy's
+    edges in the values' float type, `magnitudes` and the clip bounds (infinite without)."""
+    edges = np.linspace(low, high, bins + 1, dtype=values.dtype)
+    bins_per_unit = bins / float(np.subtract(high, low, dtype=np.float64))
+    as_values = values.dtype.type
+    clip_low, clip_high = (-np.inf, np.inf) if clip is None else clip
+    return as_values(low), as_values(high), bins_per_unit, edges, magnitudes, as_values(clip_low), as_values(clip_high)
+
+
 def uniform_counts(values: np.ndarray, bins: int, low: float, high: float, magnitudes: bool = False,
                    clip: Bounds = None) -> np.ndarray:
     """np.histogram(values, bins, range=(low, high))'s counts (of |values| with `magnitudes`,
@@ -192,13 +215,26 @@ def uniform_counts(values: np.ndarray, bins: int, low: float, high: float, magni
         _LOADED_LOOPS["uniform_histogram"] = uniform_histogram
     if values.dtype.kind != "f":
         values = values.astype(np.float64)
-    edges = np.linspace(low, high, bins + 1, dtype=values.dtype)
-    bins_per_unit = bins / float(np.subtract(high, low, dtype=np.float64))
-    as_values = values.dtype.type
     counts = np.zeros(bins, dtype=np.int64)
-    clip_low, clip_high = (-np.inf, np.inf) if clip is None else clip
-    return uniform_histogram(values, as_values(low), as_values(high), bins_per_unit, edges, magnitudes,
-                             as_values(clip_low), as_values(clip_high), counts)
+    return uniform_histogram(values, *_loop_bins(values, bins, low, high, magnitudes, clip), counts)
+
+
+def channel_counts(values: np.ndarray, axis: int, bins: int, low: float, high: float,
+                   magnitudes: bool = False, clip: Bounds = None) -> np.ndarray:
+    """uniform_counts of each channel (index along `axis`), C x bins, in one compiled pass
+    (calibrate_loops.channel_histograms) instead of one pass per channel."""
+    channel_histograms = _LOADED_LOOPS.get("channel_histograms")
+    if channel_histograms is None:
+        from xnpu.transforms.calibrate_loops import channel_histograms
+
+        _LOADED_LOOPS["channel_histograms"] = channel_histograms
+    if values.dtype.kind != "f":
+        values = values.astype(np.float64)
+    channels = values.shape[axis]
+    # channels last: no copy for an NCHW view of NHWC memory, as activations are
+    by_position = np.moveaxis(values, axis, -1).reshape(-1, channels)
+    counts = np.zeros((channels, bins), dtype=np.int64)
+    return channel_histograms(by_position, *_loop_bins(values, bins, low, high, magnitudes, clip), counts)
 
 
 class Histogram:
@@ -289,10 +325,9 @@ class Histogram:
             self.counts += uniform_counts(values, self.counts.size, low, self.upper, magnitudes, clip)
             return
         axis = values.ndim - 3  # the channel of [samples, (1,) C, H, W]
-        for channel, weight in enumerate(self.channel_weights):
-            channel_values = np.take(values, channel, axis=axis)
-            self.counts += weight * uniform_counts(channel_values, self.counts.size, low, self.upper, magnitudes,
-                                                   clip)
+        counts = channel_counts(values, axis, self.counts.size, low, self.upper, magnitudes, clip)
+        for weight, channel in zip(self.channel_weights, counts):
+            self.counts += weight * channel
 
     def _merge_to_cover(self, peak: float) -> None:
         factor = math.ceil(peak / self.upper)
@@ -368,51 +403,6 @@ class PeakHistogram:
             self.histogram._fold(values if values.ndim > 1 else values[:, None], low, high, clip)
 
 
-def percentile_threshold(histogram: Histogram, percentile: float) -> float:
-    """The left edge of the bin where the CDF of |x| reaches `percentile` (onnxruntime's rule,
-    symmetric mode), clipped to max|x|; the bin's right edge when that left edge is 0."""
-    counts, edges = histogram.used()
-    if counts.size == 0:
-        return 0.0
-    cdf = np.cumsum(counts) / counts.sum()
-    index = min(int(np.searchsorted(cdf, percentile / 100.0)), counts.size - 1)
-    threshold = edges[index] if edges[index] > 0 else edges[index + 1]
-    return min(float(threshold), histogram.max_abs)
-
-
-def mse_threshold(histogram: Histogram) -> float:
-    """The threshold T (a bin edge of the |x| histogram) with the least expected squared error
-    of quantizing x at step T / 127, clipped to [-T, T]; values are taken as uniform inside
-    their bin. A bin beyond T costs E[(x - T)^2] = (c - T)^2 + w^2/12 per value (c its centre,
-    w the bin width); a bin inside costs the rounding error, step^2/12, or E[x^2] = c^2 + w^2/12
-    where that is less (values under half a step round to 0). Prefix sums make every candidate
-    one vector operation. Ties take the smaller T."""
-    counts, edges = histogram.used()
-    if counts.size == 0:
-        return 0.0
-    counts = counts.astype(np.float64)
-    width = float(edges[1] - edges[0])
-    centres = edges[:-1] + width / 2
-    thresholds = edges[1:]  # candidate k clips every bin from index k on
-    k = np.arange(1, counts.size + 1)
-
-    def from_index(values: np.ndarray) -> np.ndarray:  # [i] = sum(values[i:])
-        return np.concatenate([np.cumsum(values[::-1])[::-1], [0.0]])
-
-    def before_index(values: np.ndarray) -> np.ndarray:  # [i] = sum(values[:i])
-        return np.concatenate([[0.0], np.cumsum(values)])
-
-    n, n_c, n_cc = (from_index(counts * centres**p) for p in (0, 1, 2))
-    clipped = n_cc[k] - 2 * thresholds * n_c[k] + (thresholds**2 + width**2 / 12) * n[k]
-    rounding_cost = (thresholds / QMAX) ** 2 / 12
-    own_square = centres**2 + width**2 / 12  # increasing: the bins under half a step are a prefix
-    below = np.minimum(np.searchsorted(own_square, rounding_cost), k)
-    count_before, square_before = before_index(counts), before_index(counts * own_square)
-    rounding = square_before[below] + rounding_cost * (count_before[k] - count_before[below])
-    best = int(np.argmin(clipped + rounding))
-    return min(float(thresholds[best]), histogram.max_abs)
-
-
 def consumer_range(value: SSAValue) -> tuple[float, float] | None:
     """The interval outside which no consumer of `value` can tell two values apart: every use
     is a function constant below (and above) some bound. None when a use is anything else."""
@@ -426,25 +416,6 @@ def consumer_range(value: SSAValue) -> tuple[float, float] | None:
             return None
         low, high = min(low, bounds[0]), max(high, bounds[1])
     return low, high
-
-
-def kernel_norms(value: SSAValue) -> np.ndarray | None:
-    """Per channel of an NCHW map that only depthwise convolutions read, the norm of the kernels
-    that read it: mse weighs each value's error by it (the error a depthwise kernel passes on
-    grows with its norm). None for any other tensor. Batch norm folded into a depthwise conv
-    gives large kernels to the channels of small range: unweighted, mse keeps the range of
-    the few large channels and rounds those to a few steps (layout_cdla: docs/quantization.md)."""
-    squares = None
-    for use in value.uses:
-        conv = use.operation
-        if not isinstance(conv, nn.Conv2dOp) or use.index != 0 or not isinstance(conv.weight.owner, nn.ConstantOp):
-            return None
-        channels = nn.shape_of(value)[1]
-        if conv.group.value.data != channels or channels == 1:
-            return None
-        weights = conv.weight.owner.to_numpy().astype(np.float64).reshape(channels, -1)
-        squares = (0.0 if squares is None else squares) + (weights**2).sum(axis=1)
-    return None if squares is None else np.sqrt(squares)
 
 
 def is_answer(value: SSAValue) -> bool:
@@ -530,6 +501,7 @@ def collect_statistics(
     consumer_ranges: bool = False,
     one_run: bool = False,
     runtime: str = DEFAULT_RUNTIME,
+    first_samples: int | None = None,
 ) -> dict[SSAValue, RunningMax | Histogram] | None:
     """Run the entry function on the samples; returns a statistic per argument and op result.
 
@@ -546,7 +518,7 @@ def collect_statistics(
     """
     input_specs, _ = signature(module)
     bound = bind_inputs(input_specs, data)
-    samples = bound.samples
+    samples = bound.samples if first_samples is None else min(bound.samples, first_samples)
     listener = StatisticsListener(make_statistic, consumer_ranges=consumer_ranges)
     # one run holds all the samples, in segments of the graph that fit
     run = onnx_float_run(module, input_specs, listener.observe, samples if one_run else None
@@ -650,7 +622,7 @@ def calibrate(
     pow2: bool = False,
     calibration_batch: int | None = None,
     consumer_ranges: bool | None = None,
-    depthwise_weights: bool = False,
+    depthwise_weights: bool | None = None,
     runtime: str = DEFAULT_RUNTIME,
 ) -> ModuleOp:
     """Record `nn.scale` on every float activation and `nn.weight_scales` on conv/gemm.
@@ -664,8 +636,10 @@ def calibrate(
     histograms as data arrives. By default it is on for entropy, whose KL search reacts to
     small changes of the histogram, and mse, and off for percentile. `consumer_ranges`
     observes each tensor clipped to the range its consumers can tell apart (consumer_range;
-    default: on for mse only). `depthwise_weights` (mse) weighs a tensor only depthwise
-    convolutions read by their kernels (kernel_norms). `pow2` rounds every activation
+    default: on for mse only). `depthwise_weights` (mse, with exact_range) weighs a tensor only
+    depthwise convolutions read by their kernels (kernel_norms): True always, False never,
+    None (the default) where that cuts the error measured at the convolutions' outputs by
+    more than a quarter (_choose_depthwise_weighting). `pow2` rounds every activation
     scale up to a power of two (weights keep their scales). `progress` shows a bar on stderr (default: when stderr is a
     terminal). `runtime` runs the float graph: "onnxruntime" (the model a module imported from ONNX
     came from, where its tensors hold every value measured, else the interpreter) or
@@ -682,17 +656,31 @@ def calibrate(
     if method == "minmax":
         make_statistic = lambda value: RunningMax(batch_average)
     elif exact_range or (exact_range is None and method in ("entropy", "mse")):
-        weights = kernel_norms if method == "mse" and depthwise_weights else (lambda value: None)
-        one_run = collect_statistics(module, data, lambda value: PeakHistogram(bins, method == "entropy", weights(value)),
+        weigh = method == "mse" and depthwise_weights is not False
+
+        def either(value: SSAValue, make: Callable[[np.ndarray | None], Any]):
+            """The plain statistic; the weighted one (depthwise_weights), or both (None: measured)."""
+            norms = kernel_norms(value) if weigh else None
+            if norms is None:
+                return make(None)
+            return make(norms) if depthwise_weights else Alternatives(make(None), make(norms))
+
+        one_run = collect_statistics(module, data,
+                                     lambda value: either(value, lambda w: PeakHistogram(bins, method == "entropy", w)),
                                      batch_size, progress, "calibrate", calibration_batch,
                                      consumer_ranges=consumer_ranges, one_run=True, runtime=runtime)
         if one_run is not None:
-            return _annotate(module, {value: statistic.histogram for value, statistic in one_run.items()},
-                             method, percentile, per_channel_weights, pow2)
+            histograms = {value: unwrap_peak(statistic) for value, statistic in one_run.items()}
+            _choose_depthwise_weighting(module, data, histograms, progress, calibration_batch, runtime)
+            return _annotate(module, histograms, method, percentile, per_channel_weights, pow2)
         ranges = collect_statistics(module, data, lambda value: RunningMax(), 1, progress, "calibrate (ranges)",
                                     calibration_batch, consumer_ranges=consumer_ranges, runtime=runtime)
-        make_statistic = lambda value: Histogram(bins, signed=method == "entropy", peak=ranges[value].max_abs,
-                                                 channel_weights=weights(value))
+        histograms = collect_statistics(
+            module, data, lambda value: either(value, lambda w: Histogram(bins, signed=method == "entropy",
+                                                                          peak=ranges[value].max_abs, channel_weights=w)),
+            batch_size, progress, "calibrate", calibration_batch, consumer_ranges=consumer_ranges, runtime=runtime)
+        _choose_depthwise_weighting(module, data, histograms, progress, calibration_batch, runtime)
+        return _annotate(module, histograms, method, percentile, per_channel_weights, pow2)
     elif method == "entropy":
         make_statistic = lambda value: Histogram(bins, signed=True, oversample=OVERSAMPLE)
     else:
@@ -701,6 +689,15 @@ def calibrate(
                                     calibration_batch, average_batches=batch_average, consumer_ranges=consumer_ranges,
                                     runtime=runtime)
     return _annotate(module, statistics, method, percentile, per_channel_weights, pow2)
+
+
+def _choose_depthwise_weighting(module: ModuleOp, data: np.ndarray | Mapping[str, np.ndarray],
+                                statistics: dict[SSAValue, Any], progress: bool | None,
+                                calibration_batch: int | None, runtime: str) -> None:
+    choose_weighting(statistics, lambda histogram: scale_from_threshold(mse_threshold(histogram)),
+                     lambda make_statistic: collect_statistics(
+                         module, data, make_statistic, 1, progress, "calibrate (depthwise error)", calibration_batch,
+                         first_samples=DEPTHWISE_ERROR_SAMPLES, runtime=runtime))
 
 
 def _annotate(module: ModuleOp, statistics: Mapping[SSAValue, RunningMax | Histogram], method: str,
@@ -775,7 +772,7 @@ class CalibratePass(ModulePass):
     pow2: bool = False
     calibration_batch: int | None = None
     consumer_ranges: bool | None = None
-    depthwise_weights: bool = False
+    depthwise_weights: bool | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         _check_options(self.method, self.percentile, self.bins, self.batch_average, self.batch_size,

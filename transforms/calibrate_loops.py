@@ -42,3 +42,28 @@ def uniform_histogram(values, first, last, bins_per_unit, edges, magnitudes, cli
             index += 1
         counts[index] += 1
     return counts
+
+
+@jit
+def channel_histograms(values, first, last, bins_per_unit, edges, magnitudes, clip_low, clip_high, counts):
+    """uniform_histogram of each column of the 2-D array `values` (positions x C) into its
+    row of `counts` (C x B): the same bins and clipping, counted per channel."""
+    bins = counts.shape[1]
+    for k in range(values.shape[0]):
+        for c in range(values.shape[1]):
+            v = values[k, c]
+            if v < clip_low:
+                v = clip_low
+            elif v > clip_high:
+                v = clip_high
+            if magnitudes:
+                v = abs(v)
+            if not (v >= first and v <= last):
+                continue
+            index = min(int(np.float64(v - first) * bins_per_unit), bins - 1)
+            if v < edges[index]:
+                index -= 1
+            elif index != bins - 1 and v >= edges[index + 1]:
+                index += 1
+            counts[c, index] += 1
+    return counts

@@ -21,11 +21,13 @@ from xnpu.core.errors import XnpuError
 from xnpu.driver.registry import all_passes
 from xnpu.semantics import float_ops
 from xnpu.transforms import calibrate as calibrate_module
+from xnpu.transforms.calibrate_depthwise import DEPTHWISE_GAIN
 from xnpu.transforms.calibrate import (
     DEFAULT_METHOD,
     ZERO_RANGE_SCALE,
     Histogram,
     calibrate,
+    channel_counts,
     entropy_threshold,
     mse_threshold,
     percentile_threshold,
@@ -289,6 +291,22 @@ def test_histogram_counts_equal_numpys_at_every_edge(signed, monkeypatch):
             assert np.array_equal(uniform_counts(values, bins, lower, upper, magnitudes=not signed), expected)
 
 
+def test_channel_counts_are_each_channels_histogram():
+    """The one-pass per-channel histogram (a depthwise input's weighted histogram) counts each
+    channel of an NCHW view of NHWC memory as np.histogram does, edge values included."""
+    rng = np.random.default_rng(6)
+    edges = np.linspace(-2.0, 2.0, 65).astype(np.float32)
+    nhwc = rng.normal(0, 0.7, (3, 4, 5, 6)).astype(np.float32)
+    nhwc[0, 0, :3, :] = edges[:18].reshape(3, 6)  # values on the edges
+    nchw = nhwc.transpose(0, 3, 1, 2)
+    for magnitudes, low in ((False, -2.0), (True, 0.0)):
+        counts = channel_counts(nchw, 1, 64, low, 2.0, magnitudes)
+        for channel in range(6):
+            values = nchw[:, channel]
+            expected, _ = np.histogram(np.abs(values) if magnitudes else values, bins=64, range=(low, 2.0))
+            assert np.array_equal(counts[channel], expected)
+
+
 @pytest.mark.parametrize("percentile", [99.0, 99.99])
 def test_percentile_threshold_equals_onnxruntime(percentile):
     data = np.concatenate(SKEWED)
@@ -540,24 +558,45 @@ def test_mse_can_weigh_a_depthwise_input_by_its_kernels_and_so_loses_less_after_
     their rounding costs the conv's output most, so mse weighs each channel by its kernels' norm
     (kernel_norms) and clips the large channels for a finer step of the small ones."""
     rng = np.random.default_rng(21)
-    ranges = np.array([40.0, 30.0] + [0.5] * 14, np.float32)  # two large channels of sixteen
-    kernels = (rng.standard_normal((16, 1, 3, 3)) / ranges[:, None, None, None]).astype(np.float32)
-    data = (rng.standard_normal((16, 16, 8, 8)) * ranges[None, :, None, None]).astype(np.float32)
+    ranges = np.array([40.0, 30.0] + [0.5] * 30, np.float32)  # two large channels of 32
+    kernels = (rng.standard_normal((32, 1, 3, 3)) / ranges[:, None, None, None]).astype(np.float32)
+    data = (rng.standard_normal((16, 32, 8, 8)) * ranges[None, :, None, None]).astype(np.float32)
     weighted = recorded_scales(calibrate(depthwise_module(kernels), data, depthwise_weights=True))["input"]
-    unweighted = recorded_scales(calibrate(depthwise_module(kernels), data))["input"]
+    unweighted = recorded_scales(calibrate(depthwise_module(kernels), data, depthwise_weights=False))["input"]
     assert weighted < 0.85 * unweighted
     # a relu reads x too: no weights, the plain mse threshold
     also_relu = calibrate(depthwise_module(kernels, also_relu=True), data, depthwise_weights=True)
     assert recorded_scales(also_relu)["input"] == unweighted
 
-    def conv_error(scale: float) -> float:
-        quantized = np.clip(np.round(data / scale), -127, 127) * scale
-        return sum(float(((float_ops.conv2d(q[None], kernels, None, (1, 1), (1, 1, 1, 1), (1, 1), 16)
-                           - float_ops.conv2d(x[None], kernels, None, (1, 1), (1, 1, 1, 1), (1, 1), 16)) ** 2).sum())
-                   for q, x in zip(quantized, data))
-
     # the norm, not its square (the conv's own error): later layers need the large channels too
-    assert conv_error(weighted) < 0.75 * conv_error(unweighted)
+    assert depthwise_error(data, kernels, weighted) < DEPTHWISE_GAIN * depthwise_error(data, kernels, unweighted)
+    # by default the tensor gets the weighting where it clearly measures less error at the conv's output
+    assert recorded_scales(calibrate(depthwise_module(kernels), data))["input"] == weighted
+
+
+def depthwise_error(data: np.ndarray, kernels: np.ndarray, scale: float) -> float:
+    """The squared error int8 quantization of `data` at `scale` leaves after the depthwise conv."""
+    error = np.clip(np.round(data / scale), -127, 127) * scale - data
+    return float((float_ops.conv2d(error, kernels, None, (1, 1), (1, 1, 1, 1), (1, 1), kernels.shape[0]) ** 2).sum())
+
+
+def test_mse_keeps_the_plain_threshold_where_the_weighting_measures_worse_after_the_depthwise_conv():
+    """Two channels constant over the map read by flat kernels (their clipping passes through
+    all nine taps alike), fourteen small ones by alternating kernels of a larger norm: the
+    weighting clips the two a little more and loses at the conv's output, so by default the
+    plain threshold stays."""
+    rng = np.random.default_rng(5)
+    ranges = np.array([40.0, 30.0] + [0.5] * 14, np.float32)
+    kernels = np.zeros((16, 1, 3, 3), np.float32)
+    kernels[:2] = 1.0
+    kernels[2:] = 4 * np.array([[1, -1, 1], [-1, 1, -1], [1, -1, 1]], np.float32)
+    data = (rng.standard_normal((16, 16, 8, 8)) * ranges[None, :, None, None]).astype(np.float32)
+    data[:, :2] = (rng.standard_normal((16, 2, 1, 1)) * ranges[None, :2, None, None]).astype(np.float32)
+    scale = {option: recorded_scales(calibrate(depthwise_module(kernels), data, depthwise_weights=option))["input"]
+             for option in (None, True, False)}
+    assert scale[True] < scale[False]
+    assert depthwise_error(data, kernels, scale[False]) < depthwise_error(data, kernels, scale[True])
+    assert scale[None] == scale[False]
 
 
 def test_mse_is_the_default_and_observes_consumer_ranges():

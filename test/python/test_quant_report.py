@@ -368,7 +368,8 @@ def test_cli_errors_are_one_line_and_leave_no_output(tmp_path):
 
 def test_cli_depthwise_weights_changes_the_scale_only_depthwise_convs_read(tmp_path):
     """A pointwise conv whose channels differ 60-fold in range, read by a depthwise conv whose
-    kernels are the inverse: --depthwise-weights gives the pointwise output a finer step."""
+    kernels are the inverse: --depthwise-weights on (and here auto, the default) gives the
+    pointwise output a finer step."""
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(4)
@@ -392,4 +393,7 @@ def test_cli_depthwise_weights_changes_the_scale_only_depthwise_convs_read(tmp_p
         rescale = next(use.operation for use in conv.results[0].uses)
         return float(rescale.scale.value.data)
 
-    assert pointwise_scale("--depthwise-weights") < 0.8 * pointwise_scale()
+    weighted = pointwise_scale("--depthwise-weights", "on")
+    assert weighted < 0.8 * pointwise_scale("--depthwise-weights", "off")
+    # auto takes the weighting here: it halves the error after the depthwise conv (DEPTHWISE_GAIN)
+    assert pointwise_scale() == weighted
