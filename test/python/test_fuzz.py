@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from xnpu.tools.fuzz import CATEGORIES
 
@@ -33,3 +34,34 @@ def test_seeded_fuzz_cases_end_cleanly():
     assert all(sum(row.values()) == CASES_PER_CATEGORY for row in report["counts"].values())
     # the damage is real: most cases are refused, and each refusal was checked to be one clean line
     assert sum(row.get("error", 0) for row in report["counts"].values()) > report["cases"] // 2
+
+
+FORK_AFTER_COMPILE = """
+import gc, os, sys, time
+import numpy as np
+from xnpu.driver.pipeline import compile as compile_model
+compile_model(sys.argv[1], np.load(sys.argv[2])[:8])
+pid = os.fork()
+if pid == 0:
+    gc.collect()  # frees whatever the child inherited and no longer reaches
+    os._exit(0)
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        sys.exit(os.waitstatus_to_exitcode(status))
+    time.sleep(0.05)
+os.kill(pid, 9)
+sys.exit("the forked child hung")
+"""
+
+
+def test_a_process_forked_after_a_compile_frees_what_it_inherited():
+    # The campaign forks a child per case from a process that compiled the base model. An
+    # onnxruntime session inherited from the parent cannot be destroyed in a child (its
+    # destructor waits for the parent's pool threads, which the child does not have): a compile
+    # must not leave one behind, or a child that collects it hangs.
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    result = subprocess.run([sys.executable, "-c", FORK_AFTER_COMPILE, str(examples / "tiny_cnn.onnx"),
+                             str(examples / "tiny_calib.npy")], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
