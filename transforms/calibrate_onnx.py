@@ -92,8 +92,9 @@ def onnx_float_run(module: ModuleOp, input_specs: Sequence[TensorSpec],
                    observe: Callable[[SSAValue, np.ndarray], None], samples: int | None = None) -> OnnxFloatRun | None:
     """The float graph on onnxruntime, giving `observe` every measured value of each batch of
     samples it runs; for one run of `samples` samples, in segments within SEGMENT_BYTES
-    (plan_segments). None where the module has no ONNX model whose tensors hold them all or its
-    inputs are not all tensors of a batch of one."""
+    (plan_segments). None where the module has no ONNX model whose tensors hold them all, its
+    inputs are not all tensors of a batch of one, or onnxruntime cannot load the model's parts
+    (the interpreter may still run what onnxruntime refuses as a whole)."""
     origin = origin_of(module)
     if origin is None or any(spec.opaque or spec.shape[:1] != (1,) for spec in input_specs):
         return None
@@ -101,7 +102,12 @@ def onnx_float_run(module: ModuleOp, input_specs: Sequence[TensorSpec],
     if tensors is None:
         return None
     limit = None if samples is None else SEGMENT_BYTES // samples
-    return OnnxFloatRun(origin, tensors, [spec.name for spec in input_specs], observe, limit)
+    run = OnnxFloatRun(origin, tensors, [spec.name for spec in input_specs], observe, limit)
+    try:
+        run.sessions()
+    except XnpuError:
+        return None
+    return run
 
 
 @dataclass(frozen=True)
@@ -231,8 +237,7 @@ class OnnxFloatRun:
                 sessions.append(onnxruntime.InferenceSession(model.SerializeToString(), options,
                                                              providers=["CPUExecutionProvider"]))
             except Exception as error:  # onnxruntime's own pybind types; protobuf's over 2 GB
-                raise XnpuError(f"calibration on onnxruntime: cannot load the model ({first_line(error)}); "
-                                "--calibration-runtime=interpreter runs the float graph without it") from None
+                raise XnpuError(f"onnxruntime cannot load the model ({first_line(error)})") from None
         self._sessions = sessions
         return sessions
 

@@ -176,3 +176,17 @@ def test_where_the_outputs_of_every_sample_exceed_one_run_the_graph_runs_in_segm
     assert runs == {"onnxruntime": 1, "interpreter": 0}
     for name, scale in whole.items():
         assert segmented[name] == pytest.approx(scale, rel=1e-6), name
+
+
+def test_a_model_onnxruntime_cannot_load_whole_is_calibrated_by_the_interpreter(monkeypatch):
+    import onnxruntime
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("[ONNXRuntimeError] : 10 : INVALID_GRAPH : a node it cannot run")
+
+    runs = counting_runs(monkeypatch)
+    reference = scales_by_location(calibrate(cleaned(cnn_model()), DATA, method="minmax", runtime="interpreter"))
+    runs.update(onnxruntime=0, interpreter=0)
+    monkeypatch.setattr(onnxruntime, "InferenceSession", refuse)
+    assert scales_by_location(calibrate(cleaned(cnn_model()), DATA, method="minmax")) == reference
+    assert runs["onnxruntime"] == 0 and runs["interpreter"] > 0
