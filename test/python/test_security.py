@@ -385,10 +385,24 @@ def test_an_op_refusing_a_large_literal_is_reported_without_printing_it(work, co
     assert run.peak_bytes < 400 << 20, f"{run.peak_bytes >> 20} MB at peak"
 
 
-def onnx_bomb(directory: Path, kind: str) -> Path:
-    """A model of a few hundred bytes whose shape computation describes gigabytes."""
+def save_model_of(path: Path, nodes: list, x_shape: list[int], initializers: dict[str, np.ndarray]) -> Path:
+    """An opset-17 model of `nodes` from the float input x (`x_shape`) to the float output y
+    (its shape left to inference), with `initializers`, saved at `path`."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(value, name) for name, value in initializers.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def onnx_bomb(directory: Path, kind: str) -> Path:
+    """A model of a few hundred bytes whose shape computation describes gigabytes."""
+    from onnx import TensorProto, helper
 
     constants = {
         "ConstantOfShape": ([helper.make_node("ConstantOfShape", ["shape"], ["big"], name="bomb")],
@@ -406,14 +420,7 @@ def onnx_bomb(directory: Path, kind: str) -> Path:
     }
     nodes, initializers = constants[kind]
     nodes = [*nodes, helper.make_node("Add", ["x", "big"], ["y"], name="add")]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                              [numpy_helper.from_array(value, name) for name, value in initializers.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    path = directory / f"{kind}.onnx"
-    onnx.save(model, str(path))
-    return path
+    return save_model_of(directory / f"{kind}.onnx", nodes, [1], initializers)
 
 
 @pytest.mark.parametrize("kind, shape", [("ConstantOfShape", r"1x1x16000x16000 tensor \(977 MiB\)"),
@@ -443,8 +450,7 @@ def test_onnx_shape_folding_is_checked_before_it_allocates(work, kind, shape, to
 def folded_model(directory: Path, op_type: str, dims: list[int], read_by: str) -> Path:
     """ConstantOfShape or Expand to `dims`, read by an Add (the result stays a constant of the
     model) or only by a Shape (it is folded away with it)."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper
 
     initializers = {"shape": np.array(dims, np.int64)}
     node = helper.make_node("ConstantOfShape", ["shape"], ["big"], name="bomb")
@@ -457,14 +463,7 @@ def folded_model(directory: Path, op_type: str, dims: list[int], read_by: str) -
                   helper.make_node("Cast", ["dims"], ["big_dims"], name="to_float", to=TensorProto.FLOAT),
                   helper.make_node("ReduceSum", ["big_dims"], ["total"], name="total", keepdims=0)]
     nodes.append(helper.make_node("Add", ["x", "total" if read_by == "Shape" else "big"], ["y"], name="add"))
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 1, 4])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                              [numpy_helper.from_array(value, name) for name, value in initializers.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    path = directory / f"{op_type}.onnx"
-    onnx.save(model, str(path))
-    return path
+    return save_model_of(directory / f"{op_type}.onnx", nodes, [1, 1, 1, 4], initializers)
 
 
 @pytest.mark.parametrize("op_type, dims, text", [("ConstantOfShape", [90, 90, 90, 90], r"90x90x90x90 result \(250 MiB\)"),
@@ -501,19 +500,11 @@ def test_a_folded_value_the_fold_consumes_counts_once(work):
 def test_operands_that_do_not_broadcast_are_one_line_naming_the_node(work, tool):
     """An Add of [1, 1, 1, 4] and a folded [3, 3, 3, 3] (a fuzz case's Expand, smaller) ended in
     the nn op constructor's ValueError traceback; the node goes to onnxruntime, which refuses it."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper
 
-    graph = helper.make_graph(
-        [helper.make_node("Expand", ["one", "shape"], ["big"], name="expand"),
-         helper.make_node("Add", ["x", "big"], ["y"], name="add")], "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 1, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        [numpy_helper.from_array(np.ones((1, 1, 1, 1), np.float32), "one"),
-         numpy_helper.from_array(np.array([3, 3, 3, 3], np.int64), "shape")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, str(work / "m.onnx"))
+    save_model_of(work / "m.onnx", [helper.make_node("Expand", ["one", "shape"], ["big"], name="expand"),
+                                    helper.make_node("Add", ["x", "big"], ["y"], name="add")], [1, 1, 1, 4],
+                  {"one": np.ones((1, 1, 1, 1), np.float32), "shape": np.array([3, 3, 3, 3], np.int64)})
     np.save(work / "calib.npy", np.ones((2, 1, 1, 1, 4), np.float32))
     before = snapshot(work)
     command = (["xnpu-translate", "--import-onnx", "m.onnx", "-o", "out.mlir"] if tool == "xnpu-translate"
@@ -601,17 +592,10 @@ def test_host_segment_tensors_are_within_the_budget(work, case, pattern):
 def test_a_layer_of_a_million_channels_is_refused_in_seconds(work):
     """A Conv with 10^6 output channels was still compiling after 150 s: the tiling counts the
     instructions the program would need before they are emitted."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper
 
-    weight = np.ones((1_000_000, 1, 1, 1), np.float32)
-    graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], name="conv")], "g",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                              [numpy_helper.from_array(weight, "w")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, str(work / "wide.onnx"))
+    save_model_of(work / "wide.onnx", [helper.make_node("Conv", ["x", "w"], ["y"], name="conv")], [1, 1, 4, 4],
+                  {"w": np.ones((1_000_000, 1, 1, 1), np.float32)})
     np.save(work / "calib.npy", np.ones((2, 1, 4, 4), np.float32))
     before = snapshot(work)
     one_clean_error(bounded("xnpu-compile", "wide.onnx", "-c", "calib.npy", "-o", "out.xnb", cwd=work), "xnpu-compile",
@@ -664,18 +648,12 @@ def test_any_other_recursion_is_one_line(work):
 def tosa_resize(work) -> Path:
     """A linear Resize exported as TOSA: its dequantizing table lookups are gathers whose
     indices are computed from the data, its resize gathers have constant indices."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper
 
     pytest.importorskip("iree.runtime", reason="IREE runs the TOSA export (pip install iree-base-runtime)")
-    graph = helper.make_graph([helper.make_node("Resize", ["x", "", "scales"], ["y"], name="up", mode="linear",
-                                                coordinate_transformation_mode="half_pixel")], "g",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                              [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, str(work / "resize.onnx"))
+    save_model_of(work / "resize.onnx", [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="up", mode="linear",
+                                                          coordinate_transformation_mode="half_pixel")],
+                  [1, 2, 4, 4], {"scales": np.array([1, 1, 2, 2], np.float32)})
     rng = np.random.default_rng(3)
     np.save(work / "rc.npy", rng.random((8, 2, 4, 4), dtype=np.float32))
     np.save(work / "rx.npy", rng.random((1, 2, 4, 4), dtype=np.float32))
