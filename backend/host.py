@@ -7,7 +7,9 @@ with xnpu's interpreter functions (`xnpu.interpreters.function.CompiledFunction`
 `xnpu.semantics.onnx_runtime`: the same functions as every level above), writes the outputs to
 DDR, and the accelerator resumes. So a binary with host segments stays bit-identical to the
 fixed level. A body that does not parse, or whose function does not match the segment's
-tensors, is one `binary: host segment N: ...` error.
+tensors, is one `binary: host segment N: ...` error. Where the machine runs several samples at
+once, a segment runs them in one call where its function keeps samples apart along axis 0
+(xnpu.interpreters.batching, as the interpreters batch them), else one sample at a time.
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ from xnpu.semantics.dtypes import io_dtype
 
 
 class TensorMemory(Protocol):
-    """What a hand-off needs of the machine: its DDR tensors (the simulator's Machine)."""
+    """What a hand-off needs of the machine: its DDR tensors, samples x the tensor's shape
+    (the simulator's Machine)."""
 
-    def read_tensor(self, tensor: IoTensor) -> np.ndarray: ...
+    def read_samples(self, tensor: IoTensor) -> np.ndarray: ...
 
     def write_tensor(self, tensor: IoTensor, value: np.ndarray) -> None: ...
 
@@ -89,13 +92,33 @@ class HostSegments:
         segment = self.segments.get(token)
         if segment is None:
             return False
-        args = tuple(machine.read_tensor(tensor) for tensor in segment.inputs)
+        args = [machine.read_samples(tensor) for tensor in segment.inputs]
+        samples = args[0].shape[0] if args else 1
+        program = self.programs[token]
         try:
-            results = self.programs[token](args)
+            if samples > 1 and self._runs_together(segment, program, samples):
+                joined = program(tuple(a.reshape(-1, *a.shape[2:]) for a in args))
+                results = [np.asarray(v).reshape(samples, *t.shape) for v, t in zip(joined, segment.outputs)]
+            else:
+                each = [program(tuple(a[k] for a in args)) for k in range(samples)]
+                results = [np.stack([np.asarray(one[n]) for one in each]) for n in range(len(segment.outputs))]
         except XnpuError as error:
             raise _fail(segment, str(error)) from None
         except Exception as error:  # an interpreter failure inside the body
             raise _fail(segment, f"{type(error).__name__}: {error}") from None
         for tensor, value in zip(segment.outputs, results):
-            machine.write_tensor(tensor, np.asarray(value))
+            machine.write_tensor(tensor, value)
+        return True
+
+    @staticmethod
+    def _runs_together(segment: HostSegment, program: CompiledFunction, samples: int) -> bool:
+        """Whether one call of `program` takes `samples` samples along axis 0 (its tensors
+        batch-1 shaped, its values for them within the budget)."""
+        tensors = [*segment.inputs, *segment.outputs]
+        if not program.batched or any(not t.shape or t.shape[0] != program.argument_leading for t in tensors):
+            return False
+        try:
+            program.check_budget(samples)
+        except XnpuError:
+            return False
         return True

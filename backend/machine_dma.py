@@ -1,7 +1,8 @@
 """The DMA engine of the simulated machine: LOAD and STORE as numpy views over the two memories.
 
 The views follow the DMA layout table of docs/isa.md section 2; both sides of a transfer have
-the same logical shape, so a transfer is one numpy assignment. Within a binary's run the views
+the same logical shape (after the leading sample axis of backend/machine_memory.py), so a
+transfer is one numpy assignment for every sample. Within a binary's run the views
 of each DMA instruction are built once (`_Transfer`), since its fields and the memories do not
 change.
 """
@@ -22,8 +23,9 @@ from xnpu.target.footprints import dma_ddr_extent
 
 @dataclass(frozen=True)
 class Transfer:
-    """One DMA instruction's views (bytes with a trailing element axis) and spans; a decoding
-    LOAD's DDR side is its decode (the int8 weights its ids name)."""
+    """One DMA instruction's views (bytes with a leading sample and a trailing element axis) and
+    spans; a decoding LOAD's DDR side is its decode (the int8 weights its ids name, the same
+    for every sample)."""
 
     instruction: Instruction
     ddr: np.ndarray | Callable[[], np.ndarray]
@@ -64,8 +66,8 @@ class DmaUnit(MachineMemory):
         if layout == DMA_LAYOUTS["RAW"]:
             unused("d2", "d3", "ddr_row_stride", "ddr_pixel_stride", "sram_row_stride")
             n = d0 * d1
-            ddr = self._strided(self.ddr, "DDR", ddr_addr, (n, e), (e, 1))
-            sram = self._strided(self._sram_array, "SRAM", sram_addr, (n, e), (e, 1))
+            ddr = self._strided(self._ddr_rows, "DDR", ddr_addr, (n, e), (e, 1))
+            sram = self._strided(self._sram_rows, "SRAM", sram_addr, (n, e), (e, 1))
             return ddr, sram, None
         if layout in (DMA_LAYOUTS["NHWC"], DMA_LAYOUTS["NCHW"]):
             if layout == DMA_LAYOUTS["NHWC"]:
@@ -74,7 +76,7 @@ class DmaUnit(MachineMemory):
                 rs, ps = rs or w * c * e, ps or c * e
                 if not loading:
                     _no_overlap("DDR", h, w, c * e, rs, ps)
-                ddr = self._strided(self.ddr, "DDR", ddr_addr, (h, w, c, e), (rs, ps, e, 1))
+                ddr = self._strided(self._ddr_rows, "DDR", ddr_addr, (h, w, c, e), (rs, ps, e, 1))
             else:  # NCHW: rows `ddr_row_stride` apart, channel planes `ddr_pixel_stride` apart
                 unused("d3")
                 c, h, w = d0, d1, d2
@@ -82,47 +84,49 @@ class DmaUnit(MachineMemory):
                 ps = ps or h * rs
                 if not loading:
                     _no_overlap("DDR", c, h, w * e, ps, rs)
-                ddr = self._strided(self.ddr, "DDR", ddr_addr, (c, h, w, e), (ps, rs, e, 1)).transpose(1, 2, 0, 3)
+                ddr = self._strided(self._ddr_rows, "DDR", ddr_addr, (c, h, w, e), (ps, rs, e, 1)).transpose(0, 2, 3, 1, 4)
             cp = self.align(c)
             srs = srs or w * cp * e
             if loading:
                 _no_overlap("SRAM", h, w, cp * e, srs, cp * e)
-            padded = self._strided(self._sram_array, "SRAM", sram_addr, (h, w, cp, e), (srs, cp * e, e, 1))
-            return ddr, padded[:, :, :c], padded
+            padded = self._strided(self._sram_rows, "SRAM", sram_addr, (h, w, cp, e), (srs, cp * e, e, 1))
+            return ddr, padded[:, :, :, :c], padded
         if layout == DMA_LAYOUTS["OHWI"]:
             unused("ddr_row_stride", "ddr_pixel_stride", "sram_row_stride")
             o, kh, kw, ci = d0, d1, d2, d3
             op, ip = self.align(o), self.align(ci)
             if i["codebook_bits"]:
                 return self._decoding(i, (o, kh, kw, ci, e)), *self._kernel_sram(sram_addr, (op, kh, kw, ip, e), (o, kh, kw, ci))
-            ddr = self._strided(self.ddr, "DDR", ddr_addr, (o, kh, kw, ci, e), (kh * kw * ci * e, kw * ci * e, ci * e, e, 1))
-            padded = self._strided(self._sram_array, "SRAM", sram_addr, (op, kh, kw, ip, e), (kh * kw * ip * e, kw * ip * e, ip * e, e, 1))
-            return ddr, padded[:o, :, :, :ci], padded
+            ddr = self._strided(self._ddr_rows, "DDR", ddr_addr, (o, kh, kw, ci, e), (kh * kw * ci * e, kw * ci * e, ci * e, e, 1))
+            padded = self._strided(self._sram_rows, "SRAM", sram_addr, (op, kh, kw, ip, e), (kh * kw * ip * e, kw * ip * e, ip * e, e, 1))
+            return ddr, padded[:, :o, :, :, :ci], padded
         if layout == DMA_LAYOUTS["DW"]:
             unused("d3", "ddr_row_stride", "ddr_pixel_stride", "sram_row_stride")
             c, kh, kw = d0, d1, d2
             strides = (kh * kw * e, kw * e, e, 1)
             if i["codebook_bits"]:
                 return self._decoding(i, (c, kh, kw, e)), *self._kernel_sram(sram_addr, (self.align(c), kh, kw, e), (c,))
-            ddr = self._strided(self.ddr, "DDR", ddr_addr, (c, kh, kw, e), strides)
-            padded = self._strided(self._sram_array, "SRAM", sram_addr, (self.align(c), kh, kw, e), strides)
-            return ddr, padded[:c], padded
+            ddr = self._strided(self._ddr_rows, "DDR", ddr_addr, (c, kh, kw, e), strides)
+            padded = self._strided(self._sram_rows, "SRAM", sram_addr, (self.align(c), kh, kw, e), strides)
+            return ddr, padded[:, :c], padded
         raise XnpuError(f"unknown DMA layout {layout}")
 
     def _kernel_sram(self, sram_addr: int, shape: tuple[int, ...], data: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         """(data view, padded view) of a dense kernel in SRAM: `shape` padded, `data` its leading unpadded extents."""
         strides = tuple(int(np.prod(shape[k + 1 :], dtype=np.int64)) for k in range(len(shape)))
-        padded = self._strided(self._sram_array, "SRAM", sram_addr, shape, strides)
-        return padded[tuple(slice(0, n) for n in data)], padded
+        padded = self._strided(self._sram_rows, "SRAM", sram_addr, shape, strides)
+        return padded[(slice(None), *(slice(0, n) for n in data))], padded
 
     def _decoding(self, i: Instruction, shape: tuple[int, ...]) -> Callable[[], np.ndarray]:
         """A decoding LOAD's DDR side (docs/isa.md, "Decoding LOADs"): its rows of packed ids
-        and its dictionary, decoded when the LOAD copies (the bytes are checked now)."""
+        and its dictionary, decoded when the LOAD copies (the bytes are checked now). They are
+        read in the first sample's DDR: a run of several samples decodes only from the constant
+        image (`batch_blocker` in backend/simulator.py)."""
         bits = i["codebook_bits"]
         rows, elements = decoding_rows(i)
         width = row_bytes(elements, bits)
-        packed = self._strided(self.ddr, "DDR", i["ddr_addr"], (rows, width), (width, 1))
-        dictionary = self._strided(self.ddr, "DDR", i["dictionary_addr"], (1 << bits,), (1,))
+        packed = self._strided(self._ddr_rows, "DDR", i["ddr_addr"], (rows, width), (width, 1))[0]
+        dictionary = self._strided(self._ddr_rows, "DDR", i["dictionary_addr"], (1 << bits,), (1,))[0]
         return lambda: dictionary[unpack_rows(packed, bits, elements)].reshape(shape)
 
     def _transfer(self, i: Instruction, loading: bool) -> Transfer:
@@ -139,7 +143,7 @@ class DmaUnit(MachineMemory):
         region = padded if padded is not None else sram
         ddr_start = i["ddr_addr"]
         ddr_end = ddr_start + dma_ddr_extent(i)
-        transfer = Transfer(i, ddr, sram, padded, i["sram_addr"], strided_extent(region.shape, region.strides),
+        transfer = Transfer(i, ddr, sram, padded, i["sram_addr"], strided_extent(region.shape[1:], region.strides[1:]),
                              ddr_start, ddr_end, _data_fields(i))
         if self._decoded is not None:
             self._decoded[id(i)] = transfer

@@ -4,6 +4,15 @@
 and write through. Constants a LOAD brings from the binary's constant image are copied lazily
 (only when SRAM is read there), so weights the conv unit has prepared once per binary are never
 copied again (`_sram_constants`, `_materialize`, `_prepared`).
+
+The machine runs `samples` copies of a program at once, one per sample (`set_samples`): each
+memory is one row per sample, and every view has a leading sample axis, so an instruction is
+one numpy operation over all the samples. The constant image is DDR's first row only: a view
+that lies inside it reads that row for every sample (its sample stride is 0); the rest of DDR
+(inputs, outputs, intermediates) and SRAM are the samples' own. A run of several samples is
+a run of one program on each, so what the program reads as parameters (weights, bias,
+records, tables) must be the same for all of them: `_shared` checks that where the constant
+image does not already say so, and raises `SamplesDiffer` otherwise.
 """
 
 from __future__ import annotations
@@ -77,8 +86,12 @@ class ConstantRegions:
         return (start, entry) if address + size <= entry[0] else None
 
 
+class SamplesDiffer(Exception):
+    """The samples running together read different parameters: run them one at a time."""
+
+
 class MachineMemory:
-    """DDR and SRAM as bytearray-backed uint8 arrays, and the views units and DMA use."""
+    """DDR and SRAM as uint8 arrays of one row per sample, and the views units and DMA use."""
 
     # per instruction of the running binary (its Plan.decoded): what the instruction's fields alone give
     _decoded: dict[object, object] | None = None
@@ -90,8 +103,11 @@ class MachineMemory:
         if not 0 <= ddr_size <= limit:
             raise XnpuError(f"simulator DDR of {ddr_size} bytes: target {self.target.name} has {limit}")
         check_tensor((ddr_size,), 1, f"the simulator's DDR for target {self.target.name}")
-        self.ddr = np.frombuffer(bytearray(ddr_size), dtype=np.uint8)
-        self._sram_array = np.frombuffer(bytearray(self.target.memory.sram_bytes), dtype=np.uint8)
+        self.samples = 1
+        # np.zeros: the pages of a row are only allocated where the row is written (the image's
+        # rows beyond the first never are)
+        self._ddr_rows = np.zeros((1, ddr_size), dtype=np.uint8)
+        self._sram_rows = np.zeros((1, self.target.memory.sram_bytes), dtype=np.uint8)
         self.align = self.target.align
         # Constants loaded once per binary: which binary's constant image DDR holds unchanged
         # (None once anything else wrote there), the SRAM regions a LOAD filled from that image
@@ -110,41 +126,76 @@ class MachineMemory:
 
     @property
     def sram(self) -> np.ndarray:
-        """The SRAM bytes, every LOAD done."""
-        self._materialize(0, self._sram_array.size)
-        return self._sram_array
+        """The first sample's SRAM bytes, every LOAD done."""
+        self._materialize(0, self._sram_rows.shape[1])
+        return self._sram_rows[0]
+
+    @property
+    def ddr(self) -> np.ndarray:
+        """The first sample's DDR bytes (the constant image is there)."""
+        return self._ddr_rows[0]
+
+    def set_samples(self, samples: int) -> None:
+        """Make the memories `samples` rows: SRAM and DDR beyond the constant image are each
+        sample's own; the first row keeps what DDR held (the constant image)."""
+        if samples == self.samples:
+            return
+        ddr = np.zeros((samples, self._ddr_rows.shape[1]), dtype=np.uint8)
+        ddr[0] = self._ddr_rows[0]
+        self._ddr_rows = ddr
+        self._sram_rows = np.zeros((samples, self._sram_rows.shape[1]), dtype=np.uint8)
+        self._sram_constants.clear()
+        self.samples = samples
+        self._map_views.clear()
+        self._output_views.clear()
+        self._memories_moved()
+
+    def _memories_moved(self) -> None:
+        """The views made of the memories before are stale (the machine forgets its own)."""
 
     def reset_sram(self) -> None:
         """SRAM keeps nothing between runs; the simulator defines its contents as zeros."""
         self._sram_constants.clear()
-        self._sram_array[:] = 0
+        self._sram_rows[:] = 0
 
     def write_ddr(self, address: int, data) -> None:
+        """Bytes into DDR at `address`, the same for every sample."""
         raw = np.frombuffer(bytes(data), dtype=np.uint8) if not isinstance(data, np.ndarray) else (
             np.ascontiguousarray(data).reshape(-1).view(np.uint8)
         )
-        target = self._span(self.ddr, "DDR", address, raw.size)
-        self._before_ddr_write(address, raw.size)
-        target[:] = raw
+        self.write_ddr_rows(address, raw[None])
+
+    def write_ddr_rows(self, address: int, rows: np.ndarray) -> None:
+        """One row of bytes per sample (or one for all) into DDR at `address`."""
+        target = self._span(self._ddr_rows, "DDR", address, rows.shape[1])
+        self._before_ddr_write(address, rows.shape[1])
+        target[...] = rows
 
     def _before_ddr_write(self, address: int, size: int) -> None:
         """DDR [address, address + size) is about to change: if that touches the constant image,
         the pending LOADs from it are done now and nothing derived from it is kept."""
         if self._image is not None and size and address < self._image[1]:
-            self._materialize(0, self._sram_array.size)
+            self._materialize(0, self._sram_rows.shape[1])
             self._image = None
             self._image_owner = None
             self._prepared.clear()
 
     def read_ddr(self, address: int, size: int) -> bytes:
-        return self._span(self.ddr, "DDR", address, size).tobytes()
+        """The first sample's DDR bytes at `address`."""
+        return self._span(self._ddr_rows, "DDR", address, size)[0].tobytes()
+
+    def read_ddr_rows(self, address: int, size: int) -> np.ndarray:
+        """Each sample's DDR bytes at `address`: samples x size."""
+        return self._span(self._ddr_rows, "DDR", address, size)
 
     def load_constants(self, constants: bytes) -> None:
-        """docs/binary-format.md: the constant image is copied to DDR address 0."""
-        if len(constants) > self.ddr.size:
-            raise XnpuError(f"the {len(constants)}-byte constant image does not fit the {self.ddr.size}-byte DDR")
+        """docs/binary-format.md: the constant image is copied to DDR address 0 (of the first
+        sample's row: the other samples read it there)."""
+        size = self._ddr_rows.shape[1]
+        if len(constants) > size:
+            raise XnpuError(f"the {len(constants)}-byte constant image does not fit the {size}-byte DDR")
         self._before_ddr_write(0, len(constants))
-        self.ddr[: len(constants)] = np.frombuffer(constants, dtype=np.uint8)
+        self._ddr_rows[0, : len(constants)] = np.frombuffer(constants, dtype=np.uint8)
 
 
     # ----------------------------------------------------------------------------------
@@ -152,18 +203,34 @@ class MachineMemory:
     # ----------------------------------------------------------------------------------
 
     def _span(self, memory: np.ndarray, name: str, address: int, size: int) -> np.ndarray:
-        if address < 0 or size < 0 or address + size > memory.size:
-            raise XnpuError(f"{name} bytes [{address}, {address + size}) are outside the {memory.size}-byte {name}")
-        if self._sram_constants and memory is self._sram_array and not self._views_only:
+        """Bytes [address, address + size) of every sample's row of `memory`: samples x size."""
+        length = memory.shape[1]
+        if address < 0 or size < 0 or address + size > length:
+            raise XnpuError(f"{name} bytes [{address}, {address + size}) are outside the {length}-byte {name}")
+        if self._sram_constants and memory is self._sram_rows and not self._views_only:
             self._materialize(address, size)
-        return memory[address : address + size]
+        return memory[:, address : address + size]
 
     def _strided(self, memory: np.ndarray, name: str, address: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
+        """A samples x `shape` view of `memory`'s rows at `address`, `strides` apart within a
+        row; every sample reads the first row where the view lies in the constant image."""
         extent = strided_extent(shape, strides)
-        base = self._span(memory, name, address, extent)
+        self._span(memory, name, address, extent)
         if extent == 0:
-            return np.zeros(shape, dtype=np.uint8)
-        return np.ndarray(shape, np.uint8, base, 0, strides)
+            return np.zeros((memory.shape[0], *shape), dtype=np.uint8)
+        row = memory.shape[1]
+        if memory is self._ddr_rows and self._image is not None and address + extent <= self._image[1]:
+            row = 0
+        return np.ndarray((memory.shape[0], *shape), np.uint8, memory, address, (row, *strides))
+
+    def _shared(self, values: np.ndarray, address: int, size: int) -> np.ndarray:
+        """The first sample's `values` (samples x ...) read from SRAM [address, address + size)
+        as a parameter of an instruction: the same for every sample where the constant image
+        says so, or they are compared; SamplesDiffer where they differ."""
+        if values.shape[0] > 1 and self._sram_constants.containing(address, size) is None:
+            if not (values[1:] == values[:1]).all():
+                raise SamplesDiffer()
+        return values[0]
 
     def _materialize(self, address: int, size: int) -> None:
         """Do the pending constant LOADs that overlap SRAM [address, address + size)."""
@@ -185,18 +252,18 @@ class MachineMemory:
             return kept[1]
         cp = self.align(c)
         size = h * w * cp
-        view = self._span(self._sram_array, "SRAM", address, size).view(np.int8).reshape(h, w, cp)[:, :, :c]
+        view = self._span(self._sram_rows, "SRAM", address, size).view(np.int8).reshape(-1, h, w, cp)[..., :c]
         self._map_views[key] = (size, view)
         return view
 
     def _write_feature_map(self, address: int, values: np.ndarray) -> None:
-        """Store an H x W x C result (already saturated to int8); pad lanes are written as 0."""
-        h, w, c = values.shape
+        """Store samples x H x W x C results (already saturated to int8); pad lanes are written as 0."""
+        _, h, w, c = values.shape
         self._output_map(address, h, w, c)[...] = values
 
     def _output_map(self, address: int, h: int, w: int, c: int, pixel_stride: int = 0) -> np.ndarray:
-        """The H x W x C int8 view a unit writes its result through, its pad lanes already 0;
-        pixels `pixel_stride` bytes apart (0: dense, the padded channel count)."""
+        """The samples x H x W x C int8 view a unit writes its result through, its pad lanes
+        already 0; pixels `pixel_stride` bytes apart (0: dense, the padded channel count)."""
         key = (address, h, w, c, pixel_stride)
         kept = self._output_views.get(key)
         if kept is None:
@@ -208,19 +275,19 @@ class MachineMemory:
         return data
 
     def _new_output_views(self, address: int, h: int, w: int, c: int, pixel_stride: int) -> tuple:
-        """(bytes spanned, the H x W x C int8 view, its pad lanes or None) of an output map,
-        bounds checked; what SRAM held there is settled by the writer (_output_map)."""
+        """(bytes spanned, the samples x H x W x C int8 view, its pad lanes or None) of an output
+        map, bounds checked; what SRAM held there is settled by the writer (_output_map)."""
         cp = self.align(c)
         stride = pixel_stride or cp
         if stride < cp:
             raise XnpuError(f"out_pixel_stride {stride} is smaller than the {cp} padded channels of a pixel")
         extent = strided_extent((h, w, cp), (w * stride, stride, 1))
-        self._span(self._sram_array, "SRAM", address, 0)  # bounds first
-        if address + extent > self._sram_array.size:
-            self._span(self._sram_array, "SRAM", address, extent)
-        base = self._sram_array[address : address + extent].view(np.int8)
-        padded = base.reshape(h, w, cp) if stride == cp else np.ndarray((h, w, cp), np.int8, base, 0, (w * stride, stride, 1))
-        return extent, padded[:, :, :c], padded[:, :, c:] if cp != c else None
+        self._span(self._sram_rows, "SRAM", address, 0)  # bounds first
+        if address + extent > self._sram_rows.shape[1]:
+            self._span(self._sram_rows, "SRAM", address, extent)
+        rows = self._sram_rows
+        padded = np.ndarray((rows.shape[0], h, w, cp), np.int8, rows, address, (rows.shape[1], w * stride, stride, 1))
+        return extent, padded[..., :c], padded[..., c:] if cp != c else None
 
     def _sram_written(self, address: int, size: int) -> None:
         """SRAM [address, address + size) is about to be written: forget which constants it held
@@ -236,7 +303,8 @@ class MachineMemory:
         return h * w * self.align(c)
 
     def _rescale_records(self, address: int, count: int) -> tuple[np.ndarray, np.ndarray]:
-        raw = self._span(self._sram_array, "SRAM", address, count * RESCALE_RECORD.itemsize)
+        size = count * RESCALE_RECORD.itemsize
+        raw = self._shared(self._span(self._sram_rows, "SRAM", address, size), address, size)
         records = raw.view(RESCALE_RECORD)
         if np.any(records["zero"]):
             raise XnpuError(f"a rescale record at SRAM {address} has a nonzero byte 3")

@@ -2,8 +2,10 @@
 
 Each unit reads int8 maps out of SRAM, calls `xnpu.semantics.fixed_point` (the one
 implementation of docs/fixed-point.md) and writes its saturated int8 result back, so a program
-run here agrees bit for bit with the `fixed` interpreter by construction. Weights and
-requantization that came from the constant image are prepared once per binary.
+run here agrees bit for bit with the `fixed` interpreter by construction. Every map has a
+leading sample axis (backend/machine_memory.py): one call computes every sample, a
+convolution's GEMM with the samples' pixels as its rows. Weights and requantization that came
+from the constant image are prepared once per binary.
 """
 
 from __future__ import annotations
@@ -46,11 +48,11 @@ class ComputeUnits(MachineMemory):
 
     def _conv(self, i: Instruction) -> None:
         shape = self._conv_shape(i)
-        x = self._feature_map(i["in_addr"], shape.h, shape.w, shape.c)[None]
+        x = self._feature_map(i["in_addr"], shape.h, shape.w, shape.c)
         weights = self._conv_weights(i, shape.depthwise)
         units.conv_unit_nhwc(x, weights, self._requantization(i, shape.reduction), shape.strides, shape.pads,
                              shape.dilations,
-                             out=self._output_map(i["out_addr"], shape.oh, shape.ow, shape.o, i["out_pixel_stride"])[None])
+                             out=self._output_map(i["out_addr"], shape.oh, shape.ow, shape.o, i["out_pixel_stride"]))
 
     def _conv_shape(self, i: Instruction) -> ConvShape:
         """A CONV's sizes, checked: once per instruction within a binary's runs (its fields do
@@ -95,7 +97,8 @@ class ComputeUnits(MachineMemory):
             cached = self._prepared.get(key)
             if cached is not None:
                 return cached
-        bias = self._span(self._sram_array, "SRAM", i["bias_addr"], 4 * o).view("<i4") if i["bias"] else None
+        bias = self._shared(self._span(self._sram_rows, "SRAM", i["bias_addr"], 4 * o), i["bias_addr"], 4 * o).view("<i4") \
+            if i["bias"] else None
         multiplier, shift = self._rescale_records(i["rescale_addr"], count)
         low = 0 if i["relu"] else -fp.qmax(INT8_BITS)  # ReLU: R8's clamp to [0, 127] of the int8 result
         prepared = convolution.requantization(bias, reduction, multiplier, shift, low, fp.qmax(INT8_BITS))
@@ -120,7 +123,7 @@ class ComputeUnits(MachineMemory):
             prepared = self._prepared.get(key)
             if prepared is not None:
                 return prepared
-        raw = self._span(self._sram_array, "SRAM", address, size).view(np.int8)
+        raw = self._shared(self._span(self._sram_rows, "SRAM", address, size), address, size).view(np.int8)
         weight = raw.reshape(cp, kh, kw)[:c].transpose(1, 2, 0) if depthwise else raw.reshape(op, kh, kw, ip)[:o, :, :, :c]
         if key is not None:
             weight = np.array(weight)  # a copy: what is kept must not follow later writes to this SRAM
@@ -145,7 +148,7 @@ class ComputeUnits(MachineMemory):
         _disjoint(("b", i["b_addr"], b_bytes), ("output", i["out_addr"], out_bytes), in_place=True)
         a = self._feature_map(i["a_addr"], h, w, c)
         if b_shape is None:
-            b = self._span(self._sram_array, "SRAM", i["b_addr"], 1).view(np.int8).reshape(1, 1, 1)
+            b = self._span(self._sram_rows, "SRAM", i["b_addr"], 1).view(np.int8).reshape(-1, 1, 1, 1)
         else:
             b = self._feature_map(i["b_addr"], *b_shape)
         op = {code: name for name, code in ELTWISE_OPS.items()}[i["op"]]
@@ -170,7 +173,7 @@ class ComputeUnits(MachineMemory):
         kind = i["kind"]
         h, w, c = i["in_h"], i["in_w"], i["c"]
         out_hw = (i["out_h"], i["out_w"])
-        x = self._feature_map(i["in_addr"], h, w, c).transpose(2, 0, 1)[None]
+        x = self._feature_map(i["in_addr"], h, w, c).transpose(0, 3, 1, 2)
         if i["per_position"] and kind != POOL_KINDS["avg"]:
             raise XnpuError("per_position is for avg pooling only")
         name = {code: kind_name for kind_name, code in POOL_KINDS.items()}[kind]
@@ -195,7 +198,7 @@ class ComputeUnits(MachineMemory):
         y = units.pool_unit(name, x, kernel, strides, pads, out_hw, multiplier, shift)
         if name == "max" and y.size and y.min() < np.iinfo(np.int8).min:
             raise XnpuError("a max-pool window lies entirely in the padding")
-        self._write_feature_map(i["out_addr"], y[0].transpose(1, 2, 0))
+        self._write_feature_map(i["out_addr"], y.transpose(0, 2, 3, 1))
 
     def _table(self, i: Instruction) -> None:
         _positive(i, "h", "w", "c")
@@ -209,7 +212,8 @@ class ComputeUnits(MachineMemory):
         key = None if origin is None else ("table", origin)
         prepared = None if key is None else self._prepared.get(key)
         if prepared is None:
-            prepared = fp.int8_lookup_table(self._span(self._sram_array, "SRAM", address, fp.TABLE_SIZE).view(np.int8))
+            raw = self._shared(self._span(self._sram_rows, "SRAM", address, fp.TABLE_SIZE), address, fp.TABLE_SIZE)
+            prepared = fp.int8_lookup_table(raw.view(np.int8))
             if key is not None:
                 self._prepared[key] = prepared
         return prepared

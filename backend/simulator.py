@@ -16,6 +16,12 @@ the instruction's index and mnemonic.
 `run_binary(binary, inputs)` is the host side of docs/binary-format.md: quantize the float
 inputs with the io table's scales (R4), place them and the constant image in DDR, run, read
 the outputs back and dequantize them, mirroring `fixed.quantize` / `fixed.dequantize`.
+
+Several samples run through each planned step together (`Machine.run_samples`: memories with a
+leading sample axis, backend/machine_memory.py), so an instruction's Python dispatch is paid
+once per chunk of samples, not once per sample; `simulate` splits the samples into chunks that
+fit a memory budget (`samples_at_once`). A run of N samples is N runs of the program: the same
+outputs integer for integer, the same statistics and trace per sample.
 """
 
 from __future__ import annotations
@@ -30,15 +36,18 @@ import numpy as np
 
 from xnpu.backend.binary import Binary, IoTensor
 from xnpu.backend.machine_dma import DmaUnit
+from xnpu.backend.machine_memory import SamplesDiffer
 from xnpu.backend.machine_plan import UNATTRIBUTED, Plan, RunStats, TraceRecord
 from xnpu.backend.machine_units import ComputeUnits
 from xnpu.backend.roofline import compulsory_ranges
+from xnpu.core.budget import MAX_TOTAL_BYTES
 from xnpu.core.errors import XnpuError
 from xnpu.core.inputs import TensorSpec, bind_inputs, stack_outputs
 from xnpu.semantics import fixed_point as fp
 from xnpu.semantics.io_dtypes import IO_DTYPES
 from xnpu.target.cost import instruction_cycles
 from xnpu.target.description import TargetDescription, list_targets, load_target
+from xnpu.target.cost import conv_output_hw
 from xnpu.target.encoding import Instruction, decode_program
 from xnpu.target.footprints import dma_ddr_extent
 
@@ -73,6 +82,7 @@ class Machine(DmaUnit, ComputeUnits):
         self._tokens: list[int] = []
         self._host: HostSegments | None = None  # the running binary's host segments (backend/host.py)
         self._plans: dict[int, tuple[Binary, Plan]] = {}
+        self._blockers: dict[int, tuple[Binary, str | None]] = {}
 
     # ----------------------------------------------------------------------------------
     # Host interface
@@ -89,56 +99,95 @@ class Machine(DmaUnit, ComputeUnits):
         self._image_owner = binary
 
     def write_tensor(self, tensor: IoTensor, codes) -> None:
-        """Integer codes of an io tensor (its logical shape) into DDR, in its layout."""
+        """Integer codes of an io tensor into DDR, in its layout: in its logical shape (the
+        same for every sample), or one per sample along a leading axis."""
         dtype = _io_dtype(tensor)
         codes = np.asarray(codes)
-        if codes.shape != tuple(tensor.shape):
-            raise XnpuError(f"input '{tensor.name}' has shape {list(codes.shape)}, the binary expects {list(tensor.shape)}")
+        shape = tuple(tensor.shape)
+        if codes.shape == shape:
+            codes = codes[None]
+        elif codes.shape[1:] != shape or codes.shape[0] != self.samples:
+            given = codes.shape[1:] if codes.ndim == len(shape) + 1 and codes.shape[0] == self.samples else codes.shape
+            raise XnpuError(f"input '{tensor.name}' has shape {list(given)}, the binary expects {list(shape)}")
         if dtype.kind in "iu":
             info = np.iinfo(dtype)
             if codes.size and (codes.min() < info.min or codes.max() > info.max):
                 raise XnpuError(f"input '{tensor.name}' has codes outside {tensor.dtype}")
         ordered = _to_ddr_order(tensor, codes.astype(dtype))
-        self.write_ddr(tensor.ddr_addr, ordered.tobytes())
+        self.write_ddr_rows(tensor.ddr_addr, ordered.reshape(codes.shape[0], -1).view(np.uint8))
 
     def read_tensor(self, tensor: IoTensor) -> np.ndarray:
-        """Integer codes of an io tensor out of DDR, in its logical shape."""
+        """Integer codes of an io tensor out of the first sample's DDR, in its logical shape."""
+        return self.read_samples(tensor)[0]
+
+    def read_samples(self, tensor: IoTensor) -> np.ndarray:
+        """Integer codes of an io tensor out of DDR: samples x its logical shape."""
         dtype = _io_dtype(tensor)
         count = int(np.prod(tensor.shape, dtype=np.int64))
-        raw = self._span(self.ddr, "DDR", tensor.ddr_addr, count * dtype.itemsize)
-        flat = np.frombuffer(raw.tobytes(), dtype=dtype)
-        return _from_ddr_order(tensor, flat)
+        raw = self.read_ddr_rows(tensor.ddr_addr, count * dtype.itemsize).copy()
+        return _from_ddr_order(tensor, raw.view(dtype))
 
     def run(self, program: Program, inputs: Mapping | None = None, trace: Trace | None = None):
-        """Run a program; returns (outputs, stats).
+        """Run a program on one sample; returns (outputs, stats).
 
         A `Binary`: its constants go to DDR 0, `inputs` maps io input names to integer codes
         (logical shapes), and the outputs are the io outputs' integer codes by name. A list of
         instructions (or a raw instruction stream): `inputs` maps DDR addresses to bytes or
         arrays written first, and the outputs are empty (read the memories directly).
         """
-        self.reset_sram()
-        inputs = dict(inputs or {})
         if isinstance(program, Binary):
-            if program.target_id != self.target.id:
-                raise XnpuError(
-                    f"binary: built for target id {program.target_id}, the machine is {self.target.name} (id {self.target.id})"
-                )
-            self._load_image(program)
-            if self._host is None or self._host.binary is not program:
-                self._host = _host_segments(program) if program.host_segments else None
-            for tensor in program.inputs():
-                if tensor.name not in inputs:
-                    raise XnpuError(f"missing input '{tensor.name}'")
-                self.write_tensor(tensor, inputs.pop(tensor.name))
-            if inputs:
-                raise XnpuError(f"unknown input '{sorted(inputs)[0]}'")
-            stats = self._execute_binary(program, trace)
-            return {tensor.name: self.read_tensor(tensor) for tensor in program.outputs()}, stats
+            outputs, stats = self.run_samples(program, inputs or {}, 1, trace, stacked=False)
+            return {name: codes[0] for name, codes in outputs.items()}, stats
+        self.set_samples(1)
+        self.reset_sram()
         instructions = decode_program(program) if isinstance(program, (bytes, bytearray)) else list(program)
-        for address, data in inputs.items():
+        for address, data in (inputs or {}).items():
             self.write_ddr(int(address), data)
         return {}, self.execute(instructions, None, trace)
+
+    def run_samples(self, binary: Binary, inputs: Mapping, samples: int, trace: Trace | None = None,
+                    stacked: bool = True) -> tuple[dict[str, np.ndarray], RunStats]:
+        """Run a binary on `samples` samples at once: each input's integer codes are samples x
+        its logical shape (with `stacked`; else its logical shape, the same for every sample),
+        and so are the outputs. The statistics are one sample's, and `trace` sees each
+        instruction once (`simulate` traces one sample at a time). SamplesDiffer when the
+        samples read different parameters (the caller runs them one at a time)."""
+        if binary.target_id != self.target.id:
+            raise XnpuError(
+                f"binary: built for target id {binary.target_id}, the machine is {self.target.name} (id {self.target.id})"
+            )
+        if samples > 1:
+            blocker = self.batch_blocker(binary)
+            if blocker is not None:
+                raise XnpuError(f"binary: cannot run several samples at once: {blocker}")
+        self.set_samples(samples)
+        self.reset_sram()
+        inputs = dict(inputs)
+        self._load_image(binary)
+        if self._host is None or self._host.binary is not binary:
+            self._host = _host_segments(binary) if binary.host_segments else None
+        for tensor in binary.inputs():
+            if tensor.name not in inputs:
+                raise XnpuError(f"missing input '{tensor.name}'")
+            codes = np.asarray(inputs.pop(tensor.name))
+            if stacked and codes.shape[1:] == tuple(tensor.shape) and codes.shape[0] != samples:
+                raise XnpuError(f"input '{tensor.name}' holds {codes.shape[0]} samples, the run {samples}")
+            self.write_tensor(tensor, codes)
+        if inputs:
+            raise XnpuError(f"unknown input '{sorted(inputs)[0]}'")
+        stats = self._execute_binary(binary, trace)
+        return {tensor.name: self.read_samples(tensor) for tensor in binary.outputs()}, stats
+
+    def batch_blocker(self, binary: Binary) -> str | None:
+        """`batch_blocker(binary)`, worked out once per binary."""
+        kept = self._blockers.get(id(binary))
+        if kept is None or kept[0] is not binary:
+            kept = self._blockers[id(binary)] = (binary, batch_blocker(binary))
+        return kept[1]
+
+    def _memories_moved(self) -> None:
+        for _, plan in self._plans.values():
+            plan.decoded.clear()
 
     def execute(
         self,
@@ -245,22 +294,25 @@ def _check_4d(tensor: IoTensor) -> None:
 
 
 def _to_ddr_order(tensor: IoTensor, codes: np.ndarray) -> np.ndarray:
+    """samples x the logical shape -> samples x the DDR order."""
     if tensor.layout == "NHWC":
         _check_4d(tensor)
-        return np.ascontiguousarray(codes.transpose(0, 2, 3, 1))
+        return np.ascontiguousarray(codes.transpose(0, 1, 3, 4, 2))
     if tensor.layout == "NCHW":
         _check_4d(tensor)
     return np.ascontiguousarray(codes)
 
 
-def _from_ddr_order(tensor: IoTensor, flat: np.ndarray) -> np.ndarray:
+def _from_ddr_order(tensor: IoTensor, rows: np.ndarray) -> np.ndarray:
+    """samples x the tensor's elements in DDR order -> samples x its logical shape."""
+    samples = rows.shape[0]
     if tensor.layout == "NHWC":
         _check_4d(tensor)
         n, c, h, w = tensor.shape
-        return np.ascontiguousarray(flat.reshape(n, h, w, c).transpose(0, 3, 1, 2))
+        return np.ascontiguousarray(rows.reshape(samples, n, h, w, c).transpose(0, 1, 4, 2, 3))
     if tensor.layout == "NCHW":
         _check_4d(tensor)
-    return flat.reshape(tensor.shape)
+    return rows.reshape(samples, *tensor.shape)
 
 
 # --------------------------------------------------------------------------------------
@@ -321,6 +373,69 @@ def machine_for(binary: Binary, target: TargetDescription | None = None) -> Mach
     return machine
 
 
+# Samples run at once (`simulate`): as many as fit this share of the memory budget, at most
+# MAX_SAMPLES_AT_ONCE (beyond ~16 the dispatch saved per sample is small beside the work).
+SAMPLES_MEMORY_BYTES = MAX_TOTAL_BYTES // 4
+MAX_SAMPLES_AT_ONCE = 16
+
+
+def batch_blocker(binary: Binary) -> str | None:
+    """Why the samples of a run of `binary` cannot share one run of its steps, or None. The
+    constant image is one copy in DDR for every sample (backend/machine_memory.py), so the
+    program must not write it, nor read across its end, nor decode from outside it, and no
+    tensor the host exchanges may lie in it."""
+    image = len(binary.constants)
+    for tensor in binary.all_io():
+        if tensor.ddr_addr < image:
+            return f"io tensor '{tensor.name}' lies in the constant image"
+    for index, instruction in enumerate(binary.instructions):
+        if instruction.op not in ("LOAD", "STORE"):
+            continue
+        start, end = instruction["ddr_addr"], instruction["ddr_addr"] + dma_ddr_extent(instruction)
+        if instruction.op == "STORE" and start < image:
+            return f"instruction {index} (STORE) writes the constant image"
+        if instruction.op == "LOAD" and start < image < end:
+            return f"instruction {index} (LOAD) reads across the constant image's end"
+        if instruction.op == "LOAD" and instruction["codebook_bits"] and (
+                end > image or instruction["dictionary_addr"] + (1 << instruction["codebook_bits"]) > image):
+            return f"instruction {index} (LOAD) decodes weights from outside the constant image"
+    return None
+
+
+def samples_at_once(binary: Binary, machine: Machine) -> int:
+    """How many samples `simulate` runs through each step together: 1 where `batch_blocker`
+    says so, else as many as SAMPLES_MEMORY_BYTES holds of a sample's memories (its SRAM, its
+    DDR beyond the constant image) and of the float GEMM operands of its largest convolution."""
+    if machine.batch_blocker(binary) is not None:
+        return 1
+    sample = machine.target.memory.sram_bytes + machine.ddr.size - len(binary.constants)
+    sample += max((_conv_scratch_bytes(i) for i in binary.instructions if i.op == "CONV"), default=0)
+    return max(1, min(MAX_SAMPLES_AT_ONCE, SAMPLES_MEMORY_BYTES // max(1, sample)))
+
+
+def _conv_scratch_bytes(i: Instruction) -> int:
+    """What one sample of a CONV holds beside SRAM: its padded float32 input, its gathered
+    windows (im2col, float32) and its float64 sums."""
+    oh, ow = conv_output_hw(i)
+    h = i["in_h"] + i["pad_top"] + i["pad_bottom"]
+    w = i["in_w"] + i["pad_left"] + i["pad_right"]
+    taps = i["kernel_h"] * i["kernel_w"]
+    return 4 * h * w * i["in_c"] + 4 * max(oh, h) * ow * taps * i["in_c"] + 8 * oh * ow * i["out_c"]
+
+
+def _samples(bound, start: int, stop: int, rows: int) -> list[np.ndarray]:
+    """Samples [start, stop) of each bound input, then the last of them again up to `rows`:
+    rows x its shape."""
+    taken = []
+    for array, shared in zip(bound.arrays, bound.shared):
+        if shared:
+            taken.append(np.broadcast_to(array, (rows, *array.shape)))
+        else:
+            part = array[start:stop]
+            taken.append(part if len(part) == rows else np.concatenate([part, np.repeat(part[-1:], rows - len(part), 0)]))
+    return taken
+
+
 @dataclass
 class BinaryRun:
     outputs: dict[str, np.ndarray]  # dequantized float32, by io name
@@ -351,15 +466,28 @@ def simulate(
     machine = machine_for(binary, target)
     stats = RunStats(machine.target.cost.clock_mhz)
     per_sample: list[tuple] = []
-    for index in range(bound.samples):
+    at_once = 1 if trace is not None else samples_at_once(binary, machine)
+    # chunks of one size (the memories keep their rows and the views made of them): the last
+    # one filled up with its last sample again, the sizes as even as the chunks' count allows
+    chunks = max(1, -(-bound.samples // at_once))
+    at_once = max(1, -(-bound.samples // chunks))
+    start = 0
+    while start < bound.samples:
+        stop = min(bound.samples, start + at_once)
         codes = {
             tensor.name: fp.quantize(array, tensor.scale, QUANTIZED_BITS[tensor.dtype]) if tensor.dtype in QUANTIZED_BITS
             else array
-            for tensor, array in zip(binary.inputs(), bound.take(index, index + 1))
+            for tensor, array in zip(binary.inputs(), _samples(bound, start, stop, at_once))
         }
-        outputs, sample_stats = machine.run(binary, codes, trace)
-        per_sample.append(tuple(outputs[tensor.name] for tensor in binary.outputs()))
-        stats.merge(sample_stats)
+        try:
+            outputs, chunk_stats = machine.run_samples(binary, codes, at_once, trace)
+        except SamplesDiffer:
+            at_once = 1  # this program's parameters depend on the sample: one at a time from here
+            continue
+        per_sample.extend(tuple(outputs[tensor.name][k] for tensor in binary.outputs()) for k in range(stop - start))
+        for _ in range(stop - start):
+            stats.merge(chunk_stats)
+        start = stop
     output_specs = [TensorSpec(t.name, tuple(t.shape), IO_DTYPES[t.dtype]) for t in binary.outputs()]
     codes = stack_outputs(output_specs, [tuple(np.asarray(v, dtype=np.int64) if t.dtype in QUANTIZED_BITS else v
                                                for t, v in zip(binary.outputs(), sample)) for sample in per_sample], bound)

@@ -1,0 +1,140 @@
+"""Several samples through each planned step at once (backend/simulator.py `run_samples`): the
+same integers as one run per sample, the same statistics per sample, chunks that fit the
+memory budget, and the programs that must run one sample at a time."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import xnpu
+from xnpu.backend import simulator
+from xnpu.backend.binary import Binary, IoTensor
+from xnpu.backend.isa_dependencies import insert_dependencies
+from xnpu.backend.machine_memory import SamplesDiffer
+from xnpu.backend.simulator import Machine, batch_blocker, machine_for, samples_at_once, simulate
+from xnpu.core.errors import XnpuError
+from xnpu.target.description import load_target
+from xnpu.target.encoding import make_instruction
+
+from models import zoo_model
+
+TARGETS = ("xnpu_default", "xnpu_lite")
+DEFAULT = load_target("xnpu_default")
+
+
+def _softmax_head():
+    """conv -> relu -> global pool -> gemm -> softmax: the softmax runs on the host."""
+    rng = np.random.default_rng(11)
+
+    def weight(name, *shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node("GlobalAveragePool", ["r"], ["p"], name="pool"),
+        helper.make_node("Flatten", ["p"], ["f"], name="flatten"),
+        helper.make_node("Gemm", ["f", "wf", "bf"], ["logits"], name="fc", transB=1),
+        helper.make_node("Softmax", ["logits"], ["probs"], name="softmax", axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "host", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 12, 12])],
+        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, [1, 5])],
+        [weight("w", 8, 3, 3, 3), weight("b", 8), weight("wf", 5, 8), weight("bf", 5)],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def _binary(name: str, target: str) -> tuple[Binary, np.ndarray]:
+    """A small binary and 5 samples: the zoo (depthwise and grouped convs, tables, every pool,
+    a clip) with its weights compressed (decoding LOADs), or the softmax head (a host segment)."""
+    rng = np.random.default_rng(23)
+    if name == "zoo":
+        data = rng.standard_normal((13, 3, 40, 40)).astype(np.float32)
+        binary = xnpu.compile(zoo_model(), data[:8], target=target, progress=False, compress_bits=3,
+                              compress_min_elements=0)
+    else:
+        data = rng.standard_normal((13, 3, 12, 12)).astype(np.float32)
+        binary = xnpu.compile(_softmax_head(), data[:8], target=target, progress=False)
+    return binary, data[8:]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", ["zoo", "softmax_head"])
+def test_samples_at_once_equal_one_run_per_sample(name, target, monkeypatch):
+    binary, x = _binary(name, target)
+    if name == "zoo":
+        assert any(i.op == "LOAD" and i["codebook_bits"] for i in binary.instructions)
+        assert {"TABLE", "POOL"} <= {i.op for i in binary.instructions}
+    else:
+        assert binary.host_segments
+    assert batch_blocker(binary) is None and samples_at_once(binary, machine_for(binary)) > 1
+    alone = [simulate(binary, x[k : k + 1]) for k in range(len(x))]
+    for at_once in (16, 2):  # every sample in one chunk; chunks of 2, 2 and 1
+        monkeypatch.setattr(simulator, "MAX_SAMPLES_AT_ONCE", at_once)
+        together = simulate(binary, x)
+        for output in binary.outputs():
+            expected = np.concatenate([run.codes[output.name] for run in alone])
+            assert np.array_equal(together.codes[output.name], expected)
+        assert together.stats.cycles == len(x) * alone[0].stats.cycles
+        assert together.stats.by_layer == {k: len(x) * v for k, v in alone[0].stats.by_layer.items()}
+        assert together.stats.tokens == [t for run in alone for t in run.stats.tokens]
+
+
+def test_chunks_follow_the_memory_budget(monkeypatch):
+    binary, _ = _binary("softmax_head", "xnpu_default")
+    machine = machine_for(binary)
+    sample = samples_at_once(binary, machine)
+    monkeypatch.setattr(simulator, "SAMPLES_MEMORY_BYTES", machine.target.memory.sram_bytes * 3)
+    assert samples_at_once(binary, machine) == 2 < sample
+    monkeypatch.setattr(simulator, "SAMPLES_MEMORY_BYTES", 1)
+    assert samples_at_once(binary, machine) == 1
+
+
+def _raw(op: str, sram: int, ddr: int, size: int):
+    return make_instruction(op, layout=0, sram_addr=sram, ddr_addr=ddr, d0=1, d1=size)
+
+
+def _table_binary(table_ddr: int, store_ddr: int = 8192) -> Binary:
+    """The input's 256 bytes through a TABLE whose 256 entries are LOADed from DDR `table_ddr`,
+    the result STOREd at `store_ddr`; the constant image is 512 bytes."""
+    program = [_raw("LOAD", 0, table_ddr, 256), _raw("LOAD", 0x1000, 4096, 256),
+               make_instruction("TABLE", in_addr=0x1000, out_addr=0x2000, table_addr=0, h=1, w=16, c=16),
+               _raw("STORE", 0x2000, store_ddr, 256), make_instruction("SYNC", halt=1)]
+    program = insert_dependencies(program, DEFAULT.memory.channel_alignment)
+    constants = np.random.default_rng(3).integers(-128, 128, 512).astype(np.int8).tobytes()
+    return Binary(DEFAULT.id, program, constants, [IoTensor("x", "input", (1, 256), "int8", 0.05, 0, 4096, "RAW"),
+                                                   IoTensor("y", "output", (1, 256), "int8", 0.05, 0, 8192, "RAW")])
+
+
+def _run_each_and_all(binary: Binary, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    alone = np.concatenate([simulate(binary, x[k : k + 1]).codes["y"] for k in range(len(x))])
+    return alone, simulate(binary, x).codes["y"]
+
+
+def test_a_program_that_writes_its_constant_image_runs_one_sample_at_a_time():
+    x = np.random.default_rng(5).standard_normal((3, 256)).astype(np.float32)
+    writes = _table_binary(0, store_ddr=256)  # its output lies in the constant image
+    assert "writes the constant image" in batch_blocker(writes)
+    assert samples_at_once(writes, machine_for(writes)) == 1
+    with pytest.raises(XnpuError, match="cannot run several samples at once"):
+        Machine(DEFAULT, ddr_size=16384).run_samples(writes, {"x": np.zeros((2, 1, 256), np.int8)}, 2)
+    reads = _table_binary(0)
+    assert batch_blocker(reads) is None and samples_at_once(reads, machine_for(reads)) > 1
+    alone, together = _run_each_and_all(reads, x)
+    assert np.array_equal(alone, together) and len(np.unique(together)) > 10
+
+
+def test_samples_that_read_different_parameters_run_one_at_a_time():
+    """A table LOADed from the input (each sample's own bytes) differs between the samples:
+    the run falls back to one sample at a time, with the same results."""
+    x = np.random.default_rng(6).standard_normal((3, 256)).astype(np.float32)
+    binary = _table_binary(4096)
+    assert batch_blocker(binary) is None
+    machine = Machine(DEFAULT, ddr_size=16384)
+    with pytest.raises(SamplesDiffer):
+        machine.run_samples(binary, {"x": np.stack([np.arange(256) - 128, np.arange(256)[::-1] - 128])[:, None]}, 2)
+    alone, together = _run_each_and_all(binary, x)
+    assert np.array_equal(alone, together)
