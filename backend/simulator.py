@@ -82,7 +82,7 @@ class Machine(DmaUnit, ComputeUnits):
         self._tokens: list[int] = []
         self._host: HostSegments | None = None  # the running binary's host segments (backend/host.py)
         self._plans: dict[int, tuple[Binary, Plan]] = {}
-        self._blockers: dict[int, tuple[Binary, str | None]] = {}
+        self._blockers: dict[int, tuple[Binary, str | None, int]] = {}
 
     # ----------------------------------------------------------------------------------
     # Host interface
@@ -180,10 +180,15 @@ class Machine(DmaUnit, ComputeUnits):
 
     def batch_blocker(self, binary: Binary) -> str | None:
         """`batch_blocker(binary)`, worked out once per binary."""
+        return self._batching(binary)[1]
+
+    def _batching(self, binary: Binary) -> tuple[Binary, str | None, int]:
+        """(binary, its batch_blocker, the bytes a sample of it holds beside SRAM and DDR), once per binary."""
         kept = self._blockers.get(id(binary))
         if kept is None or kept[0] is not binary:
-            kept = self._blockers[id(binary)] = (binary, batch_blocker(binary))
-        return kept[1]
+            scratch = max((_conv_scratch_bytes(i) for i in binary.instructions if i.op == "CONV"), default=0)
+            kept = self._blockers[id(binary)] = (binary, batch_blocker(binary), scratch)
+        return kept
 
     def _memories_moved(self) -> None:
         for _, plan in self._plans.values():
@@ -406,10 +411,10 @@ def samples_at_once(binary: Binary, machine: Machine) -> int:
     """How many samples `simulate` runs through each step together: 1 where `batch_blocker`
     says so, else as many as SAMPLES_MEMORY_BYTES holds of a sample's memories (its SRAM, its
     DDR beyond the constant image) and of the float GEMM operands of its largest convolution."""
-    if machine.batch_blocker(binary) is not None:
+    _, blocker, scratch = machine._batching(binary)
+    if blocker is not None:
         return 1
-    sample = machine.target.memory.sram_bytes + machine.ddr.size - len(binary.constants)
-    sample += max((_conv_scratch_bytes(i) for i in binary.instructions if i.op == "CONV"), default=0)
+    sample = machine.target.memory.sram_bytes + machine.ddr.size - len(binary.constants) + scratch
     return max(1, min(MAX_SAMPLES_AT_ONCE, SAMPLES_MEMORY_BYTES // max(1, sample)))
 
 

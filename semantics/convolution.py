@@ -137,7 +137,8 @@ def conv_sums_nhwc(x, weights: ExactWeights, strides, pads, dilations) -> np.nda
 def _conv_gemms(padded, weights: ExactWeights, channels, strides, dilations, dtype) -> np.ndarray:
     _, kh, kw, _ = weights.shape
     return float_ops.conv_gemms_nhwc(
-        padded, lambda rows: weights.matrix(rows, channels, dtype), (kh, kw), strides, dilations, weights.shape[0]
+        padded, lambda rows: weights.matrix(rows, channels, dtype), (kh, kw), strides, dilations, weights.shape[0],
+        exact=True,
     )
 
 

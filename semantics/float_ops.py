@@ -85,6 +85,7 @@ def conv_gemms_nhwc(
     strides: Sequence[int],
     dilations: Sequence[int],
     out_channels: int,
+    exact: bool = False,
 ) -> np.ndarray:
     """A dense convolution of a zero-padded N x H x W x C map as GEMMs: N x OH x OW x O.
 
@@ -92,7 +93,11 @@ def conv_gemms_nhwc(
     (taps * C) x O matrix, rows ordered (kh, kw, c), in the dtype of `padded`. A 1x1 kernel is
     one GEMM on the map itself; with vertical stride 1 the horizontal windows are gathered
     once and each kernel row is one GEMM on a slice of them (no copy per kernel row, the
-    samples' rows in one GEMM); otherwise one GEMM on the full windows (im2col).
+    samples' rows in one GEMM); otherwise one GEMM on the full windows (im2col). With `exact`
+    (the sums are integers float32 holds exactly, R13: any order of the additions gives them),
+    samples of few output rows take the im2col GEMM too, where the rows between samples
+    would be over a quarter of the row-wise GEMMs' (a thin tile of several samples: ~3x
+    faster), which leaves float results as they are.
     """
     n, hp, wp, c = padded.shape
     kh, kw = kernel
@@ -104,7 +109,7 @@ def conv_gemms_nhwc(
         cols = padded[:, : sh * (oh - 1) + 1 : sh, : sw * (ow - 1) + 1 : sw].reshape(-1, c)
         return (cols @ matrix((0, 1))).reshape(n, oh, ow, o)
     span_w = dw * (kw - 1) + 1
-    if sh == 1:
+    if sh == 1 and not (exact and 4 * ((n - 1) * hp + oh) > 5 * n * oh):
         windows = sliding_window_view(padded, span_w, axis=2)[:, :, : sw * (ow - 1) + 1 : sw, :, ::dw]
         cols = np.ascontiguousarray(windows.transpose(0, 1, 2, 4, 3)).reshape(n * hp, ow, kw * c)
         rows = (n - 1) * hp + oh  # one GEMM per kernel row covers every sample (rows between are unused)

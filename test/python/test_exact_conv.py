@@ -22,6 +22,18 @@ def test_float32_and_float64_paths_equal_the_definition(channels, kernel, group,
         np.testing.assert_array_equal(got, expected)
 
 
+@pytest.mark.parametrize("samples,height", [(6, 3), (6, 12), (1, 3)])
+def test_several_samples_of_thin_and_tall_maps_equal_the_definition(samples, height):
+    """Samples of few output rows take one im2col GEMM, of many the row-wise GEMMs over every
+    sample's rows (float_ops.conv_gemms_nhwc): the same sums either way."""
+    rng = np.random.default_rng(height)
+    x = rng.choice([-128, 127, -127, 0, 5], size=(samples, 16, height, 9))
+    w = rng.choice([-128, 127, -127, 1], size=(8, 16, 3, 3))
+    expected = _conv_reference(x, w, np.zeros(8, np.int64), 1, 0, 1)
+    got = convolution.conv2d_accumulate_exact(x, w, (1, 1), (0, 0, 0, 0), (1, 1), 1)
+    np.testing.assert_array_equal(got, expected)
+
+
 def test_a_single_float32_gemm_would_round_where_chunks_do_not():
     """The chunking is needed: one float32 sum of 2048 maximal products is not exact."""
     x = np.full((1, 2048, 1, 1), 127)
