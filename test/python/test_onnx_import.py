@@ -15,9 +15,11 @@ import xnpu
 from xnpu.dialects import nn
 from xnpu.core.errors import XnpuError, XnpuNote
 
-pytestmark = pytest.mark.float_sums  # results went through float sums: `make blas-variance` reruns them
-
 ort = pytest.importorskip("onnxruntime")
+
+# Tests marked float_sums compare values computed through float sums (against onnxruntime or
+# recorded figures): `make blas-variance` reruns them. The import's structure, its errors and the
+# command line compute nothing a BLAS kernel orders, so they run once.
 
 RNG = np.random.default_rng(7)
 
@@ -164,6 +166,7 @@ OP_CASES = [
 
 
 @pytest.mark.parametrize("case", OP_CASES, ids=[c[0] for c in OP_CASES])
+@pytest.mark.float_sums
 def test_op_imports_and_matches_onnxruntime(case):
     _, nodes, inputs, initializers, expect_ops, opset = case
     check_against_onnxruntime(make_model(nodes, inputs, ["y"], initializers, opset), expect_ops)
@@ -204,6 +207,7 @@ def test_unnamed_nodes_get_op_type_and_index_locations():
     assert 'loc("named")' in text
 
 
+@pytest.mark.float_sums
 def test_constant_identity_and_dropout_are_removed():
     value = numpy_helper.from_array(np.array([1.0, 2.0, 3.0], dtype=np.float32), "v")
     model = make_model(
@@ -225,6 +229,7 @@ def test_constant_identity_and_dropout_are_removed():
     np.testing.assert_array_equal(xnpu.run(module, x)["y"], x + np.float32([1, 2, 3]))
 
 
+@pytest.mark.float_sums
 def test_identity_output_of_graph_input_is_forwarded():
     model = make_model([helper.make_node("Identity", ["x"], ["y"])], {"x": [2]}, ["y"])
     module = xnpu.import_onnx(model)
@@ -286,6 +291,7 @@ def host_op(model) -> nn.OnnxOp:
     return ops[0]
 
 
+@pytest.mark.float_sums
 def test_an_op_the_nn_dialect_lacks_is_kept_for_onnxruntime_named_by_its_node():
     model = make_model(
         [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Erf", ["a"], ["y"], name="act")],
@@ -310,6 +316,7 @@ def test_an_unnamed_node_kept_for_onnxruntime_uses_a_synthesized_name():
      "ONNX ReduceMean: only the mean over axes [2, 3] of an NCHW map, keeping them, is a global average pool "
      "(axes [1] of rank 4)"),
 ])
+@pytest.mark.float_sums
 def test_a_known_op_in_a_form_its_nn_op_lacks_is_kept_for_onnxruntime_with_the_reason(node, reason):
     model = make_model([node], {"x": [1, 1, 4, 4]}, ["y"])
     check_against_onnxruntime(model, ["nn.onnx"])
@@ -330,6 +337,7 @@ def test_unknown_attribute_is_rejected():
     assert "foo" in message or "shape inference" in message
 
 
+@pytest.mark.float_sums
 def test_a_reshape_to_a_shape_the_model_computes_is_kept_for_onnxruntime():
     model = make_model(
         [helper.make_node("Reshape", ["x", "s"], ["y"], name="rs")], {"x": [2, 3]}, ["y"], output_shapes={"y": [6]},
@@ -348,6 +356,7 @@ def test_dynamic_input_shape_names_the_tensor_and_the_flag():
     assert "--input-shape x=1,<C>" in message
 
 
+@pytest.mark.float_sums
 def test_values_of_other_element_types_pass_between_host_ops_and_the_program_edges():
     graph = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["y"], name="r")], "g",
@@ -361,6 +370,7 @@ def test_values_of_other_element_types_pass_between_host_ops_and_the_program_edg
     assert out.dtype == np.int32 and out.tolist() == [0, 4]
 
 
+@pytest.mark.float_sums
 def test_a_data_dependent_output_shape_is_dynamic():
     model = make_model([helper.make_node("NonZero", ["x"], ["y"], name="nz")], {"x": [2, 3]}, ["y"])
     model.graph.output[0].type.tensor_type.elem_type = TensorProto.INT64
@@ -441,6 +451,7 @@ def test_cli_needs_exactly_one_mode(tmp_path):
     assert result.returncode != 0 and "--import-onnx" in result.stderr
 
 
+@pytest.mark.float_sums
 def test_bundled_example_imports():
     example = Path(__file__).resolve().parents[2] / "examples" / "tiny_cnn.onnx"
     module = xnpu.import_onnx(example)
@@ -498,6 +509,7 @@ NEAREST_MODES = ["floor", "ceil", "round_prefer_floor", "round_prefer_ceil"]
 @pytest.mark.parametrize("factors", [(2, 2), (4, 4), (8, 8), (2, 3)], ids=lambda f: "x".join(map(str, f)))
 @pytest.mark.parametrize("coordinates", NEAREST_COORDINATES)
 @pytest.mark.parametrize("nearest_mode", NEAREST_MODES)
+@pytest.mark.float_sums
 def test_resize_nearest_integer_factors_match_onnxruntime(factors, coordinates, nearest_mode):
     attrs = {"mode": "nearest", "coordinate_transformation_mode": coordinates, "nearest_mode": nearest_mode}
     assert_matches_onnxruntime(resize_model(attrs, factors=factors), ["nn.resize"])
@@ -505,12 +517,14 @@ def test_resize_nearest_integer_factors_match_onnxruntime(factors, coordinates, 
 
 @pytest.mark.parametrize("coordinates", ["half_pixel", "pytorch_half_pixel", "align_corners"])
 @pytest.mark.parametrize("factors", [(2, 2), (1, 2)], ids=lambda f: "x".join(map(str, f)))
+@pytest.mark.float_sums
 def test_resize_linear_x2_matches_onnxruntime(coordinates, factors):
     attrs = {"mode": "linear", "coordinate_transformation_mode": coordinates}
     assert_matches_onnxruntime(resize_model(attrs, factors=factors, x_shape=(1, 3, 5, 6)), ["nn.resize"])
 
 
 @pytest.mark.parametrize("opset", [11, 13, 19])
+@pytest.mark.float_sums
 def test_resize_sizes_and_opset_input_layouts(opset):
     attrs = {"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
     module = assert_matches_onnxruntime(resize_model(attrs, sizes=[6, 16], opset=opset), ["nn.resize"])
@@ -518,6 +532,7 @@ def test_resize_sizes_and_opset_input_layouts(opset):
     assert resize.factors == (2, 4)
 
 
+@pytest.mark.float_sums
 def test_resize_axes_and_defaults():
     # opset 19 axes: scales for H and W only; the defaults are half_pixel and round_prefer_floor
     module = assert_matches_onnxruntime(resize_model({}, factors=[3, 2], opset=19, axes=[2, 3]), ["nn.resize"])
@@ -545,6 +560,7 @@ def test_resize_pytorch_half_pixel_is_imported_as_half_pixel():
         ({"mode": "linear", "antialias": 1}, (2, 2), None, "unsupported attribute value antialias=1"),
     ],
 )
+@pytest.mark.float_sums
 def test_resize_outside_the_supported_forms_is_kept_for_onnxruntime_with_the_reason(attrs, factors, sizes, expected):
     model = resize_model(attrs, factors=factors, sizes=sizes, opset=19)
     if expected is None:  # a factor of 1 is an identity resize, and fine
@@ -579,6 +595,7 @@ def test_nearest_modes_that_are_pixel_replication(factor):
 
 @pytest.mark.parametrize("opset", [11, 13])
 @pytest.mark.parametrize("shape, axis", [((3, 5), a) for a in (-2, -1, 0, 1)] + [((2, 3, 4, 5), a) for a in (-1, 0, 1, 2, 3)])
+@pytest.mark.float_sums
 def test_softmax_any_axis_of_matrices_and_nchw_in_both_semantics(shape, axis, opset):
     """Opset 13 normalizes along `axis`; before, over all dimensions from `axis` on."""
     model = make_model([helper.make_node("Softmax", ["x"], ["y"], axis=axis)], {"x": list(shape)}, ["y"], opset=opset)

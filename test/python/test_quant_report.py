@@ -28,7 +28,8 @@ from xnpu.ir.context import make_context
 from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass, LowerNNToFixedPass
 from xnpu.transforms.calibrate import calibrate
 
-pytestmark = pytest.mark.float_sums  # results went through float sums: `make blas-variance` reruns them
+# Tests marked float_sums compare statistics or scales computed through float sums: `make
+# blas-variance` reruns them. The command line's files and errors and the layout compute none.
 
 SVG = "{http://www.w3.org/2000/svg}"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -61,12 +62,14 @@ def by_name(stats: list[LayerStats]) -> dict[str, LayerStats]:
     return {s.name: s for s in stats}
 
 
+@pytest.mark.float_sums
 def test_every_onnx_node_is_a_layer_in_program_order(stats):
     nodes = [node.name for node in onnx.load(MODEL).graph.node]
     assert [s.name for s in stats] == nodes
     assert [s.op for s in stats][:3] == ["conv2d", "relu", "max_pool"]
 
 
+@pytest.mark.float_sums
 def test_layer_statistics_are_close_but_not_exact(stats, calib):
     for s in stats:
         assert s.samples == len(calib)
@@ -77,6 +80,7 @@ def test_layer_statistics_are_close_but_not_exact(stats, calib):
         assert isinstance(s.scale, float) and s.scale > 0
 
 
+@pytest.mark.float_sums
 def test_output_layer_matches_the_model_outputs(stats, float_module, fixed_module, calib):
     """The last layer is the model output: its pooled cosine and SQNR follow from xnpu.run."""
     reference = xnpu.run(float_module, calib)["logits"].astype(np.float64)
@@ -91,6 +95,7 @@ def test_output_layer_matches_the_model_outputs(stats, float_module, fixed_modul
 
 
 @pytest.mark.parametrize("beside", [False, True])
+@pytest.mark.float_sums
 def test_a_report_that_fails_while_it_is_moved_in_leaves_the_earlier_one(stats, tmp_path, monkeypatch, beside):
     """The last step of writing a report (the rename of the new directory, or of one of its
     files into a directory that holds other files too) fails: the earlier report is intact."""
@@ -126,6 +131,7 @@ def test_a_report_that_fails_while_it_is_moved_in_leaves_the_earlier_one(stats, 
         assert not [p for p in directory.iterdir() if p.name.startswith(".")]
 
 
+@pytest.mark.float_sums
 def test_edges_follow_the_float_graph(stats):
     inputs = {s.name: s.inputs for s in stats}
     assert inputs["conv1"] == ["input:input"]
@@ -133,6 +139,7 @@ def test_edges_follow_the_float_graph(stats):
     assert inputs["fc"] == ["flatten"]
 
 
+@pytest.mark.float_sums
 def test_report_files_exist_and_parse(stats, tmp_path):
     written = write_report(stats, tmp_path / "report", title="tiny")
     directory = tmp_path / "report"
@@ -161,6 +168,7 @@ def test_report_files_exist_and_parse(stats, tmp_path):
         assert "report.svg not written" in text
 
 
+@pytest.mark.float_sums
 def test_dot_graph_colours_and_edges(stats):
     dot = report_dot(stats)
     assert dot.startswith("digraph") and dot.rstrip().endswith("}")
@@ -214,6 +222,7 @@ def _json_db(value) -> float:
     return float(value)  # "inf" / "-inf" strings parse too
 
 
+@pytest.mark.float_sums
 def test_html_report_draws_every_layer_in_its_colour_as_report_json(stats, tmp_path):
     write_report(stats, tmp_path, title="tiny")
     document = json.loads((tmp_path / "report.json").read_text())
@@ -284,6 +293,7 @@ def last_rescale(module, name: str) -> fixed.RescaleOp:
     return found[-1]
 
 
+@pytest.mark.float_sums
 def test_damaged_output_rescale_is_the_worst_layer(float_module, calib, stats):
     damaged = xnpu.quantize(float_module.clone(), calib, progress=False)
     rescale = last_rescale(damaged, "fc")
@@ -307,6 +317,7 @@ def lower_with_scale_factor(float_module, calib, layer: str, factor: float):
 
 
 @pytest.mark.parametrize("layer", ["residual", "pool2"])
+@pytest.mark.float_sums
 def test_saturated_layer_is_where_the_error_starts(float_module, calib, stats, layer):
     """A too-small scale saturates one layer: it drops far below every layer before it, and the
     layers before it read the same numbers as without the damage."""
@@ -322,6 +333,7 @@ def test_saturated_layer_is_where_the_error_starts(float_module, calib, stats, l
     assert first_bad.name == layer
 
 
+@pytest.mark.float_sums
 def test_report_sample_limit_and_errors(float_module, fixed_module, calib):
     assert layer_report(float_module, fixed_module, calib, samples=3)[0].samples == 3
     with pytest.raises(xnpu.XnpuError, match="must be >= 1"):
@@ -366,6 +378,7 @@ def test_cli_errors_are_one_line_and_leave_no_output(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.float_sums
 def test_cli_depthwise_weights_changes_the_scale_only_depthwise_convs_read(tmp_path):
     """A pointwise conv whose channels differ 60-fold in range, read by a depthwise conv whose
     kernels are the inverse: --depthwise-weights on (and here auto, the default) gives the

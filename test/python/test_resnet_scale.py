@@ -18,8 +18,6 @@ from onnx import numpy_helper
 import xnpu
 from xnpu.dialects import nn
 
-pytestmark = pytest.mark.float_sums  # results went through float sums: `make blas-variance` reruns them
-
 RESNET = Path(__file__).resolve().parents[2] / ".." / "shared" / "bench" / "imagenet_like" / "resnet18_like.onnx"
 # CPU seconds, not wall-clock: a machine busy with other jobs must not fail the test; the bound
 # catches a quadratic parse or print (the round trip takes a few CPU seconds)
