@@ -18,7 +18,6 @@ import re
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
 
 from xnpu.backend.binary import Binary, HostSegment, IoTensor
-from xnpu.backend.host import segment_function
 from xnpu.core.errors import XnpuError, printable
 from xnpu.dialects import isa, nn
 from xnpu.dialects.targeting import module_target
@@ -101,6 +100,8 @@ def host_segment_op(segment: HostSegment, models: list[bytes]) -> isa.HostSegmen
     corrupt one is one error line)."""
     tensors = [isa.IoOp(t.name, t.direction, t.shape, t.dtype, t.scale, t.zero_point, t.ddr_addr, t.layout)
                for t in (*segment.inputs, *segment.outputs)]
+    from xnpu.backend.host import segment_function  # the host runner's imports, paid only by a binary with host segments
+
     function = segment_function(segment, models)
     function.detach()
     return isa.HostSegmentOp(segment.token, tensors, function)

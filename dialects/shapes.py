@@ -10,10 +10,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
 from xdsl.dialects.builtin import BytesAttr, DenseArrayBase, FloatAttr, IntegerAttr, TensorType, f32, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
+
+from xnpu.core.lazy import numpy as np  # imported at its first use: xnpu-opt parses float IR without it
 
 # --------------------------------------------------------------------------------------
 # Shape functions: the single definition of every op's output shape.

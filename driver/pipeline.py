@@ -29,7 +29,6 @@ from xnpu.frontend.onnx_import import import_onnx
 from xnpu.ir.context import make_context
 from xnpu.ir.io import verify_module
 from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
-from xnpu.lowering.fixed_to_tosa import ConvertFixedToTosaPass
 from xnpu.lowering.legalize import LegalizePass
 from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass, LowerNNToFixedPass
 from xnpu.target.description import load_target
@@ -194,6 +193,7 @@ def compile(
     if stop_at == "fixed":
         return module
     if stop_at == "tosa":
+        from xnpu.lowering.fixed_to_tosa import ConvertFixedToTosaPass  # the tosa dialect: only this export needs it
 
         _apply(module, ConvertFixedToTosaPass(), notify)
         return module

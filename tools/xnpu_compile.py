@@ -26,7 +26,6 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from xnpu.backend.simulator import planned_stats
 from xnpu.core.array_io import load_arrays
 from xnpu.core.errors import XnpuError
 from xnpu.driver.pipeline import LEVELS
@@ -36,7 +35,6 @@ from xnpu.ir.io import print_ir
 from xnpu.target.description import list_targets
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors, write_output
 from xnpu.tools.shape_option import add_input_shape_option, input_shapes
-from xnpu.tools.xnpu_quantize import write_layer_report
 from xnpu.transforms.calibrate import DEPTHWISE_WEIGHTS
 
 PROG = "xnpu-compile"
@@ -137,6 +135,9 @@ def compile_main(args: argparse.Namespace) -> None:
 
         if "fold-quantize-pairs" not in report_modules:
             raise XnpuError("--report needs the int8 model: compile to --emit=fixed or below")
+        from xnpu.backend.simulator import planned_stats  # the report's alone: a compile runs no program
+        from xnpu.tools.xnpu_quantize import write_layer_report
+
         run = planned_stats(result) if args.emit == "bin" else None
         write_layer_report(args, report_modules["import-onnx"], report_modules["fold-quantize-pairs"], calibration,
                            placement, run)

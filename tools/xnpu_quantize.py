@@ -21,11 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import xnpu
-from xnpu.backend.simulator import roofline_summary
 from xnpu.core.errors import XnpuError
 from xnpu.core.files import write_atomically
-from xnpu.driver.pipeline import float_cleanup
-from xnpu.driver.quant_report import REPORT_SHARE, attach_roofline, layer_report, match_layers, write_report
 from xnpu.ir.io import load_ir, print_ir
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors
 from xnpu.tools.shape_option import add_input_shape_option, input_shapes
@@ -107,6 +104,9 @@ def write_layer_report(args: argparse.Namespace, float_module, fixed_module, cal
                        run=None) -> list[Path]:
     """The per-layer report; with a `placement` (xnpu-compile for a target) each layer says where
     it runs, and with `run` (the RunStats of one sample of the compiled binary) its roofline."""
+    # imported here: only a compile or quantization asked for a report pays for them
+    from xnpu.driver.pipeline import float_cleanup
+    from xnpu.driver.quant_report import REPORT_SHARE, attach_roofline, layer_report, match_layers, write_report
 
     stats = layer_report(float_module, fixed_module, calibration, samples=args.report_samples, share=REPORT_SHARE)
     if placement is not None:
@@ -115,6 +115,8 @@ def write_layer_report(args: argparse.Namespace, float_module, fixed_module, cal
     _, unmatched = match_layers(float_cleanup(float_module), fixed_module)
     notes = [f"layers without an integer output in the fixed model: {', '.join(unmatched)}"] if unmatched else []
     if run is not None:
+        from xnpu.backend.simulator import roofline_summary
+
         elsewhere = attach_roofline(stats, run.by_layer, run.compute, run.dma, run.ddr_bytes, run.compulsory_bytes)
         notes += [f"one sample of the binary: {line}" for line in roofline_summary(run).splitlines()]
         elsewhere = [name for name in elsewhere if not name.startswith("(")]  # the final SYNC, idle cycles
