@@ -124,6 +124,10 @@ def onnxruntime_outputs(model: onnx.ModelProto, inputs) -> list:
 
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 4  # its log lines about the cases' models are not the report's
+    # one thread, as xnpu's own host sessions (semantics/onnx_runtime.py): a case's tensors are
+    # tiny, and a session's thread pool cost more to start than its run (~1,900 sessions)
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
     session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]
     return session.run(None, dict(zip(names, inputs)))

@@ -50,7 +50,9 @@ def _centre(images: np.ndarray, shape) -> np.ndarray:
     # ops at 1/24 of the pixels (its shape computations follow the input); bench/realmodels.py
     # compiles it at full size
     ("layout", "layout_cdla.onnx", "xnpu_default", {"image": (1, 3, 160, 128)}),
-    ("rec", "PP-OCRv6_rec_small.onnx", "xnpu_lite", {"x": (1, 3, 48, 320)}),
+    # the recognizer on a 48x160 window of its 48x320 lines: the same ops on half the columns
+    # (2,146 instructions instead of 7,134: 11 CPU s instead of 20)
+    ("rec", "PP-OCRv6_rec_small.onnx", "xnpu_lite", {"x": (1, 3, 48, 160)}),
 ])
 def test_an_image_model_compiles_as_shipped_and_its_binary_equals_the_fixed_level(split, file, target, input_shapes):
     """At least 95% of its computed ONNX nodes on the accelerator, the binary the fixed level bit for bit."""

@@ -27,7 +27,7 @@ import xdsl
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 BIN = Path(sys.executable).parent
-CPU_SECONDS = 20.0  # the costliest case, a Conv of 10^6 channels refused, takes ~6 s quiet and 10 s on a loaded machine
+CPU_SECONDS = 20.0  # the costliest case, a Conv of 3 x 10^5 channels refused, takes ~4.5 s of CPU
 PEAK_BYTES = 1 << 30
 
 
@@ -163,8 +163,8 @@ def test_planted_pattern_cache_entries_never_run(work, tmp_path, monkeypatch, wr
                   "--quiet", cwd=work, env=environment)
     assert run.returncode == 0 and run.stderr == "", run
     run.within_bounds()
-    (work / "m.mlir").write_text(bounded("xnpu-compile", "tiny_cnn.onnx", "-c", "tiny_calib.npy", "--emit", "fixed",
-                                         "-o", "-", cwd=work, env=environment).stdout)
+    # a fixed-level module of clamps, the root of the extra patterns (the compile above read every shipped entry)
+    (work / "m.mlir").write_text((ROOT / "test" / "filecheck" / "lowering" / "legalize" / "clamp.mlir").read_text())
     run = bounded("xnpu-opt", "m.mlir", "-p", 'legalize{target="xnpu_lite" patterns="extra"}', "-o", "out.mlir",
                   cwd=work, env=environment)
     assert run.returncode == 0 and run.stderr == "", run
@@ -589,13 +589,14 @@ def test_host_segment_tensors_are_within_the_budget(work, case, pattern):
     nothing_left_and_inputs_untouched(work, before)
 
 
-def test_a_layer_of_a_million_channels_is_refused_in_seconds(work):
+def test_a_layer_of_300k_channels_is_refused_in_seconds(work):
     """A Conv with 10^6 output channels was still compiling after 150 s: the tiling counts the
-    instructions the program would need before they are emitted."""
+    instructions the program would need before they are emitted. 3 x 10^5 channels are past the
+    limit too, for 60% of the CPU (a refusal that grew with the channels would still show)."""
     from onnx import helper
 
     save_model_of(work / "wide.onnx", [helper.make_node("Conv", ["x", "w"], ["y"], name="conv")], [1, 1, 4, 4],
-                  {"w": np.ones((1_000_000, 1, 1, 1), np.float32)})
+                  {"w": np.ones((300_000, 1, 1, 1), np.float32)})
     np.save(work / "calib.npy", np.ones((2, 1, 4, 4), np.float32))
     before = snapshot(work)
     one_clean_error(bounded("xnpu-compile", "wide.onnx", "-c", "calib.npy", "-o", "out.xnb", cwd=work), "xnpu-compile",
