@@ -32,12 +32,14 @@ from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
 from xnpu.lowering.legalize import LegalizePass
 from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass, LowerNNToFixedPass
 from xnpu.target.description import load_target
-from xnpu.transforms.calibrate import calibrate
+from xnpu.transforms.calibrate import DEFAULT_RUNTIME, calibrate
+from xnpu.transforms.calibrate_channel_groups import choose_channel_groups
 from xnpu.transforms.compress_weights import DEFAULT_MIN_ELEMENTS, CompressWeightsPass
 from xnpu.transforms.fold_batch_norm import FoldBatchNormPass
 from xnpu.transforms.expand_layer_norm import ExpandLayerNormPass
 from xnpu.transforms.fuse_activations import FuseActivationsPass
 from xnpu.transforms.remove_noop import RemoveNoOpPass
+from xnpu.transforms.split_channel_groups import SplitChannelGroupsPass
 
 AfterPass = Callable[[str, ModuleOp], None]
 
@@ -74,11 +76,16 @@ def quantize(
     compress_min_elements: int | None = None,
     compress_exclude: str = "",
     host_fallback: bool = True,
+    channel_groups: bool = True,
     **calibration_options,
 ) -> ModuleOp:
     """Calibrate `module` (an nn module, changed in place) on `calibration` and lower it to `fixed`.
 
     An op with no integer lowering stays a float op for the host (`host_fallback`), or is an error.
+
+    `channel_groups` splits each depthwise block whose input channels' ranges differ widely into
+    two groups with scales of their own, measured on the first samples
+    (transforms/calibrate_channel_groups.py, split-channel-groups).
 
     `compress_bits` runs compress-weights (seed 003's codebook, docs/compression.md) after
     calibration: conv/gemm weights become b-bit ids, kept compressed in DDR (decoding LOADs); the
@@ -88,6 +95,10 @@ def quantize(
 
     verify_module(module)  # what op verifiers leave out (tensor sizes, dominance) before anything runs
     float_cleanup(module, after_pass)
+    if channel_groups and choose_channel_groups(
+            module, calibration, calibration_options.get("runtime", DEFAULT_RUNTIME), progress,
+            calibration_options.get("calibration_batch")):
+        _apply(module, SplitChannelGroupsPass(), after_pass)
     calibrate(module, calibration, method=method, per_channel_weights=per_channel, progress=progress,
               **calibration_options)
     after_pass("calibrate", module)
@@ -162,7 +173,8 @@ def compile(
 ):
     """ONNX model (path, ModelProto or nn module) -> Binary for `target`, in one process.
 
-    import -> `quantize` (fold-batch-norm, remove-noop, fuse-activations, expand-layer-norm, calibrate, [compress-weights],
+    import -> `quantize` (fold-batch-norm, remove-noop, fuse-activations, expand-layer-norm, [split-channel-groups],
+    calibrate, [compress-weights],
     lower-nn-to-fixed, fold-quantize-pairs; `quantize_options` are its options) -> legalize
     -> lower-fixed-to-npu -> npu-sink-tables -> npu-order-layers -> npu-assign-layout
     -> npu-keep-on-chip -> npu-tile -> npu-prefetch-weights -> npu-plan-sram -> npu-allocate

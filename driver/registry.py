@@ -22,6 +22,7 @@ PASSES = {
     "remove-noop": "xnpu.transforms.remove_noop:RemoveNoOpPass",
     "fuse-activations": "xnpu.transforms.fuse_activations:FuseActivationsPass",
     "expand-layer-norm": "xnpu.transforms.expand_layer_norm:ExpandLayerNormPass",
+    "split-channel-groups": "xnpu.transforms.split_channel_groups:SplitChannelGroupsPass",
     "constant-fold": "xnpu.transforms.constant_fold:ConstantFoldPass",
     "compress-weights": "xnpu.transforms.compress_weights:CompressWeightsPass",
     "lower-nn-to-fixed": "xnpu.lowering.nn_to_fixed:LowerNNToFixedPass",

@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--depthwise-weights", choices=tuple(DEPTHWISE_WEIGHTS), default="auto",
                         help="mse: weigh a tensor only depthwise convs read by their kernels' norms: on, off, or auto "
                              "(the default: where it measures less error after them; docs/quantization.md)")
+    parser.add_argument("--channel-groups", choices=("auto", "off"), default="auto",
+                        help="split a depthwise block into two channel groups with scales of their own where its input "
+                             "channels' ranges differ widely (auto, the default; docs/quantization.md) or never (off)")
     parser.add_argument("--variant", default="two_stage", choices=("two_stage", "direct"), help="int8 add requantization (R11)")
     parser.add_argument("--calibration-samples", type=int, default=None, metavar="N", help="use only the first N samples")
     parser.add_argument("--calibration-batch", type=int, default=None, metavar="N",
@@ -109,8 +112,9 @@ def compile_main(args: argparse.Namespace) -> None:
     report_modules = {}
 
     def after_pass(name, module):
-        if args.report is not None and name in ("import-onnx", "fold-quantize-pairs"):
-            report_modules[name] = module.clone()  # the float and the int8 model the report compares
+        if args.report is not None and name in ("import-onnx", "split-channel-groups", "fold-quantize-pairs"):
+            # the float and the int8 model the report compares: the float one as split, if it was
+            report_modules["float" if name != "fold-quantize-pairs" else name] = module.clone()
         if args.print_ir_after_all:
             sys.stderr.write(f"// -----// IR Dump After {name} //----- //\n")
             sys.stderr.write(print_ir(module))
@@ -123,7 +127,7 @@ def compile_main(args: argparse.Namespace) -> None:
         compress_min_elements=args.compress_min_elements, compress_exclude=args.compress_exclude,
         input_shapes=shapes, host_fallback=not args.no_host_fallback,
         calibration_batch=args.calibration_batch, runtime=args.calibration_runtime,
-        depthwise_weights=DEPTHWISE_WEIGHTS[args.depthwise_weights],
+        depthwise_weights=DEPTHWISE_WEIGHTS[args.depthwise_weights], channel_groups=args.channel_groups == "auto",
     )
     placement = None
     if args.emit in ("npu", "isa", "bin"):
@@ -139,7 +143,7 @@ def compile_main(args: argparse.Namespace) -> None:
         from xnpu.tools.xnpu_quantize import write_layer_report
 
         run = planned_stats(result) if args.emit == "bin" else None
-        write_layer_report(args, report_modules["import-onnx"], report_modules["fold-quantize-pairs"], calibration,
+        write_layer_report(args, report_modules["float"], report_modules["fold-quantize-pairs"], calibration,
                            placement, run)
     # TOSA goes out in MLIR's generic form, the one every upstream parser reads (docs/tosa.md)
     payload = result.to_bytes() if args.emit == "bin" else print_ir(result, generic=args.emit == "tosa")

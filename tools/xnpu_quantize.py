@@ -62,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--depthwise-weights", choices=tuple(DEPTHWISE_WEIGHTS), default="auto",
                         help="mse: weigh a tensor only depthwise convs read by their kernels' norms: on, off, or auto "
                              "(the default: where it measures less error after them; docs/quantization.md)")
+    parser.add_argument("--channel-groups", choices=("auto", "off"), default="auto",
+                        help="split a depthwise block into two channel groups with scales of their own where its input "
+                             "channels' ranges differ widely (auto, the default; docs/quantization.md) or never (off)")
     parser.add_argument("--variant", choices=VARIANTS, default="two_stage",
                         help="requantization of adds: two_stage (int24 -> int16 -> int8) or direct")
     parser.add_argument("--calibration-batch", type=int, default=None, metavar="N",
@@ -89,10 +92,16 @@ def quantize_file(args: argparse.Namespace) -> list[Path]:
         raise XnpuError(f"{args.model}: the model has no float (nn) ops to quantize")
     calibration = load_calibration(Path(args.calibration), module)
     float_module = module.clone() if args.report is not None else None
+
+    def after_pass(name, module):
+        nonlocal float_module
+        if float_module is not None and name == "split-channel-groups":
+            float_module = module.clone()  # the report compares the graph the int8 one was made from
     fixed_module = xnpu.quantize(module, calibration, method=args.method, per_channel=not args.per_tensor,
                                  variant=args.variant, calibration_batch=args.calibration_batch,
                                  runtime=args.calibration_runtime,
-                                 depthwise_weights=DEPTHWISE_WEIGHTS[args.depthwise_weights])
+                                 depthwise_weights=DEPTHWISE_WEIGHTS[args.depthwise_weights],
+                                 channel_groups=args.channel_groups == "auto", after_pass=after_pass)
     written = []
     if float_module is not None:  # before the output: a failed report leaves no output behind
         written = write_layer_report(args, float_module, fixed_module, calibration)

@@ -16,6 +16,9 @@ location names last when
   all at the same location), and
 - the tensor is float32 of the value's shape in the model's inferred types.
 
+An op that split-channel-groups made holds some channels of the tensor of the op it replaced
+(its `xnpu.onnx_channels`, at that op's location): its value is those channels of the tensor.
+
 onnxruntime then runs the model with those tensors as its graph outputs (what its own
 calibrator does), one sample at a time, each output written straight into the rows of a
 batch of samples that the statistics fold as they fold the float interpreter's batches. Where
@@ -41,6 +44,14 @@ from xnpu.dialects import nn
 from xnpu.interpreters.function import entry_function
 from xnpu.ir.locations import location_names
 from xnpu.ir.onnx_origin import OnnxOrigin, node_location_name, origin_of
+from xnpu.transforms.split_channel_groups import ONNX_CHANNELS_ATTR
+
+
+def held_channels(value: SSAValue) -> np.ndarray | None:
+    """The channels of its ONNX tensor a value of a split op holds (None: the whole tensor)."""
+    owner = value.owner
+    channels = owner.attributes.get(ONNX_CHANNELS_ATTR) if hasattr(owner, "attributes") else None
+    return None if channels is None else np.asarray(channels.get_values(), dtype=np.int64)
 
 
 def onnx_tensors(module: ModuleOp, origin: OnnxOrigin) -> dict[SSAValue, str] | None:
@@ -54,13 +65,15 @@ def onnx_tensors(module: ModuleOp, origin: OnnxOrigin) -> dict[SSAValue, str] | 
     types = {info.name: info.type for info in (*graph.value_info, *graph.output)}
     ops = [op for op in entry_function(module).walk()
            if op.dialect_name() == "nn" and not isinstance(op, nn.ConstantOp)]
-    last_names = Counter(location_names(op.location)[-1:] for op in ops)
+    # the ops of a split share the location of the op they replaced, each holding some of its channels
+    last_names = Counter(location_names(op.location)[-1:] for op in ops if ONNX_CHANNELS_ATTR not in op.attributes)
     tensors: dict[SSAValue, str] = {}
     for op in ops:
         located = location_names(op.location)[-1:]
         if not any(nn.is_float(result) for result in op.results):
             continue
-        if (not located or last_names[located] != 1 or names[located[0]] != 1
+        split = ONNX_CHANNELS_ATTR in op.attributes
+        if (not located or (last_names[located] != (0 if split else 1)) or names[located[0]] != 1
                 or located[0] not in origin.single_op_nodes):
             return None
         outputs = [output for output in nodes[located[0]].output if output]
@@ -76,6 +89,11 @@ def onnx_tensors(module: ModuleOp, origin: OnnxOrigin) -> dict[SSAValue, str] | 
             if tensor.elem_type != onnx.TensorProto.FLOAT or not tensor.HasField("shape"):
                 return None
             shape = tuple(dim.dim_value if dim.HasField("dim_value") else None for dim in tensor.shape.dim)
+            channels = held_channels(result)
+            if channels is not None:
+                if len(shape) < 2 or shape[1] is None or channels.size == 0 or channels.max() >= shape[1]:
+                    return None
+                shape = (shape[0], channels.size, *shape[2:])
             if shape != tuple(nn.shape_of(result)):
                 return None
             tensors[result] = output
@@ -205,6 +223,8 @@ class OnnxFloatRun:
     def __init__(self, origin: OnnxOrigin, tensors: Mapping[SSAValue, str], input_names: Sequence[str],
                  observe: Callable[[SSAValue, np.ndarray], None], limit: int | None = None):
         self.origin, self.tensors, self.observe = origin, dict(tensors), observe
+        self.channels = {value: channels for value in self.tensors
+                         if (channels := held_channels(value)) is not None}
         self.input_names = list(input_names)
         graph = origin.model.graph
         self.segments = plan_segments(graph, list(self.tensors.values()), limit)
@@ -266,7 +286,9 @@ class OnnxFloatRun:
                 raise XnpuError(f"calibration on onnxruntime failed: {first_line(error)}") from None
             for name, array in outputs.items():
                 for value in values_of.get(name, ()):
-                    self.observe(value, array)
+                    channels = self.channels.get(value)
+                    # [samples, 1, C, ...]: a split op's value is some of the channels
+                    self.observe(value, array if channels is None else np.take(array, channels, axis=2))
             kept.update(outputs)
             kept = {name: array for name, array in kept.items() if self.last_read.get(name, -1) > segment.last}
 
