@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, TensorType, i64
+from xdsl.dialects.builtin import DenseArrayBase, IntegerType, ModuleOp, TensorType, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
@@ -188,11 +188,14 @@ def split_marked_blocks(module: ModuleOp) -> int:
     marked = [op for op in module.walk() if CHANNEL_GROUPS_ATTR in op.attributes]
     for op in marked:
         block = depthwise_block(op)
-        groups = np.asarray(op.attributes[CHANNEL_GROUPS_ATTR].get_values(), dtype=np.int64)
+        mark = op.attributes[CHANNEL_GROUPS_ATTR]
+        if not isinstance(mark, DenseArrayBase) or not isinstance(mark.elt_type, IntegerType):
+            raise XnpuError(f"{describe_op(op)}: {CHANNEL_GROUPS_ATTR} must be an array<i64: ...> of group indices")
+        groups = np.asarray(mark.get_values(), dtype=np.int64)
         if block is None:
             raise XnpuError(f"{describe_op(op)}: {CHANNEL_GROUPS_ATTR} marks no splittable depthwise block "
                             "(conv -> [activation] -> depthwise conv -> [activation] -> conv, each read once)")
-        if groups.shape != (block.channels,) or groups.min() < 0:
+        if groups.shape != (block.channels,) or (groups < 0).any():
             raise XnpuError(f"{describe_op(op)}: {CHANNEL_GROUPS_ATTR} needs one group index >= 0 per channel "
                             f"({block.channels}), got {groups.size}")
         if len(np.unique(groups)) < 2:

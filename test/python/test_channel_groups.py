@@ -108,3 +108,19 @@ def test_each_group_keeps_its_scale_down_to_the_binary_and_the_error_drops():
         assert np.array_equal(xnpu.run(binary, x)["output"], got)  # binary == fixed, bit for bit
     # the small channels' steps shrink ~100-fold: their error, which the large kernels pass on, vanishes
     assert errors[True] < 0.2 * errors[False], errors
+
+
+@pytest.mark.parametrize("mark, message", [
+    ("array<i64: 0>", "needs one group index >= 0 per channel \\(3\\), got 1"),
+    ("array<i64: 0, -1, 1>", "needs one group index >= 0 per channel"),
+    ('"two"', "must be an array<i64: ...> of group indices"),
+])
+def test_a_malformed_mark_is_one_error_naming_the_op(mark, message):
+    from pathlib import Path
+
+    from xnpu.ir.io import parse_ir
+
+    text = (Path(__file__).parents[1] / "filecheck" / "transforms" / "split_channel_groups.mlir").read_text()
+    module = parse_ir(text.replace("xnpu.channel_groups = array<i64: 1, 0, 1>", f"xnpu.channel_groups = {mark}"))
+    with pytest.raises(xnpu.XnpuError, match=f"'nn.conv2d' at loc\\(\"dw\"\\): xnpu.channel_groups {message}"):
+        split_marked_blocks(module)
