@@ -138,3 +138,13 @@ def test_samples_that_read_different_parameters_run_one_at_a_time():
         machine.run_samples(binary, {"x": np.stack([np.arange(256) - 128, np.arange(256)[::-1] - 128])[:, None]}, 2)
     alone, together = _run_each_and_all(binary, x)
     assert np.array_equal(alone, together)
+
+
+def test_a_traced_run_traces_every_sample_in_turn():
+    """`simulate` with a trace runs one sample at a time: each sample's records, in program order."""
+    binary, x = _binary("softmax_head", "xnpu_default")
+    one: list = []
+    simulate(binary, x[:1], trace=one.append)
+    both: list = []
+    simulate(binary, x[:2], trace=both.append)
+    assert one and [(r.index, r.mnemonic, r.start) for r in both] == 2 * [(r.index, r.mnemonic, r.start) for r in one]
