@@ -25,6 +25,7 @@ from xnpu.backend.npu_sink_tables import NpuSinkTablesPass
 from xnpu.backend.npu_tile import NpuTilePass
 from xnpu.backend.npu_to_isa import LowerNpuToIsaPass
 from xnpu.core.errors import XnpuError
+from xnpu.driver.levels import LEVELS
 from xnpu.frontend.onnx_import import import_onnx
 from xnpu.ir.context import make_context
 from xnpu.ir.io import verify_module
@@ -145,9 +146,6 @@ def lower_to_isa(module: ModuleOp, target: str = "xnpu_default", after_pass: Aft
     _verified(module, [LowerFixedToNpuPass(target=str(target), host_fallback=host_fallback),
                        *below_npu(str(target))], after_pass)
     return module
-
-
-LEVELS = ("nn", "fixed", "npu", "isa", "bin", "tosa")  # tosa: the fixed level exported (docs/tosa.md)
 
 
 def load_model(model, input_shapes: Mapping[str, Sequence[int]] | None = None) -> ModuleOp:

@@ -26,16 +26,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from xnpu.core.array_io import load_arrays
 from xnpu.core.errors import XnpuError
-from xnpu.driver.pipeline import LEVELS
-from xnpu.driver.pipeline import compile as compile_model
-from xnpu.driver.placement import placement_of
-from xnpu.ir.io import print_ir
-from xnpu.target.description import list_targets
+from xnpu.driver.levels import LEVELS
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors, write_output
+from xnpu.tools.depthwise_option import add_depthwise_weights_option, depthwise_weights
 from xnpu.tools.shape_option import add_input_shape_option, input_shapes
-from xnpu.transforms.calibrate import DEPTHWISE_WEIGHTS
 
 PROG = "xnpu-compile"
 
@@ -52,9 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--method", default="mse", choices=("mse", "minmax", "percentile", "entropy"),
                         help="calibration method (default: mse)")
     parser.add_argument("--per-tensor", action="store_true", help="one weight scale per tensor instead of per channel")
-    parser.add_argument("--depthwise-weights", choices=tuple(DEPTHWISE_WEIGHTS), default="auto",
-                        help="mse: weigh a tensor only depthwise convs read by their kernels' norms: on, off, or auto "
-                             "(the default: where it measures less error after them; docs/quantization.md)")
+    add_depthwise_weights_option(parser)
     parser.add_argument("--channel-groups", choices=("auto", "off"), default="auto",
                         help="split a depthwise block into two channel groups with scales of their own where its input "
                              "channels' ranges differ widely (auto, the default; docs/quantization.md) or never (off)")
@@ -87,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _load_calibration(path: str, limit: int | None):
+    from xnpu.core.array_io import load_arrays
+
     data = load_arrays(path)
     if limit is not None:
         if limit < 1:
@@ -96,6 +91,8 @@ def _load_calibration(path: str, limit: int | None):
 
 
 def compile_main(args: argparse.Namespace) -> None:
+    # the compiler is imported once the command line is known to be whole: a wrong argument
+    # or file is one error line without its ~0.7 s of imports
     if args.model is None:
         raise XnpuError("no model given (xnpu-compile model.onnx --calibration calib.npy -o model.xnb)")
     inputs = (args.model, args.calibration, args.target)
@@ -108,6 +105,10 @@ def compile_main(args: argparse.Namespace) -> None:
         if args.calibration is None:
             raise XnpuError(f"--emit={args.emit} needs --calibration samples")
         calibration = _load_calibration(args.calibration, args.calibration_samples)
+
+    from xnpu.driver.pipeline import compile as compile_model
+    from xnpu.driver.placement import placement_of
+    from xnpu.ir.io import print_ir
 
     report_modules = {}
 
@@ -127,7 +128,7 @@ def compile_main(args: argparse.Namespace) -> None:
         compress_min_elements=args.compress_min_elements, compress_exclude=args.compress_exclude,
         input_shapes=shapes, host_fallback=not args.no_host_fallback,
         calibration_batch=args.calibration_batch, runtime=args.calibration_runtime,
-        depthwise_weights=DEPTHWISE_WEIGHTS[args.depthwise_weights], channel_groups=args.channel_groups == "auto",
+        depthwise_weights=depthwise_weights(args), channel_groups=args.channel_groups == "auto",
     )
     placement = None
     if args.emit in ("npu", "isa", "bin"):
@@ -155,6 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def action():
         if args.list_targets:
+            from xnpu.target.description import list_targets
 
             sys.stdout.write("".join(f"{name}\n" for name in list_targets()))
             return

@@ -25,8 +25,8 @@ from xnpu.core.errors import XnpuError
 from xnpu.core.files import write_atomically
 from xnpu.ir.io import load_ir, print_ir
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors
+from xnpu.tools.depthwise_option import add_depthwise_weights_option, depthwise_weights
 from xnpu.tools.shape_option import add_input_shape_option, input_shapes
-from xnpu.transforms.calibrate import DEPTHWISE_WEIGHTS, bind_archive, load_calibration_data
 
 PROG = "xnpu-quantize"
 METHODS = ("mse", "minmax", "percentile", "entropy")  # transforms/calibrate.py, default first
@@ -48,6 +48,8 @@ def load_model(path: Path, shapes: dict[str, tuple[int, ...]] | None = None):
 
 
 def load_calibration(path: Path, module):
+    from xnpu.transforms.calibrate import bind_archive, load_calibration_data
+
     data = load_calibration_data(path)
     return bind_archive(module, data) if isinstance(data, dict) else data
 
@@ -59,9 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="calibration samples: .npy (one-input model) or .npz keyed by input name")
     parser.add_argument("--method", choices=METHODS, default=METHODS[0], help="calibration method (default: mse)")
     parser.add_argument("--per-tensor", action="store_true", help="one weight scale per tensor (default: per channel)")
-    parser.add_argument("--depthwise-weights", choices=tuple(DEPTHWISE_WEIGHTS), default="auto",
-                        help="mse: weigh a tensor only depthwise convs read by their kernels' norms: on, off, or auto "
-                             "(the default: where it measures less error after them; docs/quantization.md)")
+    add_depthwise_weights_option(parser)
     parser.add_argument("--channel-groups", choices=("auto", "off"), default="auto",
                         help="split a depthwise block into two channel groups with scales of their own where its input "
                              "channels' ranges differ widely (auto, the default; docs/quantization.md) or never (off)")
@@ -100,7 +100,7 @@ def quantize_file(args: argparse.Namespace) -> list[Path]:
     fixed_module = xnpu.quantize(module, calibration, method=args.method, per_channel=not args.per_tensor,
                                  variant=args.variant, calibration_batch=args.calibration_batch,
                                  runtime=args.calibration_runtime,
-                                 depthwise_weights=DEPTHWISE_WEIGHTS[args.depthwise_weights],
+                                 depthwise_weights=depthwise_weights(args),
                                  channel_groups=args.channel_groups == "auto", after_pass=after_pass)
     written = []
     if float_module is not None:  # before the output: a failed report leaves no output behind

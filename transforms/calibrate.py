@@ -108,8 +108,6 @@ METHODS = ("minmax", "percentile", "entropy", "mse")
 DEFAULT_METHOD = "mse"
 RUNTIMES = ("onnxruntime", "interpreter")  # what runs the float graph (collect_statistics)
 DEFAULT_RUNTIME = "onnxruntime"
-# the command lines' --depthwise-weights: calibrate's depthwise_weights
-DEPTHWISE_WEIGHTS = {"auto": None, "on": True, "off": False}
 ZERO_RANGE_SCALE = 1.0 / QMAX
 MIN_HISTOGRAM_BINS = ENTROPY_LEVELS
 OVERSAMPLE = 16  # the entropy histogram is collected this much finer than it is searched
