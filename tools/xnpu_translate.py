@@ -16,28 +16,35 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from xnpu.backend.binary import Binary
-from xnpu.backend.emit import disassemble as _disassemble
-from xnpu.backend.emit import emit_binary as _emit
 from xnpu.core.errors import XnpuError
-from xnpu.ir.io import load_ir, print_ir
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors, write_output
 from xnpu.tools.shape_option import add_input_shape_option, input_shapes
 
 PROG = "xnpu-translate"
 
 
+# each mode imports what it alone needs: an ONNX import does not load the isa dialect and the
+# emitter, and a refused argument exits before either
+
+
 def import_onnx(args: argparse.Namespace) -> str:
     from xnpu.frontend.onnx_import import import_onnx as _import
+    from xnpu.ir.io import print_ir
 
     return print_ir(_import(args.input, input_shapes=input_shapes(args)))
 
 
 def emit_binary(args: argparse.Namespace) -> bytes:
+    from xnpu.backend.emit import emit_binary as _emit
+    from xnpu.ir.io import load_ir
+
     return _emit(load_ir(args.input)).to_bytes()
 
 
 def disassemble(args: argparse.Namespace) -> str:
+    from xnpu.backend.binary import Binary
+    from xnpu.backend.emit import disassemble as _disassemble
+
     return _disassemble(Binary.from_file(args.input))
 
 
