@@ -40,7 +40,7 @@ from xdsl.passes import ModulePass
 from xnpu.core.errors import XnpuError
 from xnpu.dialects import nn
 from xnpu.ir.io import describe_op
-from xnpu.transforms.constants import constant_array
+from xnpu.transforms.constants import constant_array, is_constant
 
 CHANNEL_GROUPS_ATTR = "xnpu.channel_groups"  # on a depthwise conv: the group of each channel (0, 1, ...)
 ONNX_CHANNELS_ATTR = "xnpu.onnx_channels"  # on an op of a split: the channels of the replaced op's result it holds
@@ -53,9 +53,12 @@ def is_channelwise_activation(op: Operation | None) -> bool:
     return isinstance(op, nn.ClipOp) and op.min_value is None and op.max_value is None
 
 
+def _constant_parameters(conv: nn.Conv2dOp) -> bool:
+    return is_constant(conv.weight) and (conv.bias is None or is_constant(conv.bias))
+
+
 def _dense_conv(op: Operation | None) -> bool:
-    return (isinstance(op, nn.Conv2dOp) and op.group.value.data == 1
-            and constant_array(op.weight) is not None and (op.bias is None or constant_array(op.bias) is not None))
+    return isinstance(op, nn.Conv2dOp) and op.group.value.data == 1 and _constant_parameters(op)
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,7 @@ def depthwise_block(depthwise: Operation) -> DepthwiseBlock | None:
     """The splittable block around a depthwise convolution (the module doc), or None."""
     if not isinstance(depthwise, nn.Conv2dOp) or not depthwise.is_depthwise:
         return None
-    if constant_array(depthwise.weight) is None or (depthwise.bias is not None and constant_array(depthwise.bias) is None):
+    if not _constant_parameters(depthwise):
         return None
     act1 = depthwise.input.owner if is_channelwise_activation(depthwise.input.owner) else None
     if act1 is not None and _single_reader(act1.result) is not depthwise:
@@ -113,10 +116,17 @@ def _with_channels(op: Operation, operands: list[SSAValue], channels: np.ndarray
     return new
 
 
-def _rows(value: SSAValue | None, channels: np.ndarray) -> nn.ConstantOp | None:
-    if value is None:
-        return None
-    return nn.ConstantOp(np.ascontiguousarray(constant_array(value)[channels]))
+def _conv_rows(conv: nn.Conv2dOp, input: SSAValue, channels: np.ndarray, properties: dict | None = None) -> list[Operation]:
+    """`conv` computing only its output `channels` from `input`: its kernels' and bias's rows of
+    those channels as new constants, then the conv (last)."""
+    parameters = [nn.ConstantOp(np.ascontiguousarray(constant_array(value)[channels]))
+                  for value in (conv.weight, conv.bias) if value is not None]
+    return [*parameters, _with_channels(conv, [input, *(p.result for p in parameters)], channels, properties)]
+
+
+def _activation_rows(activation: Operation | None, input: SSAValue, channels: np.ndarray) -> list[Operation]:
+    """The element-wise `activation` (if any) on `input`, the given channels of its result."""
+    return [] if activation is None else [_with_channels(activation, [input, *activation.operands[1:]], channels)]
 
 
 def group_channels(groups: np.ndarray) -> list[np.ndarray]:
@@ -131,37 +141,22 @@ def split_block(block: DepthwiseBlock, groups: np.ndarray) -> None:
     anchor = block.consumer
     joined: list[SSAValue] = []
     for channels in parts:
-        new_ops: list[Operation] = []
-        weight, bias = _rows(block.producer.weight, channels), _rows(block.producer.bias, channels)
-        produced = _with_channels(block.producer, [block.producer.input, weight.result]
-                                  + ([bias.result] if bias is not None else []), channels)
-        new_ops += [weight] + ([bias] if bias is not None else []) + [produced]
-        value = produced.results[0]
-        if block.act1 is not None:
-            new_ops.append(_with_channels(block.act1, [value, *block.act1.operands[1:]], channels))
-            value = new_ops[-1].results[0]
-        weight, bias = _rows(block.depthwise.weight, channels), _rows(block.depthwise.bias, channels)
-        depthwise = _with_channels(block.depthwise, [value, weight.result] + ([bias.result] if bias is not None else []),
-                                   channels, {"group": nn.i64_attr(len(channels))})
-        new_ops += [weight] + ([bias] if bias is not None else []) + [depthwise]
-        value = depthwise.results[0]
-        if block.act2 is not None:
-            new_ops.append(_with_channels(block.act2, [value, *block.act2.operands[1:]], channels))
-            value = new_ops[-1].results[0]
+        new_ops = _conv_rows(block.producer, block.producer.input, channels)
+        new_ops += _activation_rows(block.act1, new_ops[-1].results[0], channels)
+        new_ops += _conv_rows(block.depthwise, new_ops[-1].results[0], channels, {"group": nn.i64_attr(len(channels))})
+        new_ops += _activation_rows(block.act2, new_ops[-1].results[0], channels)
         _insert_before(anchor, new_ops)
-        joined.append(value)
+        joined.append(new_ops[-1].results[0])
     last = block.act2 or block.depthwise
     concat = nn.ConcatOp(joined, 1)
     concat.attributes[ONNX_CHANNELS_ATTR] = DenseArrayBase.from_list(i64, [int(c) for c in order])
     concat.location = last.location
     weight = nn.ConstantOp(np.ascontiguousarray(constant_array(block.consumer.weight)[:, order]))
     _insert_before(anchor, [concat, weight])
-    old_weight = block.consumer.weight.owner
+    old_weight = block.consumer.weight
     block.consumer.operands = [concat.result, weight.result, *block.consumer.operands[2:]]
-    if not list(old_weight.result.uses):
-        old_weight.detach()
-        old_weight.erase()
-    for op in (last, block.depthwise if last is not block.depthwise else None, block.act1, block.producer):
+    _erase_if_unused_constant(old_weight)
+    for op in (block.act2, block.depthwise, block.act1, block.producer):  # readers first
         if op is not None:
             _erase_with_dead_constants(op)
 
@@ -172,15 +167,18 @@ def _insert_before(anchor: Operation, ops: list[Operation]) -> None:
         block.insert_op_before(op, anchor)
 
 
+def _erase_if_unused_constant(value: SSAValue) -> None:
+    if is_constant(value) and not list(value.uses):
+        value.owner.detach()
+        value.owner.erase()
+
+
 def _erase_with_dead_constants(op: Operation) -> None:
     operands = list(op.operands)
     op.detach()
     op.erase()
     for value in operands:
-        owner = value.owner
-        if isinstance(owner, nn.ConstantOp) and not list(owner.result.uses):
-            owner.detach()
-            owner.erase()
+        _erase_if_unused_constant(value)
 
 
 def split_marked_blocks(module: ModuleOp) -> int:
