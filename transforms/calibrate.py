@@ -60,9 +60,12 @@ factors of its consumers in a normal range.
 
 from __future__ import annotations
 
+import copy
 import math
+import os
 import sys
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -201,7 +204,8 @@ def uniform_counts(values: np.ndarray, bins: int, low: float, high: float, magni
     """np.histogram(values, bins, range=(low, high))'s counts (of |values| with `magnitudes`,
     of the values clipped to `clip` first); for large arrays in one compiled pass
     (calibrate_loops.uniform_histogram: NumPy's rule step for step, equal counts), which
-    clips each value as it reads it instead of a clipped copy of the array."""
+    clips each value as it reads it instead of a clipped copy of the array, split over the
+    cores (_on_all_cores)."""
     values = values.ravel(order="K")  # memory order: a view, also of a transposed array
     uniform_histogram = _LOADED_LOOPS.get("uniform_histogram")
     if uniform_histogram is None:
@@ -213,14 +217,14 @@ def uniform_counts(values: np.ndarray, bins: int, low: float, high: float, magni
         _LOADED_LOOPS["uniform_histogram"] = uniform_histogram
     if values.dtype.kind != "f":
         values = values.astype(np.float64)
-    counts = np.zeros(bins, dtype=np.int64)
-    return uniform_histogram(values, *_loop_bins(values, bins, low, high, magnitudes, clip), counts)
+    arguments = _loop_bins(values, bins, low, high, magnitudes, clip)
+    return _on_all_cores(lambda part: uniform_histogram(part, *arguments, np.zeros(bins, dtype=np.int64)), values)
 
 
 def channel_counts(values: np.ndarray, axis: int, bins: int, low: float, high: float,
                    magnitudes: bool = False, clip: Bounds = None) -> np.ndarray:
     """uniform_counts of each channel (index along `axis`), C x bins, in one compiled pass
-    (calibrate_loops.channel_histograms) instead of one pass per channel."""
+    (calibrate_loops.channel_histograms) instead of one pass per channel, split over the cores."""
     channel_histograms = _LOADED_LOOPS.get("channel_histograms")
     if channel_histograms is None:
         from xnpu.transforms.calibrate_loops import channel_histograms
@@ -229,10 +233,32 @@ def channel_counts(values: np.ndarray, axis: int, bins: int, low: float, high: f
     if values.dtype.kind != "f":
         values = values.astype(np.float64)
     channels = values.shape[axis]
-    # channels last: no copy for an NCHW view of NHWC memory, as activations are
-    by_position = np.moveaxis(values, axis, -1).reshape(-1, channels)
-    counts = np.zeros((channels, bins), dtype=np.int64)
-    return channel_histograms(by_position, *_loop_bins(values, bins, low, high, magnitudes, clip), counts)
+    # N x C x positions: a view of contiguous NCHW (onnxruntime's) and of an NCHW view of NHWC memory
+    by_channel = values.reshape(int(np.prod(values.shape[:axis])), channels, -1)
+    arguments = _loop_bins(values, bins, low, high, magnitudes, clip)
+    return _on_all_cores(lambda part: channel_histograms(part, *arguments, np.zeros((channels, bins), dtype=np.int64)),
+                         by_channel)
+
+
+# A histogram of at least this many values is split over the cores: each part is counted on
+# its own (the compiled loops release the GIL) and the integer counts summed, which is exactly
+# the histogram of the whole.
+PARALLEL_HISTOGRAM_MIN = 1 << 20
+_HISTOGRAM_THREADS: list = []  # the pool, made on first use
+
+
+def _on_all_cores(count: Callable[[np.ndarray], np.ndarray], values: np.ndarray) -> np.ndarray:
+    """count(values), as the sum of count() of parts of `values` (split along its first axis)
+    run on one thread per core where there are several and the values are many."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    parts = min(cores, len(values))
+    if parts < 2 or values.size < PARALLEL_HISTOGRAM_MIN:
+        return count(values)
+    if not _HISTOGRAM_THREADS:
+        _HISTOGRAM_THREADS.append(ThreadPoolExecutor(max_workers=cores, thread_name_prefix="histogram"))
+    bounds = np.linspace(0, len(values), parts + 1).astype(int)
+    pieces = [values[start:stop] for start, stop in zip(bounds[:-1], bounds[1:])]
+    return sum(_HISTOGRAM_THREADS[0].map(count, pieces))
 
 
 class Histogram:
@@ -245,7 +271,9 @@ class Histogram:
     the range cover it; memory stays `bins * oversample` counts whatever the number of samples.
     `oversample` collects finer than `bins` for `resampled()`; a known `peak` fixes the range
     [-peak, peak] (or [0, peak]) from the start, so it never grows. With `channel_weights`
-    (one per channel of an NCHW map) a value counts as its channel's weight (kernel_norms).
+    (one per channel of an NCHW map) a value counts as its channel's weight (kernel_norms), and
+    the plain counts are kept beside the weighted ones (`unweighted()`): the same pass over the
+    values gives both.
     """
 
     def __init__(self, bins: int, signed: bool = False, oversample: int = 1, peak: float | None = None,
@@ -264,6 +292,9 @@ class Histogram:
         self.min = math.inf
         self.max = -math.inf
         self.pending_zeros = 0  # zeros seen before the range was known
+        # with channel_weights: each bin's count of values, as a Histogram without weights keeps it
+        self.unweighted_counts = None if channel_weights is None else np.zeros(self.counts.size, dtype=np.int64)
+        self.unweighted_zeros = 0
 
     @property
     def max_abs(self) -> float:
@@ -311,11 +342,15 @@ class Histogram:
         if peak == 0.0 and self.width == 0.0:
             weights = self.channel_weights
             self.pending_zeros += values.size if weights is None else values.size / weights.size * weights.sum()
+            self.unweighted_zeros += values.size
             return
         if self.width == 0.0:
             self.width = peak / self.side_bins
             self.counts[self.zero_bin] += self.pending_zeros
             self.pending_zeros = 0
+            if self.unweighted_counts is not None:
+                self.unweighted_counts[self.zero_bin] += self.unweighted_zeros
+                self.unweighted_zeros = 0
         elif peak > self.upper:
             self._merge_to_cover(peak)
         low, magnitudes = (-self.upper, False) if self.signed else (0.0, True)
@@ -326,19 +361,32 @@ class Histogram:
         counts = channel_counts(values, axis, self.counts.size, low, self.upper, magnitudes, clip)
         for weight, channel in zip(self.channel_weights, counts):
             self.counts += weight * channel
+        self.unweighted_counts += counts.sum(axis=0)
 
     def _merge_to_cover(self, peak: float) -> None:
         factor = math.ceil(peak / self.upper)
         while self.upper * factor < peak:  # guard against rounding in the division
             factor += 1
-        if self.signed:
-            half = self.side_bins
-            negative = _merge_bins(self.counts[:half][::-1], factor)[::-1]
-            positive = _merge_bins(self.counts[half:], factor)
-            self.counts = np.concatenate([negative, positive])
-        else:
-            self.counts = _merge_bins(self.counts, factor)
+        self.counts = self._merged(self.counts, factor)
+        if self.unweighted_counts is not None:
+            self.unweighted_counts = self._merged(self.unweighted_counts, factor)
         self.width *= factor
+
+    def _merged(self, counts: np.ndarray, factor: int) -> np.ndarray:
+        if not self.signed:
+            return _merge_bins(counts, factor)
+        half = self.side_bins
+        return np.concatenate([_merge_bins(counts[:half][::-1], factor)[::-1], _merge_bins(counts[half:], factor)])
+
+    def unweighted(self) -> Histogram:
+        """The histogram of the same values without channel weights (the one Histogram(...)
+        without channel_weights would hold): the plain counts kept beside the weighted ones."""
+        if self.unweighted_counts is None:
+            return self
+        plain = copy.copy(self)
+        plain.channel_weights, plain.unweighted_counts, plain.unweighted_zeros = None, None, 0
+        plain.counts, plain.pending_zeros = self.unweighted_counts.copy(), self.unweighted_zeros
+        return plain
 
     def used(self) -> tuple[np.ndarray, np.ndarray]:
         """Counts and edges over the data's range only, as onnxruntime's one-shot histogram:
@@ -399,6 +447,12 @@ class PeakHistogram:
                                    channel_weights=self.channel_weights)
         if values.size:  # every sample is inside the range: Histogram.update's per-sample scan would find no other
             self.histogram._fold(values if values.ndim > 1 else values[:, None], low, high, clip)
+
+    def unweighted(self) -> PeakHistogram:
+        """The PeakHistogram of the same values without channel weights (Histogram.unweighted)."""
+        plain = PeakHistogram(self.bins, self.signed)
+        plain.histogram = None if self.histogram is None else self.histogram.unweighted()
+        return plain
 
 
 def consumer_range(value: SSAValue) -> tuple[float, float] | None:
@@ -661,7 +715,7 @@ def calibrate(
             norms = kernel_norms(value) if weigh else None
             if norms is None:
                 return make(None)
-            return make(norms) if depthwise_weights else Alternatives(make(None), make(norms))
+            return make(norms) if depthwise_weights else Alternatives(make(norms))
 
         one_run = collect_statistics(module, data,
                                      lambda value: either(value, lambda w: PeakHistogram(bins, method == "entropy", w)),

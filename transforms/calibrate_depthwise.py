@@ -57,13 +57,17 @@ def kernel_norms(value: SSAValue) -> np.ndarray | None:
 
 
 class Alternatives:
-    """The plain and the kernel-weighted statistic of one tensor, fed the same samples."""
+    """The plain and the kernel-weighted statistic of one tensor: the weighted one keeps the
+    plain counts beside its own (Histogram.unweighted), so one pass over the values fills both."""
 
-    def __init__(self, plain, weighted):
-        self.plain, self.weighted = plain, weighted
+    def __init__(self, weighted):
+        self.weighted = weighted
+
+    @property
+    def plain(self):
+        return self.weighted.unweighted()
 
     def update(self, x: np.ndarray, clip=None) -> None:
-        self.plain.update(x, clip)
         self.weighted.update(x, clip)
 
 
@@ -100,7 +104,7 @@ class OutputError:
 def unwrap_peak(statistic: Any) -> Any:
     """A PeakHistogram's histogram, of each of Alternatives' two."""
     if isinstance(statistic, Alternatives):
-        return Alternatives(statistic.plain.histogram, statistic.weighted.histogram)
+        return Alternatives(statistic.weighted.histogram)
     return statistic.histogram
 
 
@@ -114,9 +118,10 @@ def choose_weighting(statistics: dict[SSAValue, Any], scale_of: Callable[[Any], 
     contested: dict[SSAValue, list[float]] = {}
     for value, statistic in statistics.items():
         if isinstance(statistic, Alternatives):
-            scales = [scale_of(histogram) for histogram in (statistic.plain, statistic.weighted)]
+            plain = statistic.plain
+            scales = [scale_of(histogram) for histogram in (plain, statistic.weighted)]
             if scales[0] == scales[1]:
-                statistics[value] = statistic.plain
+                statistics[value] = plain
             else:
                 contested[value] = scales
     if not contested:
