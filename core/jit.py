@@ -40,3 +40,9 @@ def jit(function):
         except RuntimeError:  # numba's "no locator available": that __pycache__ cannot be written
             pass
     return dispatcher
+
+
+def inline_jit(function):
+    """A compiled helper of compiled loops, inlined into each (numba's inline="always"): it is
+    compiled and cached as part of its callers, and a call to it costs nothing."""
+    return numba.njit(nogil=True, inline="always")(function)

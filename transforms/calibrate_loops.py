@@ -14,27 +14,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from xnpu.core.jit import jit
+from xnpu.core.jit import inline_jit, jit
 
 
-@jit
+@inline_jit
 def bin_of(v, first, last, bins_per_unit, edges, magnitudes, clip_low, clip_high, bins):
-    """The bin of one value (module doc), clipped to [clip_low, clip_high] (as np.clip;
-    infinite bounds leave it) and taken as |v| with `magnitudes`; -1 outside [first, last]."""
-    if v < clip_low:
-        v = clip_low
-    elif v > clip_high:
-        v = clip_high
-    if magnitudes:
+    """The bin of one value (module doc), clipped to [clip_low, clip_high] (as np.clip of a
+    finite value; infinite bounds leave it) and taken as |v| with `magnitudes`, and whether it
+    lies in [first, last] (an index in [0, bins) either way, so that a count can add the
+    flag). Without branches on the data: calibration's values fall on both sides of a
+    clip bound or an edge at random, and a mispredicted branch cost more than the arithmetic."""
+    v = clip_low if v < clip_low else v  # comparisons, as np.clip: a nan stays nan (not inside)
+    v = clip_high if v > clip_high else v
+    if magnitudes:  # the same for every value: predicted
         v = abs(v)
-    if not (v >= first and v <= last):
-        return -1
-    index = min(int(np.float64(v - first) * bins_per_unit), bins - 1)
-    if v < edges[index]:
-        index -= 1
-    elif index != bins - 1 and v >= edges[index + 1]:
-        index += 1
-    return index
+    inside = (v >= first) & (v <= last)
+    estimate = np.float64(v - first) * bins_per_unit
+    estimate = estimate if estimate > 0.0 else 0.0  # comparisons also take a nan to a bound
+    estimate = estimate if estimate < bins - 1 else np.float64(bins - 1)
+    index = int(estimate)
+    down = v < edges[index]
+    up = (not down) & (index != bins - 1) & (v >= edges[index + 1])
+    return min(max(index - down + up, 0), bins - 1), inside
 
 
 @jit
@@ -45,9 +46,8 @@ def uniform_histogram(values, first, last, bins_per_unit, edges, magnitudes, cli
     B + 1)) are in the values' float type; `bins_per_unit` is B / (last - first) in float64."""
     bins = counts.size
     for k in range(values.size):
-        index = bin_of(values[k], first, last, bins_per_unit, edges, magnitudes, clip_low, clip_high, bins)
-        if index >= 0:
-            counts[index] += 1
+        index, inside = bin_of(values[k], first, last, bins_per_unit, edges, magnitudes, clip_low, clip_high, bins)
+        counts[index] += inside
     return counts
 
 
@@ -59,8 +59,7 @@ def channel_histograms(values, first, last, bins_per_unit, edges, magnitudes, cl
     for n in range(values.shape[0]):
         for c in range(values.shape[1]):
             for p in range(values.shape[2]):
-                index = bin_of(values[n, c, p], first, last, bins_per_unit, edges, magnitudes, clip_low, clip_high,
-                               bins)
-                if index >= 0:
-                    counts[c, index] += 1
+                index, inside = bin_of(values[n, c, p], first, last, bins_per_unit, edges, magnitudes, clip_low,
+                                       clip_high, bins)
+                counts[c, index] += inside
     return counts

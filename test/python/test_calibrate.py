@@ -291,6 +291,24 @@ def test_histogram_counts_equal_numpys_at_every_edge(signed, monkeypatch):
             assert np.array_equal(uniform_counts(values, bins, lower, upper, magnitudes=not signed), expected)
 
 
+@pytest.mark.parametrize("signed", [True, False])
+def test_histogram_counts_of_clipped_values_equal_numpys_also_split_over_threads(signed, monkeypatch):
+    """The compiled loops clip without branches and skip a nan as np.clip and np.histogram do;
+    the counts of parts on several threads sum to the counts of the whole."""
+    monkeypatch.setattr(calibrate_module, "COMPILED_HISTOGRAM_MIN", 0)
+    monkeypatch.setattr(calibrate_module, "PARALLEL_HISTOGRAM_MIN", 0)
+    rng = np.random.default_rng(7)
+    values = rng.normal(0, 2.0, (5, 3, 7, 11)).astype(np.float32)
+    values[0, 0, 0, :4] = [np.nan, 0.0, -0.0, 1.5]
+    lower, upper = (-1.5, 1.5) if signed else (0.0, 1.5)
+    for clip in ((0.0, np.inf), (-1.0, 1.0), (-np.inf, 0.25), None):
+        clipped = values if clip is None else np.clip(values, np.float32(clip[0]), np.float32(clip[1]))
+        expected, _ = np.histogram(np.abs(clipped) if not signed else clipped, bins=64, range=(lower, upper))
+        assert np.array_equal(uniform_counts(values, 64, lower, upper, not signed, clip), expected)
+        per_channel = channel_counts(values, 1, 64, lower, upper, not signed, clip)
+        assert np.array_equal(per_channel.sum(axis=0), expected)
+
+
 def test_channel_counts_are_each_channels_histogram():
     """The one-pass per-channel histogram (a depthwise input's weighted histogram) counts each
     channel of an NCHW view of NHWC memory as np.histogram does, edge values included."""
