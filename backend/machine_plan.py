@@ -21,12 +21,13 @@ import bisect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from xnpu.backend.machine_conv_tiles import Tile, instruction_scratch_bytes, tile_groups
 from xnpu.backend.roofline import ddr_traffic, ratio
 from xnpu.core.errors import XnpuError, printable
 from xnpu.target.cost import instruction_cycles
 from xnpu.target.description import TargetDescription
 from xnpu.target.encoding import Instruction
-from xnpu.target.queues import DMA, EXEC, Timing, check_hazards, executed_count, queue_of, schedule
+from xnpu.target.queues import DMA, EXEC, Timing, check_hazards, executed_count, footprints, queue_of, schedule
 
 UNATTRIBUTED = "(no provenance)"
 IDLE = "(idle)"
@@ -156,7 +157,7 @@ class Plan:
     """A program's checked steps, their schedule and the statistics of one run."""
 
     instructions: Sequence[Instruction]
-    steps: list[tuple[int, str, Instruction]]
+    steps: list[tuple[int, str, Instruction, Tile | None]]  # a CONV of a tile group has its Tile
     timing: Timing
     cycles: list[int]
     stats: RunStats
@@ -193,7 +194,11 @@ class Plan:
                 busy = stats.compute if queue == EXEC else stats.dma
                 busy[layers[index]] = busy.get(layers[index], 0) + cycles[index]
         stats.ddr_bytes, stats.compulsory_bytes = ddr_traffic(program, layers, target.memory.channel_alignment, compulsory)
-        steps = [(index, instruction.op, instruction) for index, instruction in enumerate(program)]
+        # tile groups no larger than the program's largest convolution (the memory the
+        # simulator's chunks of samples are sized for)
+        scratch = max((instruction_scratch_bytes(i) for i in program if i.op == "CONV"), default=0)
+        tiles = tile_groups(program, footprints(program, target.memory.channel_alignment), scratch)
+        steps = [(index, instruction.op, instruction, tiles.get(index)) for index, instruction in enumerate(program)]
         return Plan(instructions, steps, timing, cycles, stats)
 
     def fresh_stats(self) -> RunStats:

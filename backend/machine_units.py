@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from xnpu.backend.machine_conv_tiles import Tile, TileGroup
 from xnpu.backend.machine_memory import RESCALE_RECORD, MachineMemory
 from xnpu.core.errors import XnpuError
 from xnpu.semantics import convolution, units
@@ -43,8 +44,41 @@ class ConvShape:
     reduction: int
 
 
+class _PendingTiles:
+    """The tiles of a group that have run: the union map their input rows filled (rows [0,
+    filled)), and where each writes its output rows."""
+
+    def __init__(self, group: TileGroup, weights, requant, union: np.ndarray):
+        self.group = group
+        self.weights = weights
+        self.requant = requant
+        self.union = union
+        self.filled = 0
+        self.outputs: list[tuple[np.ndarray, int, int]] = []
+
+    def admits(self, weights, requant, x: np.ndarray, row: int) -> bool:
+        """The same prepared operands, and rows equal to the union's where they overlap."""
+        if weights is not self.weights or requant is not self.requant:
+            return False
+        overlap = min(self.filled - row, x.shape[1])
+        return overlap <= 0 or bool(np.array_equal(self.union[:, row : row + overlap], x[:, :overlap]))
+
+    def add(self, x: np.ndarray, row: int, out: np.ndarray, out_row: int, rows: int) -> None:
+        start = max(self.filled - row, 0)
+        self.union[:, row + start : row + x.shape[1]] = x[:, start:]
+        self.filled = max(self.filled, row + x.shape[1])
+        self.outputs.append((out, out_row, rows))
+
+    def pads(self, complete: bool) -> tuple[int, int, int, int]:
+        """The union's padding; a part of the group ends on a tile without bottom padding."""
+        top, left, bottom, right = self.group.pads
+        return top, left, bottom if complete else 0, right
+
+
 class ComputeUnits(MachineMemory):
     """The units that compute (docs/isa.md, formats CONV to CLAMP); a part of the Machine."""
+
+    _pending_tiles: dict[TileGroup, _PendingTiles]
 
     def _conv(self, i: Instruction) -> None:
         shape = self._conv_shape(i)
@@ -53,6 +87,46 @@ class ComputeUnits(MachineMemory):
         units.conv_unit_nhwc(x, weights, self._requantization(i, shape.reduction), shape.strides, shape.pads,
                              shape.dilations,
                              out=self._output_map(i["out_addr"], shape.oh, shape.ow, shape.o, i["out_pixel_stride"]))
+
+    def _conv_tile(self, i: Instruction, tile: Tile) -> None:
+        """A CONV of a tile group (backend/machine_conv_tiles.py): its input rows join the group's
+        map now, its output is written when the group's last tile has run. A tile whose weights
+        or requantization are not the group's prepared ones, or whose rows differ from the rows
+        an earlier tile brought, runs on its own (the tiles before it are computed first)."""
+        shape = self._conv_shape(i)
+        x = self._feature_map(i["in_addr"], shape.h, shape.w, shape.c)
+        weights = self._conv_weights(i, shape.depthwise)
+        requant = self._requantization(i, shape.reduction)
+        out = self._output_map(i["out_addr"], shape.oh, shape.ow, shape.o, i["out_pixel_stride"])
+        group = tile.group
+        pending = self._pending_tiles.pop(group, None)
+        if tile.position == 0 and self._prepared_operands(weights, requant):
+            pending = _PendingTiles(group, weights, requant, np.zeros((x.shape[0], group.rows, shape.w, shape.c), np.int8))
+        elif pending is not None and not pending.admits(weights, requant, x, tile.row):
+            self._compute_tiles(pending, shape, complete=False)
+            pending = None
+        if pending is None:
+            units.conv_unit_nhwc(x, weights, requant, shape.strides, shape.pads, shape.dilations, out=out)
+            return
+        pending.add(x, tile.row, out, tile.out_row, shape.oh)
+        if tile.last:
+            self._compute_tiles(pending, shape, complete=True)
+        else:
+            self._pending_tiles[group] = pending
+
+    def _prepared_operands(self, weights, requant) -> bool:
+        """Both prepared once per binary (kept in `_prepared`), so a later tile that gets the same
+        objects reads the same values."""
+        kept = self._prepared.values()
+        return any(value is weights for value in kept) and any(value is requant for value in kept)
+
+    def _compute_tiles(self, pending: _PendingTiles, shape: ConvShape, complete: bool) -> None:
+        """One convolution over the pending tiles' rows, each tile's output rows written where it
+        writes them; without `complete` the last pending tile's bottom padding is the union's."""
+        y = units.conv_unit_nhwc(pending.union[:, : pending.filled], pending.weights, pending.requant, shape.strides,
+                                 pending.pads(complete), shape.dilations)
+        for out, out_row, rows in pending.outputs:
+            out[...] = y[:, out_row : out_row + rows]
 
     def _conv_shape(self, i: Instruction) -> ConvShape:
         """A CONV's sizes, checked: once per instruction within a binary's runs (its fields do
@@ -127,7 +201,7 @@ class ComputeUnits(MachineMemory):
         weight = raw.reshape(cp, kh, kw)[:c].transpose(1, 2, 0) if depthwise else raw.reshape(op, kh, kw, ip)[:o, :, :, :c]
         if key is not None:
             weight = np.array(weight)  # a copy: what is kept must not follow later writes to this SRAM
-        prepared = weight if depthwise else convolution.ExactWeights(weight)
+        prepared = weight if depthwise else convolution.ExactWeights(weight, kept=key is not None)
         if key is not None:
             self._prepared[key] = prepared
         return prepared

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from xnpu.backend.binary import Binary, IoTensor
+from xnpu.backend.machine_conv_tiles import instruction_scratch_bytes
 from xnpu.backend.machine_dma import DmaUnit
 from xnpu.backend.machine_memory import SamplesDiffer
 from xnpu.backend.machine_plan import UNATTRIBUTED, Plan, RunStats, TraceRecord
@@ -47,7 +48,6 @@ from xnpu.semantics import fixed_point as fp
 from xnpu.semantics.io_dtypes import IO_DTYPES
 from xnpu.target.cost import instruction_cycles
 from xnpu.target.description import TargetDescription, list_targets, load_target
-from xnpu.target.cost import conv_output_hw
 from xnpu.target.encoding import Instruction, decode_program
 from xnpu.target.footprints import dma_ddr_extent
 
@@ -186,7 +186,7 @@ class Machine(DmaUnit, ComputeUnits):
         """(binary, its batch_blocker, the bytes a sample of it holds beside SRAM and DDR), once per binary."""
         kept = self._blockers.get(id(binary))
         if kept is None or kept[0] is not binary:
-            scratch = max((_conv_scratch_bytes(i) for i in binary.instructions if i.op == "CONV"), default=0)
+            scratch = max((instruction_scratch_bytes(i) for i in binary.instructions if i.op == "CONV"), default=0)
             kept = self._blockers[id(binary)] = (binary, batch_blocker(binary), scratch)
         return kept
 
@@ -238,16 +238,21 @@ class Machine(DmaUnit, ComputeUnits):
         self._tokens = stats.tokens
         units = self._units
         self._decoded = plan.decoded
+        self._pending_tiles = {}
         try:
-            for index, mnemonic, instruction in plan.steps:
+            for index, mnemonic, instruction, tile in plan.steps:
                 try:
-                    units[mnemonic](instruction)
+                    if tile is None:
+                        units[mnemonic](instruction)
+                    else:
+                        self._conv_tile(instruction, tile)
                 except XnpuError as error:
                     raise XnpuError(f"instruction {index} ({mnemonic}): {error}") from None
                 if trace is not None:
                     trace(plan.record(index, provenance))
         finally:
             self._decoded = None
+            self._pending_tiles = {}
         return stats
 
     def _execute_binary(self, binary: Binary, trace: Trace | None) -> RunStats:
@@ -418,16 +423,6 @@ def samples_at_once(binary: Binary, machine: Machine) -> int:
         return 1
     sample = machine.target.memory.sram_bytes + machine.ddr.size - len(binary.constants) + scratch
     return max(1, min(MAX_SAMPLES_AT_ONCE, SAMPLES_MEMORY_BYTES // max(1, sample)))
-
-
-def _conv_scratch_bytes(i: Instruction) -> int:
-    """What one sample of a CONV holds beside SRAM: its padded float32 input, its gathered
-    windows (im2col, float32) and its float64 sums."""
-    oh, ow = conv_output_hw(i)
-    h = i["in_h"] + i["pad_top"] + i["pad_bottom"]
-    w = i["in_w"] + i["pad_left"] + i["pad_right"]
-    taps = i["kernel_h"] * i["kernel_w"]
-    return 4 * h * w * i["in_c"] + 4 * max(oh, h) * ow * taps * i["in_c"] + 8 * oh * ow * i["out_c"]
 
 
 def _samples(bound, start: int, stop: int, rows: int) -> list[np.ndarray]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from xnpu.core.errors import XnpuError
-from xnpu.semantics import float_ops
+from xnpu.semantics import conv_kernels, float_ops
 from xnpu.semantics.fixed_point import (
     DATA_BITS,
     MAX_REDUCTION,
@@ -64,7 +64,9 @@ class ExactWeights:
     each float matrix a call needs (rows (kh, kw, c) of one tap row or all, columns o) once.
     """
 
-    def __init__(self, ohwi) -> None:
+    def __init__(self, ohwi, kept: bool = False) -> None:
+        """`kept`: the weight serves many calls, so large convolutions may run on kernels that
+        prepare it once (conv_kernels: onnxruntime sessions, kept here)."""
         weight = np.asarray(ohwi)
         if weight.dtype.kind not in "iu":
             weight = int64_array(weight)
@@ -73,6 +75,8 @@ class ExactWeights:
         self.channel_l1 = np.abs(weight.astype(np.int64)).sum(axis=(1, 2)).T.astype(np.float64)
         self.largest_l1 = float(self.channel_l1.sum(axis=0).max(initial=0.0))  # max over o of sum |w[o]|
         self._matrices: dict[tuple, np.ndarray] = {}
+        self.kept = kept
+        self.sessions: dict[tuple, object] = {}  # conv_kernels' sessions, per window geometry
 
     def matrix(self, rows: tuple[int, int], channels: tuple[int, int], dtype) -> np.ndarray:
         """(taps of kernel rows [rows) x channels [channels)) x O, rows ordered (kh, kw, c)."""
@@ -122,6 +126,9 @@ def conv_sums_nhwc(x, weights: ExactWeights, strides, pads, dilations) -> np.nda
         # the whole-tensor bound does not settle it: bound per input channel, chunk if needed
         chunks = weights.channel_chunks(channel_max_abs(x))
     dtype = np.float32 if chunks is not None else np.float64
+    if weights.kept and chunks == [(0, c)] and kh * kw > 1 and _products(x.shape, weights.shape, strides, pads, dilations) >= \
+            conv_kernels.MIN_PRODUCTS:
+        return conv_kernels.conv_sums(x, weights.weight.transpose(0, 3, 1, 2), weights.sessions, strides, pads, dilations)
     padded = float_ops.pad_nhwc(x, pads, dtype)
     total = None
     for channels in chunks or [(0, c)]:
@@ -132,6 +139,13 @@ def conv_sums_nhwc(x, weights: ExactWeights, strides, pads, dilations) -> np.nda
             total = total.astype(np.float64) if total.dtype != np.float64 else total
             total += part
     return total
+
+
+def _products(x_shape, weight_shape, strides, pads, dilations) -> int:
+    """N x OH x OW x O x KH x KW x C: the products a dense convolution forms."""
+    o, kh, kw, c = weight_shape
+    oh, ow = float_ops.conv_output_hw(x_shape[1:3], (kh, kw), strides, pads, dilations)
+    return x_shape[0] * oh * ow * o * kh * kw * c
 
 
 def _conv_gemms(padded, weights: ExactWeights, channels, strides, dilations, dtype) -> np.ndarray:

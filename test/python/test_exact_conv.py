@@ -114,3 +114,35 @@ def test_requantization_into_int8_equals_its_float_result(low):
     out = np.full(acc.shape, 99, np.int8)
     assert requantize(acc, out=out) is out
     assert np.array_equal(out, requantize(acc).astype(np.int8))
+
+
+@pytest.mark.parametrize("stride,pads,dilation", [(1, (1, 1, 1, 1), 1), (2, (1, 0, 0, 1), 1), (1, (2, 2, 2, 2), 2)])
+def test_onnxruntime_kernels_equal_the_definition(stride, pads, dilation, monkeypatch):
+    """Kept weights of large convolutions take onnxruntime's kernels (conv_kernels): the same
+    integers, padding and all, as the definition; the model they run is valid ONNX."""
+    import onnx
+
+    from xnpu.semantics import conv_kernels
+
+    monkeypatch.setattr(conv_kernels, "MIN_PRODUCTS", 0)
+    rng = np.random.default_rng(stride + dilation)
+    # 144 channels of extreme codes: partial sums up to 144 * 9 * 128 * 127 < 2^24, one float32 chunk
+    x = rng.choice([-128, 127, -127, 0, 5], size=(3, 144, 9, 8)).astype(np.int8)
+    w = rng.choice([-128, 127, -127, 1], size=(5, 144, 3, 3)).astype(np.int8)
+    kept = convolution.ExactWeights(w.transpose(0, 2, 3, 1), kept=True)
+    got = convolution.conv_sums_nhwc(x.transpose(0, 2, 3, 1), kept, (stride, stride), pads, (dilation, dilation))
+    assert kept.sessions  # the kernels ran
+    top, left, bottom, right = pads
+    padded = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (top, bottom), (left, right)))
+    expected = _conv_reference(padded, _dilated(w, dilation), np.zeros(5, np.int64), stride, 0, 1)
+    np.testing.assert_array_equal(got.transpose(0, 3, 1, 2), expected)
+    model = conv_kernels.conv_model(w.astype(np.float32), (stride, stride), pads, (dilation, dilation))
+    onnx.checker.check_model(onnx.load_from_string(model))
+
+
+def _dilated(w, dilation):
+    """The kernel with dilation - 1 zero taps between its taps (the same sums)."""
+    o, c, kh, kw = w.shape
+    out = np.zeros((o, c, dilation * (kh - 1) + 1, dilation * (kw - 1) + 1), dtype=w.dtype)
+    out[:, :, ::dilation, ::dilation] = w
+    return out

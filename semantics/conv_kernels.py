@@ -1,0 +1,111 @@
+"""R13's float32 convolution sums by onnxruntime's convolution kernels (MLAS).
+
+A float32 sum of integer products is exact whatever the order of its additions while every
+partial sum stays within 2^24 (R13, docs/fixed-point.md); `convolution.conv_sums_nhwc` proves
+that from the operands before it asks for float32 sums, so any kernel that forms each output
+as a sum of the exact products computes the same integers. onnxruntime's Conv (one thread,
+its NCHWc direct kernels) does so about twice as fast as gathering windows for numpy's GEMMs
+on a large map (the time of an ONNX model's float inference is what the simulator is compared
+with). Used for the weights kept for many calls (`ExactWeights(kept=True)`: the simulator's
+prepared weights, the interpreters' read-only constants) on convolutions of at least
+MIN_PRODUCTS products, where a session's fixed cost (~1-8 ms once, ~20 us a call) is small.
+
+The session's model is one Conv node with its weight as an initializer (its kernels prepack
+it), written here as ONNX protobuf bytes: importing the onnx package costs ~0.3 s of CPU that a
+process running a binary does not otherwise pay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+MIN_PRODUCTS = 1 << 21  # N x OH x OW x O x KH x KW x C
+
+_FLOAT = 1  # TensorProto.FLOAT
+_INTS = 7  # AttributeProto.INTS
+_OPSET = 17
+_IR_VERSION = 8
+
+
+def conv_sums(x: np.ndarray, weight_oihw: np.ndarray, sessions: dict, strides: Sequence[int], pads: Sequence[int],
+              dilations: Sequence[int]) -> np.ndarray:
+    """The float32 sums of an N x H x W x C integer map (any integer dtype or strided view)
+    convolved with the integer O x C x KH x KW weight, zero padded by ONNX-ordered pads
+    [top, left, bottom, right]: N x OH x OW x O. `sessions` keeps this weight's sessions, one
+    per stride and dilation (the padding is done here, in the copy that converts the map to
+    NCHW float32: the tiles of one layer differ in their padding)."""
+    key = (tuple(strides), tuple(dilations))
+    session = sessions.get(key)
+    if session is None:
+        session = sessions[key] = _session(weight_oihw, *key)
+    n, h, w, c = x.shape
+    top, left, bottom, right = pads
+    nchw = np.zeros((n, c, h + top + bottom, w + left + right), dtype=np.float32)
+    nchw[:, :, top : top + h, left : left + w] = x.transpose(0, 3, 1, 2)
+    # channels last again, contiguous: the requantization loop reads it in order
+    return np.ascontiguousarray(session.run(None, {"x": nchw})[0].transpose(0, 2, 3, 1))
+
+
+def _session(weight_oihw: np.ndarray, strides, dilations):
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1  # one thread: the simulator's samples already run together
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 4
+    model = conv_model(np.ascontiguousarray(weight_oihw, dtype=np.float32), strides, (0, 0, 0, 0), dilations)
+    return onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+
+
+# ----------------------------------------------------------------------------------------
+# The ONNX model of one Conv, as protobuf bytes (onnx.proto's field numbers)
+# ----------------------------------------------------------------------------------------
+
+
+def conv_model(weight: np.ndarray, strides, pads, dilations) -> bytes:
+    """ModelProto bytes: y = Conv(x, w) with `weight` (O x C x KH x KW float32) the initializer w,
+    x of shape [N, C, H, W] (N, H, W symbolic)."""
+    c = weight.shape[1]
+    attributes = [_attribute("strides", strides), _attribute("pads", pads), _attribute("dilations", dilations)]
+    node = _bytes(1, b"x") + _bytes(1, b"w") + _bytes(2, b"y") + _bytes(4, b"Conv") + b"".join(
+        _bytes(5, a) for a in attributes)
+    initializer = b"".join(_int(1, d) for d in weight.shape) + _int(2, _FLOAT) + _bytes(8, b"w") + _bytes(
+        9, weight.astype("<f4").tobytes())
+    x_type = _tensor_type(("N", c, "H", "W"))
+    y_type = _tensor_type(("N", weight.shape[0], "OH", "OW"))
+    graph = (_bytes(1, node) + _bytes(2, b"conv") + _bytes(5, initializer)
+             + _bytes(11, _bytes(1, b"x") + _bytes(2, x_type)) + _bytes(12, _bytes(1, b"y") + _bytes(2, y_type)))
+    return _int(1, _IR_VERSION) + _bytes(7, graph) + _bytes(8, _int(2, _OPSET))
+
+
+def _tensor_type(dims) -> bytes:
+    """TypeProto.tensor_type: float32, its dims a dim_value (field 1) or a dim_param (field 2)."""
+    shape = b"".join(_bytes(1, _bytes(2, d.encode()) if isinstance(d, str) else _int(1, d)) for d in dims)
+    return _bytes(1, _int(1, _FLOAT) + _bytes(2, shape))
+
+
+def _attribute(name: str, values) -> bytes:
+    return _bytes(1, name.encode()) + b"".join(_int(8, int(v)) for v in values) + _int(20, _INTS)
+
+
+def _varint(value: int) -> bytes:
+    value &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        low = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(low | 0x80)
+        else:
+            out.append(low)
+            return bytes(out)
+
+
+def _int(field: int, value: int) -> bytes:
+    return _varint(field << 3) + _varint(value)
+
+
+def _bytes(field: int, data: bytes) -> bytes:
+    return _varint(field << 3 | 2) + _varint(len(data)) + data

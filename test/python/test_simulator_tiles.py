@@ -1,0 +1,83 @@
+"""CONV tiles of one layer computed as one convolution (backend/machine_conv_tiles.py): the same
+integers as running each tile at its turn, and no group across an instruction that touches a
+tile's output before the group's end."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import xnpu
+from xnpu.backend import machine_plan, simulator
+from xnpu.backend.machine_conv_tiles import tile_groups
+from xnpu.backend.simulator import machine_for, simulate
+from xnpu.semantics import conv_kernels
+from xnpu.target.description import load_target
+from xnpu.target.encoding import make_instruction
+from xnpu.target.queues import footprints
+
+
+def _strided_stem():
+    """A stride-2 3x3 conv on a 64x64 map, then a 3x3 and a 1x1 conv: xnpu_lite's SRAM takes
+    the first in 16 bands of 5 input rows that overlap by one, from two alternating buffers."""
+    rng = np.random.default_rng(5)
+
+    def weight(name, *shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.2).astype(np.float32), name)
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                         strides=[2, 2]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
+        helper.make_node("Conv", ["r2", "w3", "b3"], ["y"], name="conv3", kernel_shape=[1, 1]),
+    ]
+    graph = helper.make_graph(
+        nodes, "tiles", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 64, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 32, 32])],
+        [weight("w1", 16, 3, 3, 3), weight("b1", 16), weight("w2", 16, 16, 3, 3), weight("b2", 16),
+         weight("w3", 8, 16, 1, 1), weight("b3", 8)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    data = rng.standard_normal((7, 3, 64, 64)).astype(np.float32)
+    return xnpu.compile(model, data[:4], target="xnpu_lite", progress=False), data[4:]
+
+
+@pytest.mark.parametrize("kernels", [False, True])
+def test_tile_groups_equal_each_tile_at_its_turn(kernels, monkeypatch):
+    """With numpy's GEMMs and with onnxruntime's kernels (conv_kernels) for every convolution."""
+    monkeypatch.setattr(conv_kernels, "MIN_PRODUCTS", 0 if kernels else 1 << 62)
+    binary, x = _strided_stem()
+    tiles = [step[3] for step in machine_for(binary).plan_of(binary).steps if step[3] is not None]
+    assert len(tiles) == 16 and tiles[-1].last and tiles[0].group.rows == 64
+    grouped = simulate(binary, x)
+    monkeypatch.setattr(machine_plan, "tile_groups", lambda *args: {})
+    simulator._MACHINES.clear()
+    alone = simulate(binary, x)
+    assert not any(step[3] for step in machine_for(binary).plan_of(binary).steps)
+    np.testing.assert_array_equal(grouped.codes["y"], alone.codes["y"])
+    assert grouped.stats.cycles == alone.stats.cycles
+
+
+def _conv(out_addr: int, in_addr: int, in_h: int = 3, pad_top: int = 0, pad_bottom: int = 0):
+    """A tile of one output row of a 3x3 conv on an 8-pixel wide, 16-channel map."""
+    return make_instruction("CONV", in_addr=in_addr, weight_addr=8192, bias_addr=12288, rescale_addr=12544,
+                            out_addr=out_addr, in_h=in_h, in_w=8, in_c=16, out_c=16, kernel_h=3, kernel_w=3, stride_h=1,
+                            stride_w=1, dilation_h=1, dilation_w=1, pad_top=pad_top, pad_left=1, pad_bottom=pad_bottom,
+                            pad_right=1, per_channel=1, bias=1)
+
+
+def test_no_group_across_a_read_of_a_pending_output():
+    """Three one-row tiles of a 3-row map, each from its own buffer; a STORE of the first tile's output between the second and the third
+    must see it written, so the group ends at the second tile."""
+    row = 8 * 16
+    program = [_conv(0, 4096, 2, pad_top=1), _conv(row, 4096 + 4 * row), _conv(2 * row, 4096 + 8 * row, 2, pad_bottom=1)]
+    store = make_instruction("STORE", layout=1, sram_addr=0, ddr_addr=0, d0=1, d1=8, d2=16)
+    alignment = load_target("xnpu_default").memory.channel_alignment
+    whole = tile_groups(program, footprints(program, alignment), 1 << 30)
+    assert sorted(whole) == [0, 1, 2] and whole[2].last and whole[0].group.rows == 3
+    interrupted = program[:2] + [store] + program[2:]
+    groups = tile_groups(interrupted, footprints(interrupted, alignment), 1 << 30)
+    assert sorted(groups) == [0, 1] and groups[1].last
