@@ -64,6 +64,7 @@ import copy
 import math
 import os
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -183,6 +184,37 @@ COMPILED_HISTOGRAM_MIN = 1 << 22
 _LOADED_LOOPS: dict[str, object] = {}
 
 Bounds = tuple[float, float] | None  # a consumer_range the values are observed clipped to
+_PRELOADING: list[threading.Thread] = []
+
+
+def preload_histogram_loops(module: ModuleOp, data: np.ndarray | Mapping[str, np.ndarray]) -> None:
+    """Load the compiled histogram loops (numba's import and cached machine code, ~0.5 s of a
+    core) on a thread of their own, while the float graph runs (onnxruntime and numpy release
+    the GIL), where one run of all the samples has a tensor of COMPILED_HISTOGRAM_MIN values:
+    the first large histogram then finds them loaded. They count what np.histogram counts, so
+    which of the two counts a histogram changes nothing."""
+    if _PRELOADING or "uniform_histogram" in _LOADED_LOOPS:
+        return
+    try:
+        samples = bind_inputs(signature(module)[0], data).samples
+    except XnpuError:
+        return  # calibration reports it
+    largest = max((math.prod(nn.shape_of(result)) for op in entry_function(module).walk() for result in op.results
+                   if nn.is_float(result)), default=0)
+    if samples * largest >= COMPILED_HISTOGRAM_MIN:
+        _PRELOADING.append(threading.Thread(target=_load_loops, name="histogram loops", daemon=True))
+        _PRELOADING[0].start()
+
+
+def _load_loops() -> None:
+    from xnpu.transforms.calibrate_loops import channel_histograms, uniform_histogram
+
+    # one call each loads the machine code for the argument types calibration passes
+    values, edges = np.zeros(1, dtype=np.float32), np.linspace(0, 1, 3, dtype=np.float32)
+    bounds = (np.float32(0), np.float32(1), 2.0, edges, True, np.float32(-np.inf), np.float32(np.inf))
+    uniform_histogram(values, *bounds, np.zeros(2, dtype=np.int64))
+    channel_histograms(values.reshape(1, 1, 1), *bounds, np.zeros((1, 2), dtype=np.int64))
+    _LOADED_LOOPS.update(uniform_histogram=uniform_histogram, channel_histograms=channel_histograms)
 
 
 def clipped(value: float, clip: Bounds) -> float:  # np.clip of a scalar (float32 bounds: StatisticsListener.observe)
@@ -700,6 +732,8 @@ def calibrate(
     on it beyond float rounding. Modifies `module` in place and returns it.
     """
     _check_options(method, percentile, bins, batch_average, batch_size, calibration_batch)
+    if method != "minmax":
+        preload_histogram_loops(module, data)
     if runtime not in RUNTIMES:
         raise XnpuError(f"unknown calibration runtime '{runtime}'; use one of: {', '.join(RUNTIMES)}")
     if consumer_ranges is None:

@@ -309,6 +309,23 @@ def test_histogram_counts_of_clipped_values_equal_numpys_also_split_over_threads
         assert np.array_equal(per_channel.sum(axis=0), expected)
 
 
+def test_histogram_loops_are_loaded_ahead_only_where_a_run_has_a_large_tensor(monkeypatch):
+    """The compiled loops load on a thread of their own while the float graph runs, where one
+    run of the samples histograms a tensor of COMPILED_HISTOGRAM_MIN values (tiny_module's
+    largest, the conv's 3 x 5 x 5, times 12 samples: 900); the scales do not change."""
+    monkeypatch.setattr(calibrate_module, "_PRELOADING", [])
+    monkeypatch.setattr(calibrate_module, "_LOADED_LOOPS", {})
+    monkeypatch.setattr(calibrate_module, "COMPILED_HISTOGRAM_MIN", 901)
+    calibrate_module.preload_histogram_loops(tiny_module(), TINY_DATA)
+    assert calibrate_module._PRELOADING == [] and calibrate_module._LOADED_LOOPS == {}
+    expected = recorded_scales(calibrate(tiny_module(), TINY_DATA))
+    monkeypatch.setattr(calibrate_module, "COMPILED_HISTOGRAM_MIN", 900)
+    calibrate_module.preload_histogram_loops(tiny_module(), TINY_DATA)
+    calibrate_module._PRELOADING[0].join(timeout=120)
+    assert set(calibrate_module._LOADED_LOOPS) == {"uniform_histogram", "channel_histograms"}
+    assert recorded_scales(calibrate(tiny_module(), TINY_DATA)) == expected  # compiled loops on every histogram
+
+
 def test_channel_counts_are_each_channels_histogram():
     """The one-pass per-channel histogram (a depthwise input's weighted histogram) counts each
     channel of an NCHW view of NHWC memory as np.histogram does, edge values included."""
