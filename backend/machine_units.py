@@ -277,7 +277,13 @@ class ComputeUnits(MachineMemory):
     def _table(self, i: Instruction) -> None:
         _positive(i, "h", "w", "c")
         x = self._feature_map(i["in_addr"], i["h"], i["w"], i["c"])
-        self._write_feature_map(i["out_addr"], fp.int8_table_lookup(x, self._lookup_table(i["table_addr"])))
+        table = self._lookup_table(i["table_addr"])
+        if i["in_addr"] == i["out_addr"] or abs(i["in_addr"] - i["out_addr"]) >= self._map_bytes(i["h"], i["w"], i["c"]):
+            # in place or apart: element by element into the output (a partial overlap would
+            # read what the lookup already wrote)
+            fp.int8_table_lookup(x, table, out=self._output_map(i["out_addr"], i["h"], i["w"], i["c"]))
+        else:
+            self._write_feature_map(i["out_addr"], fp.int8_table_lookup(x, table))
 
     def _lookup_table(self, address: int) -> np.ndarray:
         """The 256-entry table at SRAM `address`, prepared for int8 lookups; once per binary when

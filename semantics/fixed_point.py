@@ -360,9 +360,18 @@ def int8_lookup_table(table) -> np.ndarray:
     return rotated
 
 
-def int8_table_lookup(q: np.ndarray, prepared: np.ndarray) -> np.ndarray:
-    """R15 for int8 `q` (every int8 is in range) through an `int8_lookup_table`."""
-    return np.take(prepared, q.view(np.uint8))
+def int8_table_lookup(q: np.ndarray, prepared: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """R15 for int8 `q` (every int8 is in range) through an `int8_lookup_table`; written into the
+    int8 N x H x W x C array `out` (which may be `q`) when given: one compiled loop
+    (fixed_point_loops.table_lookup) where the table is int8, numpy's take else."""
+    if out is None:
+        return np.take(prepared, q.view(np.uint8))
+    if prepared.dtype == np.int8 and q.ndim == 4:
+        from xnpu.semantics import fixed_point_loops
+
+        return fixed_point_loops.table_lookup(q, prepared, out)
+    out[...] = np.take(prepared, q.view(np.uint8))
+    return out
 
 
 def build_table(function, in_scale: float, out_scale: float, bits: int = 8) -> np.ndarray:
