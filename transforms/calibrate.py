@@ -199,11 +199,18 @@ def preload_histogram_loops(module: ModuleOp, data: np.ndarray | Mapping[str, np
         samples = bind_inputs(signature(module)[0], data).samples
     except XnpuError:
         return  # calibration reports it
-    largest = max((math.prod(nn.shape_of(result)) for op in entry_function(module).walk() for result in op.results
-                   if nn.is_float(result)), default=0)
-    if samples * largest >= COMPILED_HISTOGRAM_MIN:
+    if samples * largest_activation(module) >= COMPILED_HISTOGRAM_MIN:
         _PRELOADING.append(threading.Thread(target=_load_loops, name="histogram loops", daemon=True))
         _PRELOADING[0].start()
+
+
+def largest_activation(module: ModuleOp) -> int:
+    """The elements of a sample's largest value calibration measures (an argument or a result
+    of an op other than a constant)."""
+    function = entry_function(module)
+    values = [*function.body.blocks.first.args,
+              *(result for op in function.walk() if not isinstance(op, nn.ConstantOp) for result in op.results)]
+    return max((math.prod(nn.shape_of(value)) for value in values if nn.is_float(value)), default=0)
 
 
 def _load_loops() -> None:

@@ -309,6 +309,16 @@ def test_histogram_counts_of_clipped_values_equal_numpys_also_split_over_threads
         assert np.array_equal(per_channel.sum(axis=0), expected)
 
 
+def wide_gemm_module() -> ModuleOp:
+    """x (1 x 2) -> gemm with a 2 x 500 weight: the weight is larger than any activation."""
+    block = Block(arg_types=[TensorType(f32, (1, 2))])
+    weight = nn.ConstantOp(np.ones((2, 500), dtype=np.float32))
+    gemm = nn.GemmOp(block.args[0], weight.result, None)
+    block.add_ops([weight, gemm, func.ReturnOp(gemm.result)])
+    function = func.FuncOp("main", FunctionType.from_lists([block.args[0].type], [gemm.result.type]), Region(block))
+    return ModuleOp([function])
+
+
 def test_histogram_loops_are_loaded_ahead_only_where_a_run_has_a_large_tensor(monkeypatch):
     """The compiled loops load on a thread of their own while the float graph runs, where one
     run of the samples histograms a tensor of COMPILED_HISTOGRAM_MIN values (tiny_module's
@@ -318,6 +328,7 @@ def test_histogram_loops_are_loaded_ahead_only_where_a_run_has_a_large_tensor(mo
     monkeypatch.setattr(calibrate_module, "COMPILED_HISTOGRAM_MIN", 901)
     calibrate_module.preload_histogram_loops(tiny_module(), TINY_DATA)
     assert calibrate_module._PRELOADING == [] and calibrate_module._LOADED_LOOPS == {}
+    assert calibrate_module.largest_activation(wide_gemm_module()) == 500  # not its 2 x 500 weight
     expected = recorded_scales(calibrate(tiny_module(), TINY_DATA))
     monkeypatch.setattr(calibrate_module, "COMPILED_HISTOGRAM_MIN", 900)
     calibrate_module.preload_histogram_loops(tiny_module(), TINY_DATA)
