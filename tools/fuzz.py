@@ -574,14 +574,17 @@ def snapshot(case: Case, directory: Path) -> dict[str, object]:
     return state
 
 
-def run_child(case: Case, directory: Path, mains: dict[str, Callable]) -> None:
-    """In the forked child: run the tool as its console script would, then _exit with its status."""
+def run_child(case: Case, directory: Path, mains: dict[str, Callable], streams: Path | None = None) -> None:
+    """In the forked child: run the tool as its console script would, then _exit with its status.
+    Its stdout and stderr go to the files `stdout` and `stderr` in `streams` (the case's directory
+    unless given)."""
     code = 1
     try:
+        streams = Path(directory if streams is None else streams).absolute()
         os.chdir(directory)
         os.environ.update(case.env)
-        for fd, name, flags in ((0, os.devnull, os.O_RDONLY), (1, "stdout", os.O_WRONLY | os.O_CREAT),
-                                (2, "stderr", os.O_WRONLY | os.O_CREAT)):
+        for fd, name, flags in ((0, os.devnull, os.O_RDONLY), (1, streams / "stdout", os.O_WRONLY | os.O_CREAT),
+                                (2, streams / "stderr", os.O_WRONLY | os.O_CREAT)):
             os.dup2(os.open(name, flags, 0o644), fd)
         sys.stdin = open(0, closefd=False)
         sys.stdout = io.TextIOWrapper(open(1, "wb", closefd=False), line_buffering=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -375,9 +374,9 @@ def test_reshapes_keep_row_major_order_through_dma(target):
 
 
 def tool(name: str, *args: str) -> subprocess.CompletedProcess:
-    script = Path(sys.executable).parent / name
-    command = [str(script)] if script.exists() else [sys.executable, "-m", f"xnpu.tools.{name.replace('-', '_')}"]
-    return subprocess.run([*command, *args], capture_output=True, text=True, timeout=300)
+    from test_tools import forked_tool  # a process of its own without an interpreter's start
+
+    return forked_tool(name, *args, timeout=300)
 
 
 def test_xnpu_compile_writes_a_binary_that_objdump_reads(tmp_path):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -410,10 +408,9 @@ def test_empty_file_is_not_an_onnx_model(tmp_path):
 
 
 def translate(*args, cwd):
-    return subprocess.run(
-        [sys.executable, "-m", "xnpu.tools.xnpu_translate", *map(str, args)],
-        capture_output=True, text=True, cwd=cwd,
-    )
+    from test_tools import forked_tool  # a process of its own without an interpreter's start
+
+    return forked_tool("xnpu-translate", *args, cwd=cwd)
 
 
 def test_cli_imports_to_file_and_stdout(tmp_path):

@@ -3,8 +3,6 @@ computations folded away (onnx's ReferenceEvaluator), checked against onnxruntim
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +18,6 @@ from xnpu.frontend.input_shapes import parse_input_shapes
 ort = pytest.importorskip("onnxruntime")
 
 RNG = np.random.default_rng(11)
-BIN = Path(sys.executable).parent
 
 
 def model_of(nodes, inputs, outputs, initializers=None, opset=13):
@@ -274,9 +271,9 @@ def test_a_shape_op_on_data_that_is_left_is_kept_for_onnxruntime():
 
 
 def tool(name, *args, cwd):
-    script = BIN / name
-    command = [str(script)] if script.exists() else [sys.executable, "-m", f"xnpu.tools.{name.replace('-', '_')}"]
-    return subprocess.run([*command, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300)
+    from test_tools import forked_tool  # a process of its own without an interpreter's start
+
+    return forked_tool(name, *args, cwd=cwd, timeout=300)
 
 
 @pytest.fixture

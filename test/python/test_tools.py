@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +51,31 @@ def tool(name: str, *args, cwd: Path | None = None, stdin: str | None = None, ti
     return subprocess.run(
         [*command, *map(str, args)], capture_output=True, text=True, cwd=cwd, input=stdin, timeout=timeout
     )
+
+
+def forked_tool(name: str, *args, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run a tool's main in a forked child of this process as its console script runs it (the
+    fuzz campaign's way, tools/fuzz.py `run_child`): its own process, exit status, stdout and
+    stderr, Python's default warning filters and a timeout, without the ~1 s of an interpreter's
+    start and imports. The cases in this file run the installed commands themselves."""
+    from xnpu.tools import fuzz
+    from xnpu.tools.fuzz_case import Case
+
+    with tempfile.TemporaryDirectory() as streams:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            fuzz.run_child(Case("test", "", [name, *map(str, args)]), cwd or Path.cwd(), fuzz.tool_mains(), Path(streams))
+        deadline = time.monotonic() + timeout
+        while not (waited := os.waitpid(pid, os.WNOHANG))[0]:
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                raise subprocess.TimeoutExpired([name, *map(str, args)], timeout)
+            time.sleep(0.002)
+        stdout, stderr = (Path(streams, stream).read_text() for stream in ("stdout", "stderr"))
+    return subprocess.CompletedProcess([name, *args], os.waitstatus_to_exitcode(waited[1]), stdout, stderr)
 
 
 def tool_in_process(main, *args, cwd: Path, capsys, monkeypatch) -> subprocess.CompletedProcess:
