@@ -183,7 +183,8 @@ class Plan:
             except XnpuError:
                 return None
         timing = schedule(program, cycles)
-        check_hazards(program, timing, target.memory.channel_alignment)
+        prints = footprints(program, target.memory.channel_alignment)
+        check_hazards(program, timing, target.memory.channel_alignment, prints)
         layers = [layer_name(provenance.get(index, ())) for index in range(len(program))]
         stats = RunStats(target.cost.clock_mhz, timing.cycles, len(program))
         stats.by_layer = attribute(program, timing, layers)
@@ -197,7 +198,7 @@ class Plan:
         # tile groups no larger than the program's largest convolution (the memory the
         # simulator's chunks of samples are sized for)
         scratch = max((instruction_scratch_bytes(i) for i in program if i.op == "CONV"), default=0)
-        tiles = tile_groups(program, footprints(program, target.memory.channel_alignment), scratch)
+        tiles = tile_groups(program, prints, scratch)
         steps = [(index, instruction.op, instruction, tiles.get(index)) for index, instruction in enumerate(program)]
         return Plan(instructions, steps, timing, cycles, stats)
 

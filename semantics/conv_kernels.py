@@ -21,7 +21,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-MIN_PRODUCTS = 1 << 21  # N x OH x OW x O x KH x KW x C
+# N x OH x OW x O x KH x KW x C: a few samples of a large layer. One sample of the bench
+# models' largest layers (~115M products) stays on numpy's GEMMs, so a run of one image pays
+# neither onnxruntime's import (~0.25 s of CPU) nor its sessions (~5-20 ms each)
+MIN_PRODUCTS = 1 << 27
 
 _FLOAT = 1  # TensorProto.FLOAT
 _INTS = 7  # AttributeProto.INTS
@@ -55,6 +58,9 @@ def _session(weight_oihw: np.ndarray, strides, dilations):
     options.intra_op_num_threads = 1  # one thread: the simulator's samples already run together
     options.inter_op_num_threads = 1
     options.log_severity_level = 4
+    # no arena per session: each kept the largest buffers it had ever used (resnet18_like's
+    # ~20 sessions held 400 MB more at 9 images)
+    options.enable_cpu_mem_arena = False
     model = conv_model(np.ascontiguousarray(weight_oihw, dtype=np.float32), strides, (0, 0, 0, 0), dilations)
     return onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 

@@ -139,12 +139,14 @@ def footprints(instructions: Sequence[Instruction], alignment: int) -> list[Foot
     return [footprint(i, alignment) for i in instructions]
 
 
-def check_hazards(instructions: Sequence[Instruction], timing: Timing, alignment: int) -> None:
+def check_hazards(instructions: Sequence[Instruction], timing: Timing, alignment: int,
+                  prints: Sequence[Footprint] | None = None) -> None:
     """XnpuError naming the first instruction (in program order) that starts before an earlier
-    instruction it conflicts with has completed (docs/isa.md section 3, "Hazards")."""
+    instruction it conflicts with has completed (docs/isa.md section 3, "Hazards"). `prints`:
+    the executed instructions' footprints, where the caller has them already."""
     count = timing.executed
     program = list(instructions[:count])
-    prints = footprints(program, alignment)
+    prints = footprints(program, alignment) if prints is None else list(prints)
     queues = [queue_of(i) for i in program]
     for index, predecessors in enumerate(conflicting_predecessors(prints, queues)):
         for earlier in predecessors:

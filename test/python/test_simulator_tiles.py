@@ -11,6 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 import xnpu
 from xnpu.backend import machine_plan, simulator
 from xnpu.backend.machine_conv_tiles import tile_groups
+from xnpu.backend.machine_units import ComputeUnits
 from xnpu.backend.simulator import machine_for, simulate
 from xnpu.semantics import conv_kernels
 from xnpu.target.description import load_target
@@ -47,12 +48,19 @@ def _strided_stem():
 
 @pytest.mark.parametrize("kernels", [False, True])
 def test_tile_groups_equal_each_tile_at_its_turn(kernels, monkeypatch):
-    """With numpy's GEMMs and with onnxruntime's kernels (conv_kernels) for every convolution."""
+    """With onnxruntime's kernels (conv_kernels) for every convolution, and with numpy's GEMMs
+    (where a union's sums need more than one float32 chunk)."""
     monkeypatch.setattr(conv_kernels, "MIN_PRODUCTS", 0 if kernels else 1 << 62)
+    monkeypatch.setattr(ComputeUnits, "_worth_grouping", staticmethod(lambda *args: True))
+    computed = []
+    compute = ComputeUnits._compute_tiles
+    monkeypatch.setattr(ComputeUnits, "_compute_tiles",
+                        lambda self, *args, **kwargs: computed.append(compute(self, *args, **kwargs)))
     binary, x = _strided_stem()
     tiles = [step[3] for step in machine_for(binary).plan_of(binary).steps if step[3] is not None]
     assert len(tiles) == 16 and tiles[-1].last and tiles[0].group.rows == 64
     grouped = simulate(binary, x)
+    assert len(computed) == 1  # the 16 tiles as one convolution
     monkeypatch.setattr(machine_plan, "tile_groups", lambda *args: {})
     simulator._MACHINES.clear()
     alone = simulate(binary, x)
@@ -70,10 +78,11 @@ def _conv(out_addr: int, in_addr: int, in_h: int = 3, pad_top: int = 0, pad_bott
 
 
 def test_no_group_across_a_read_of_a_pending_output():
-    """Three one-row tiles of a 3-row map, each from its own buffer; a STORE of the first tile's output between the second and the third
-    must see it written, so the group ends at the second tile."""
+    """Three one-row tiles of a 3-row map, each from its own buffer; a STORE of the first tile's
+    output between the second and the third must see it written, so the group ends at the second."""
     row = 8 * 16
-    program = [_conv(0, 4096, 2, pad_top=1), _conv(row, 4096 + 4 * row), _conv(2 * row, 4096 + 8 * row, 2, pad_bottom=1)]
+    program = [_conv(0, 4096, 2, pad_top=1), _conv(row, 4096 + 4 * row),
+               _conv(2 * row, 4096 + 8 * row, 2, pad_bottom=1)]
     store = make_instruction("STORE", layout=1, sram_addr=0, ddr_addr=0, d0=1, d1=8, d2=16)
     alignment = load_target("xnpu_default").memory.channel_alignment
     whole = tile_groups(program, footprints(program, alignment), 1 << 30)
