@@ -328,23 +328,18 @@ def test_supported_ops_document_is_current():
 
 
 def test_xnpu_opt_supported_ops_and_target(tmp_path):
-    import subprocess
-    import sys
+    from test_tools import forked_tool  # a process of its own without an interpreter's start
 
-    result = subprocess.run([sys.executable, "-m", "xnpu.tools.xnpu_opt", "--supported-ops", "--target", "xnpu_lite"],
-                            capture_output=True, text=True)
+    result = forked_tool("xnpu-opt", "--supported-ops", "--target", "xnpu_lite")
     assert result.returncode == 0
     assert "| `fixed.mul` | no |" in result.stdout and "mul_as_depthwise_conv" in result.stdout
     source = tmp_path / "c.mlir"
     source.write_text(clamp_module(-5, 9))
-    lite = subprocess.run([sys.executable, "-m", "xnpu.tools.xnpu_opt", str(source), "--target=xnpu_lite", "-p", "legalize"],
-                          capture_output=True, text=True)
+    lite = forked_tool("xnpu-opt", source, "--target=xnpu_lite", "-p", "legalize")
     assert lite.returncode == 0 and lite.stdout.count("fixed.conv2d") == 3
-    explicit = subprocess.run([sys.executable, "-m", "xnpu.tools.xnpu_opt", str(source), "--target=xnpu_lite",
-                               "-p", 'legalize{target="xnpu_default"}'], capture_output=True, text=True)
+    explicit = forked_tool("xnpu-opt", source, "--target=xnpu_lite", "-p", 'legalize{target="xnpu_default"}')
     assert explicit.returncode == 0 and "fixed.conv2d" not in explicit.stdout  # the pipeline's own option wins
-    bad = subprocess.run([sys.executable, "-m", "xnpu.tools.xnpu_opt", str(source), "-p", "legalize{clamp-method=fast}"],
-                         capture_output=True, text=True)
+    bad = forked_tool("xnpu-opt", source, "-p", "legalize{clamp-method=fast}")
     assert bad.returncode == 1 and "clamp-method" in bad.stderr and "Traceback" not in bad.stderr
 
 

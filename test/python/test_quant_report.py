@@ -8,7 +8,6 @@ import math
 import re
 import shutil
 import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from xml.etree import ElementTree
@@ -35,7 +34,6 @@ SVG = "{http://www.w3.org/2000/svg}"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MODEL = EXAMPLES / "tiny_cnn.onnx"
 CALIBRATION = EXAMPLES / "tiny_calib.npy"
-BIN = Path(sys.executable).parent
 
 
 @pytest.fixture(scope="module")
@@ -343,9 +341,9 @@ def test_report_sample_limit_and_errors(float_module, fixed_module, calib):
 
 
 def quantize_tool(*args, cwd: Path) -> subprocess.CompletedProcess:
-    script = BIN / "xnpu-quantize"
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "xnpu.tools.xnpu_quantize"]
-    return subprocess.run([*command, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120)
+    from test_tools import forked_tool  # a process of its own without an interpreter's start
+
+    return forked_tool("xnpu-quantize", *args, cwd=cwd)
 
 
 def test_cli_quantizes_and_writes_the_report(tmp_path):
