@@ -7,8 +7,9 @@ as a sum of the exact products computes the same integers. onnxruntime's Conv (o
 its NCHWc direct kernels) does so about twice as fast as gathering windows for numpy's GEMMs
 on a large map (the time of an ONNX model's float inference is what the simulator is compared
 with). Used for the weights kept for many calls (`ExactWeights(kept=True)`: the simulator's
-prepared weights, the interpreters' read-only constants) on convolutions of at least
-MIN_PRODUCTS products, where a session's fixed cost (~1-8 ms once, ~20 us a call) is small.
+prepared weights; the interpreters keep numpy's GEMMs) on convolutions with a kernel larger
+than 1x1 (numpy's one GEMM on the map is faster for those) of at least MIN_PRODUCTS products,
+where a session's fixed cost (~5-20 ms once, ~20 us a call) is small.
 
 The session's model is one Conv node with its weight as an initializer (its kernels prepack
 it), written here as ONNX protobuf bytes: importing the onnx package costs ~0.3 s of CPU that a
