@@ -283,7 +283,7 @@ def channel_counts(values: np.ndarray, axis: int, bins: int, low: float, high: f
 # its own (the compiled loops release the GIL) and the integer counts summed, which is exactly
 # the histogram of the whole.
 PARALLEL_HISTOGRAM_MIN = 1 << 20
-_HISTOGRAM_THREADS: list = []  # the pool, made on first use
+_HISTOGRAM_THREADS: dict[int, ThreadPoolExecutor] = {}  # the pool by process id: a forked child has no threads
 
 
 def _on_all_cores(count: Callable[[np.ndarray], np.ndarray], values: np.ndarray) -> np.ndarray:
@@ -293,11 +293,12 @@ def _on_all_cores(count: Callable[[np.ndarray], np.ndarray], values: np.ndarray)
     parts = min(cores, len(values))
     if parts < 2 or values.size < PARALLEL_HISTOGRAM_MIN:
         return count(values)
-    if not _HISTOGRAM_THREADS:
-        _HISTOGRAM_THREADS.append(ThreadPoolExecutor(max_workers=cores, thread_name_prefix="histogram"))
+    pool = _HISTOGRAM_THREADS.get(os.getpid())
+    if pool is None:
+        pool = _HISTOGRAM_THREADS[os.getpid()] = ThreadPoolExecutor(max_workers=cores, thread_name_prefix="histogram")
     bounds = np.linspace(0, len(values), parts + 1).astype(int)
     pieces = [values[start:stop] for start, stop in zip(bounds[:-1], bounds[1:])]
-    return sum(_HISTOGRAM_THREADS[0].map(count, pieces))
+    return sum(pool.map(count, pieces))
 
 
 class Histogram:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
+import signal
 import tracemalloc
 from pathlib import Path
 
@@ -307,6 +309,21 @@ def test_histogram_counts_of_clipped_values_equal_numpys_also_split_over_threads
         assert np.array_equal(uniform_counts(values, 64, lower, upper, not signed, clip), expected)
         per_channel = channel_counts(values, 1, 64, lower, upper, not signed, clip)
         assert np.array_equal(per_channel.sum(axis=0), expected)
+
+
+def test_histograms_split_over_threads_also_count_in_a_forked_child(monkeypatch):
+    """A process forked after a histogram was split over threads has none of its parent's
+    threads: it counts on a pool of its own instead of waiting on the parent's forever."""
+    monkeypatch.setattr(calibrate_module, "COMPILED_HISTOGRAM_MIN", 0)
+    monkeypatch.setattr(calibrate_module, "PARALLEL_HISTOGRAM_MIN", 0)
+    values = np.random.default_rng(8).normal(0, 1, 4096).astype(np.float32)
+    expected = uniform_counts(values, 64, 0.0, 2.0, magnitudes=True)  # the parent's pool exists now
+    pid = os.fork()
+    if pid == 0:
+        signal.alarm(60)  # a child waiting on threads it does not have ends here
+        os._exit(0 if np.array_equal(uniform_counts(values, 64, 0.0, 2.0, magnitudes=True), expected) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 def wide_gemm_module() -> ModuleOp:
