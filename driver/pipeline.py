@@ -33,7 +33,8 @@ from xnpu.lowering.fixed_to_npu import LowerFixedToNpuPass
 from xnpu.lowering.legalize import LegalizePass
 from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass, LowerNNToFixedPass
 from xnpu.target.description import load_target
-from xnpu.transforms.calibrate import DEFAULT_RUNTIME, calibrate, preload_histogram_loops
+from xnpu.transforms.calibrate import DEFAULT_RUNTIME, calibrate
+from xnpu.transforms.calibrate_statistics import preload_histogram_loops
 from xnpu.transforms.calibrate_channel_groups import choose_channel_groups
 from xnpu.transforms.compress_weights import DEFAULT_MIN_ELEMENTS, CompressWeightsPass
 from xnpu.transforms.fold_batch_norm import FoldBatchNormPass

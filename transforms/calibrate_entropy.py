@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from xnpu.transforms.calibrate import Histogram
+    from xnpu.transforms.calibrate_statistics import Histogram
 
 ENTROPY_LEVELS = 128  # quantized bins over the search window: onnxruntime's num_quantized_bins
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from xnpu.transforms.calibrate import Histogram
+    from xnpu.transforms.calibrate_statistics import Histogram
 
 QMAX = 127  # the largest int8 code of a symmetric scale: x ~ q * s, q in [-QMAX, QMAX]
 
