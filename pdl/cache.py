@@ -76,7 +76,17 @@ def _digest(data: bytes) -> str:
 
 @functools.cache
 def _versions() -> str:
-    return f"xnpu-patterns {FORMAT} xdsl {xdsl.__version__}"  # xDSL looks its version up on each str()
+    return f"xnpu-patterns {FORMAT} xdsl {_xdsl_version()}"
+
+
+def _xdsl_version() -> str:
+    """The installed xDSL's version, from the name of its one dist-info folder beside the
+    package (what importlib.metadata reads, without its ~60 ms of imports in every process that
+    loads patterns); xdsl.__version__ where there is not exactly one (an editable xDSL)."""
+    folders = list(Path(xdsl.__file__).resolve().parent.parent.glob("xdsl-*.dist-info"))
+    if len(folders) == 1:
+        return folders[0].name[len("xdsl-") : -len(".dist-info")]
+    return str(xdsl.__version__)
 
 
 def _holds_for(text: str) -> bytes:

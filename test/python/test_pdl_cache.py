@@ -282,3 +282,12 @@ def test_an_entry_others_can_write_is_not_read(tmp_path, runs):
         runs.from_entries()
         with pytest.raises(AssertionError, match="was parsed"):
             patterns_module._parsed(path)
+
+
+def test_entries_name_the_installed_xdsl_version():
+    """A cache entry holds for the xDSL it was built with: the version read from xDSL's dist-info
+    folder name is the one importlib.metadata reads from that folder."""
+    from importlib.metadata import version
+
+    assert pdl_cache._xdsl_version() == version("xdsl")
+    assert f"xdsl {version('xdsl')} " in pdl_cache._versions() + " "
