@@ -121,8 +121,9 @@ class ComputeUnits(MachineMemory):
         """Only where the union takes onnxruntime's kernels (semantics/conv_kernels.py): with
         numpy's GEMMs a union was slower than its tiles (segnet_like 43.9 against 37.7 ms of
         CPU an image), with the kernels faster (34.5 against 37.4)."""
-        return not shape.depthwise and shape.reduction > shape.c and \
-            samples * group.out_rows * shape.ow * shape.o * shape.reduction >= conv_kernels.MIN_PRODUCTS
+        taps = shape.instruction["kernel_h"] * shape.instruction["kernel_w"]
+        products = samples * group.out_rows * shape.ow * shape.o * shape.reduction
+        return not shape.depthwise and conv_kernels.takes(taps, products)
 
     def _prepared_operands(self, weights, requant) -> bool:
         """Both prepared once per binary (kept in `_prepared`), so a later tile that gets the same

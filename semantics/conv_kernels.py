@@ -27,6 +27,13 @@ import numpy as np
 # neither onnxruntime's import (~0.25 s of CPU) nor its sessions (~5-20 ms each)
 MIN_PRODUCTS = 1 << 27
 
+
+def takes(taps: int, products: int) -> bool:
+    """Whether a dense convolution with `taps` (KH x KW) kernel taps forming `products` products
+    runs on these kernels: larger than 1x1, at least MIN_PRODUCTS (the module doc says why)."""
+    return taps > 1 and products >= MIN_PRODUCTS
+
+
 _FLOAT = 1  # TensorProto.FLOAT
 _INTS = 7  # AttributeProto.INTS
 _OPSET = 17

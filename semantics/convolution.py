@@ -126,8 +126,8 @@ def conv_sums_nhwc(x, weights: ExactWeights, strides, pads, dilations) -> np.nda
         # the whole-tensor bound does not settle it: bound per input channel, chunk if needed
         chunks = weights.channel_chunks(channel_max_abs(x))
     dtype = np.float32 if chunks is not None else np.float64
-    if weights.kept and chunks == [(0, c)] and kh * kw > 1 and \
-            _products(x.shape, weights.shape, strides, pads, dilations) >= conv_kernels.MIN_PRODUCTS:
+    if weights.kept and chunks == [(0, c)] and \
+            conv_kernels.takes(kh * kw, _products(x.shape, weights.shape, strides, pads, dilations)):
         oihw = weights.weight.transpose(0, 3, 1, 2)
         return conv_kernels.conv_sums(x, oihw, weights.sessions, strides, pads, dilations)
     padded = float_ops.pad_nhwc(x, pads, dtype)
