@@ -574,6 +574,17 @@ def snapshot(case: Case, directory: Path) -> dict[str, object]:
     return state
 
 
+def start_child(case: Case, directory: Path, mains: dict[str, Callable], streams: Path | None = None) -> int:
+    """Fork a child that runs the case's tool (run_child) and return its pid; this process's
+    buffered output is flushed first, so the child does not write it again."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        run_child(case, directory, mains, streams)
+    return pid
+
+
 def run_child(case: Case, directory: Path, mains: dict[str, Callable], streams: Path | None = None) -> None:
     """In the forked child: run the tool as its console script would, then _exit with its status.
     Its stdout and stderr go to the files `stdout` and `stderr` in `streams` (the case's directory
@@ -679,12 +690,7 @@ def run_cases(cases: list[Case], root: Path, timeout: float, jobs: int, progress
             index, case = pending.pop(0)
             directory = root / f"case{index:05d}"
             before = prepare(case, directory)
-            sys.stdout.flush()
-            sys.stderr.flush()
-            pid = os.fork()
-            if pid == 0:
-                run_child(case, directory, mains)
-            running[pid] = (index, time.monotonic(), before)
+            running[start_child(case, directory, mains)] = (index, time.monotonic(), before)
         finished = []
         for pid, (index, start, before) in running.items():
             done, status, usage = os.wait4(pid, os.WNOHANG)

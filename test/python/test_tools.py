@@ -62,11 +62,8 @@ def forked_tool(name: str, *args, cwd: Path | None = None, timeout: float = 120)
     from xnpu.tools.fuzz_case import Case
 
     with tempfile.TemporaryDirectory() as streams:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            fuzz.run_child(Case("test", "", [name, *map(str, args)]), cwd or Path.cwd(), fuzz.tool_mains(), Path(streams))
+        pid = fuzz.start_child(Case("test", "", [name, *map(str, args)]), cwd or Path.cwd(), fuzz.tool_mains(),
+                               Path(streams))
         deadline = time.monotonic() + timeout
         while not (waited := os.waitpid(pid, os.WNOHANG))[0]:
             if time.monotonic() > deadline:
