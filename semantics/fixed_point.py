@@ -120,15 +120,31 @@ def quantize(x, scale: float, bits: int = 8) -> np.ndarray:
     if not (scale > 0 and math.isfinite(scale)):
         raise XnpuError(f"quantize scale must be positive and finite, got {scale}")
     x = np.asarray(x)
+    if x.size <= QUANTIZE_BLOCK:
+        return _quantize_block(x, scale, qmax(bits)).astype(np.int64)[()]  # a scalar in, a scalar out
+    # element by element, so block by block: the float64 temporaries of a few images' inputs
+    # (~11 MB each) cost more in page faults and cache misses than the arithmetic (~2 ms an
+    # image when simulating 224x224 inputs, 0.3 ms in blocks)
+    flat = x.reshape(-1)
+    codes = np.empty(flat.shape, np.int64)
+    for start in range(0, flat.size, QUANTIZE_BLOCK):
+        codes[start : start + QUANTIZE_BLOCK] = _quantize_block(flat[start : start + QUANTIZE_BLOCK], scale, qmax(bits))
+    return codes.reshape(x.shape)
+
+
+QUANTIZE_BLOCK = 1 << 14  # elements: a block's float64 temporaries stay in the cache
+
+
+def _quantize_block(x: np.ndarray, scale: float, limit: int) -> np.ndarray:
+    """R4's float64 steps on an array: the rounded, saturated values (NaN -> 0), as float64."""
     v = np.divide(x, scale, out=np.empty(x.shape, np.float64), dtype=np.float64)  # the loop in float64, not x's
-    limit = qmax(bits)
     np.clip(v, -limit, limit, out=v)  # +-inf saturate; NaN stays NaN here
     magnitude = np.asarray(np.abs(v))
     magnitude += 0.5
     np.floor(magnitude, out=magnitude)
     np.copysign(magnitude, v, out=magnitude)
     magnitude[np.isnan(v)] = 0.0
-    return magnitude.astype(np.int64)[()]  # a scalar in, a scalar out
+    return magnitude
 
 
 def quantize_thresholds(scale: float, bits: int = 8) -> np.ndarray:

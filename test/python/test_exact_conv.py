@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from test_fixed_point import _conv_reference  # the direct-loop definition of R13
 
-from xnpu.semantics import convolution, fixed_point
+from xnpu.semantics import convolution, fixed_point, float_ops
 
 
 @pytest.mark.parametrize(
@@ -20,6 +20,16 @@ def test_float32_and_float64_paths_equal_the_definition(channels, kernel, group,
     for dtype in (np.float32, np.float64):
         got = convolution.conv2d_accumulate_exact(x, w, (1, 1), (1, 1, 1, 1), (1, 1), group, dtype)
         np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("pads", [(0, 0, 0, 0), (1, 1, 1, 1), (2, 0, 1, 3), (0, 2, 0, 0)])
+def test_padding_zeroes_only_the_border_of_a_strided_map(pads):
+    """pad_nhwc writes the border's zeros and the map once each, from a view with a sample stride."""
+    memory = np.random.default_rng(1).integers(-128, 128, (3, 200), dtype=np.int8)
+    x = memory[:, 10:130].reshape(3, 4, 5, 6)
+    top, left, bottom, right = pads
+    expected = np.pad(x.astype(np.float32), ((0, 0), (top, bottom), (left, right), (0, 0)))
+    np.testing.assert_array_equal(float_ops.pad_nhwc(x, pads, np.float32), expected)
 
 
 @pytest.mark.parametrize("samples,height", [(6, 3), (6, 12), (1, 3)])

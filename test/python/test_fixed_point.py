@@ -600,3 +600,19 @@ def test_eltwise_unit_is_r10_r7_r9_and_the_relu_flag_composed(op, am, ash, bm, b
     expected = units.relu(expected) if relu else expected
     got = units.eltwise_unit(op, a, b, m, sh, relu_flag=relu, **rescales)
     assert got.shape == expected.shape and np.array_equal(got, expected)
+
+
+def test_quantize_of_a_large_array_is_the_rule_element_by_element():
+    """Arrays over QUANTIZE_BLOCK elements are quantized block by block: every element is still
+    R4 of itself (level edges, NaN, infinities, a block boundary inside a row)."""
+    scale = 0.01
+    edges = ((np.arange(-127, 128) + 0.5) * scale).astype(np.float32)
+    values = np.concatenate([np.nextafter(edges, np.float32(-np.inf)), edges, [np.nan, np.inf, -np.inf, 0.0, 5.0]])
+    x = np.resize(values, (3, 5, fp.QUANTIZE_BLOCK // 7 + 3)).astype(np.float32)
+    v = np.clip(x.astype(np.float64) / scale, -127, 127)
+    expected = np.nan_to_num(np.sign(v) * np.floor(np.abs(v) + 0.5)).astype(np.int64)
+    q = fp.quantize(x, scale)
+    assert x.size > fp.QUANTIZE_BLOCK and q.shape == x.shape and q.dtype == np.int64
+    assert np.array_equal(q, expected)
+    assert np.array_equal(q[1, 2], fp.quantize(x[1, 2], scale))  # one row, quantized whole
+    assert fp.quantize(np.float32(0.03), scale) == 3 and np.ndim(fp.quantize(0.03, scale)) == 0  # a scalar stays one
