@@ -119,12 +119,7 @@ def conv_sums_nhwc(x, weights: ExactWeights, strides, pads, dilations) -> np.nda
     """
     x = np.asarray(x)
     o, kh, kw, c = weights.shape
-    chunks = [(0, c)]
-    bound = weights.largest_l1
-    # the dtype's range settles most calls on int8 maps without reading them
-    if x.size and _type_max_abs(x) * bound >= FLOAT32_EXACT_LIMIT and _max_abs(x) * bound >= FLOAT32_EXACT_LIMIT:
-        # the whole-tensor bound does not settle it: bound per input channel, chunk if needed
-        chunks = weights.channel_chunks(channel_max_abs(x))
+    chunks = _exact_chunks(x, weights)
     dtype = np.float32 if chunks is not None else np.float64
     if weights.kept and chunks == [(0, c)] and \
             conv_kernels.takes(kh * kw, _products(x.shape, weights.shape, strides, pads, dilations)):
@@ -140,6 +135,63 @@ def conv_sums_nhwc(x, weights: ExactWeights, strides, pads, dilations) -> np.nda
             total = total.astype(np.float64) if total.dtype != np.float64 else total
             total += part
     return total
+
+
+def _exact_chunks(x: np.ndarray, weights: ExactWeights) -> list[tuple[int, int]] | None:
+    """R13's proof for the map `x`: input-channel ranges whose float32 sums are exact (most
+    calls: one, every channel), or None (float64 sums)."""
+    bound = weights.largest_l1
+    # the dtype's range settles most calls on int8 maps without reading them
+    if x.size and _type_max_abs(x) * bound >= FLOAT32_EXACT_LIMIT and _max_abs(x) * bound >= FLOAT32_EXACT_LIMIT:
+        # the whole-tensor bound does not settle it: bound per input channel, chunk if needed
+        return weights.channel_chunks(channel_max_abs(x))
+    return [(0, weights.shape[3])]
+
+
+# A 1x1 convolution whose float32 input and sums would fill more than POINTWISE_BLOCKED_BYTES
+# runs in blocks of image rows of about POINTWISE_BLOCK_BYTES of them: each block's conversion,
+# GEMM and requantization then work in the cache, not in memory (9 images' 1x1 convolutions of
+# mobilenetv2_like at 56x56 and 112x112: 15-35% less CPU; below ~8 MB the whole GEMM is as fast,
+# and blocks of 128-256 KB were slower than it: each GEMM call packs the weights again)
+POINTWISE_BLOCKED_BYTES = 1 << 23
+POINTWISE_BLOCK_BYTES = 1 << 20
+
+
+def conv_requantized_nhwc(x, weights: ExactWeights, requant: Requantization, strides, pads, dilations,
+                          out: np.ndarray | None = None) -> np.ndarray:
+    """A dense convolution's exact sums (`conv_sums_nhwc`) through `requant` (R13's bias, R9,
+    R8): N x OH x OW x O integers, written into `out` when given. A large 1x1 convolution with
+    exact float32 sums does it block by block (each output pixel is its own dot product, so
+    the blocks' results are the whole one's)."""
+    x = np.asarray(x)
+    o, kh, kw, c = weights.shape
+    if kh == kw == 1 and not any(pads):
+        pixels = x[:, :: strides[0], :: strides[1]]
+        if pixels.size // max(c, 1) * (c + o) * 4 >= POINTWISE_BLOCKED_BYTES and _exact_chunks(pixels, weights) == [(0, c)]:
+            return _pointwise_in_blocks(pixels, weights, requant, out)
+    return requant(conv_sums_nhwc(x, weights, strides, pads, dilations), out=out)
+
+
+def _pointwise_in_blocks(x: np.ndarray, weights: ExactWeights, requant: Requantization,
+                         out: np.ndarray | None) -> np.ndarray:
+    """`conv_requantized_nhwc` of a 1x1 kernel with exact float32 sums, a few image rows of one
+    sample at a time, through buffers reused by every block."""
+    n, h, w, c = x.shape
+    o = weights.shape[0]
+    if out is None:
+        out = np.empty((n, h, w, o), dtype=storage_dtype(DATA_BITS))
+    matrix = weights.matrix((0, 1), (0, c), np.float32)  # the matrix conv_sums_nhwc's GEMM takes
+    rows = max(1, POINTWISE_BLOCK_BYTES // (4 * (c + o) * w))
+    inputs = np.empty((rows, w, c), np.float32)
+    sums = np.empty((rows * w, o), np.float32)
+    for sample in range(n):
+        for top in range(0, h, rows):
+            count = min(rows, h - top)
+            block = inputs[:count]
+            block[...] = x[sample, top : top + count]
+            np.matmul(block.reshape(count * w, c), matrix, out=sums[: count * w])
+            requant(sums[: count * w].reshape(1, count, w, o), out=out[sample : sample + 1, top : top + count])
+    return out
 
 
 def _products(x_shape, weight_shape, strides, pads, dilations) -> int:

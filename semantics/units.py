@@ -12,7 +12,7 @@ from xnpu.semantics.convolution import (
     ExactWeights,
     Requantization,
     compiled_loops,
-    conv_sums_nhwc,
+    conv_requantized_nhwc,
     depthwise_sums_nhwc,
     prepared_weights,
     requantization,
@@ -47,10 +47,8 @@ def conv_unit_nhwc(x, weights, requant: Requantization, strides, pads, dilations
     `requant` (the `Requantization` of the unit's bias and records). Written into `out` when
     given (an integer N x OH x OW x O array)."""
     if isinstance(weights, ExactWeights):
-        sums = conv_sums_nhwc(x, weights, strides, pads, dilations)
-    else:
-        sums = depthwise_sums_nhwc(x, weights, strides, pads, dilations)
-    return requant(sums, out=out)
+        return conv_requantized_nhwc(x, weights, requant, strides, pads, dilations, out=out)
+    return requant(depthwise_sums_nhwc(x, weights, strides, pads, dilations), out=out)
 
 
 def conv_unit(x, weight, bias, strides, pads, dilations, group: int, multiplier, shift,

@@ -156,3 +156,33 @@ def _dilated(w, dilation):
     out = np.zeros((o, c, dilation * (kh - 1) + 1, dilation * (kw - 1) + 1), dtype=w.dtype)
     out[:, :, ::dilation, ::dilation] = w
     return out
+
+
+@pytest.mark.parametrize("stride,channels,codes", [(1, 24, (-128, 127, 3)), (2, 24, (-128, 127, 3)),
+                                                   (1, 2000, (-128, 127))])
+def test_a_large_1x1_convolution_in_blocks_equals_it_whole(stride, channels, codes, monkeypatch):
+    """A 1x1 convolution over more than POINTWISE_BLOCKED_BYTES runs block by block (rows of one
+    sample, a ragged last block, a map with a sample stride and an output with one): the same
+    integers as its sums requantized whole; float32 sums it cannot prove exact (2000 channels of
+    extreme codes) stay whole, in chunks."""
+    monkeypatch.setattr(convolution, "POINTWISE_BLOCKED_BYTES", 1 << 12)
+    monkeypatch.setattr(convolution, "POINTWISE_BLOCK_BYTES", 1 << 10)
+    rng = np.random.default_rng(channels + stride)
+    memory = rng.choice(np.array(codes, np.int8), size=(3, 2 * 9 * 7 * channels))
+    x = memory[:, 5 : 5 + 9 * 7 * channels].reshape(3, 9, 7, channels)
+    weights = convolution.ExactWeights(rng.choice([-128, 127, -127, 1], size=(10, 1, 1, channels)), kept=True)
+    requant = convolution.requantization(rng.integers(-999, 999, 10), channels, rng.integers(2**14, 2**15, 10),
+                                         rng.integers(12, 24, 10), -127, 127)
+    strides = (stride, stride)
+    whole = requant(convolution.conv_sums_nhwc(x, weights, strides, (0, 0, 0, 0), (1, 1)))
+    calls = []
+    monkeypatch.setattr(convolution, "_pointwise_in_blocks",
+                        lambda *args, blocks=convolution._pointwise_in_blocks: calls.append(1) or blocks(*args))
+    out_memory = np.zeros((3, 2 * whole[0].size), np.int8)
+    out = out_memory[:, 3 : 3 + whole[0].size].reshape(whole.shape)
+    got = convolution.conv_requantized_nhwc(x, weights, requant, strides, (0, 0, 0, 0), (1, 1), out=out)
+    assert got is out and np.array_equal(out, whole)
+    assert len(calls) == (0 if channels == 2000 else 1)
+    reference = _conv_reference(x.transpose(0, 3, 1, 2).astype(np.int64), weights.weight.transpose(0, 3, 1, 2),
+                                np.zeros(10, np.int64), stride, 0, 1)  # R13's definition, int64
+    assert np.array_equal(out, requant(reference.transpose(0, 2, 3, 1).astype(np.float64)))
