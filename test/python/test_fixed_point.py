@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xnpu.core.errors import XnpuError
-from xnpu.semantics import convolution, units, windows
+from xnpu.semantics import convolution, float_ops, units, windows
 from xnpu.semantics import fixed_point as fp
 
 REPO = Path(__file__).resolve().parents[2]
@@ -405,6 +405,20 @@ def test_r14_max_pool_padding_never_wins():
     x = np.full((1, 1, 2, 2), -100)
     out = windows.max_pool_int(x, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), (2, 2))
     assert out.tolist() == [[[[-100, -100], [-100, -100]]]]
+
+
+@pytest.mark.parametrize("pads,strides", [((1, 1, 1, 1), (2, 2)), ((0, 1, 2, 0), (1, 2)), ((0, 0, 0, 0), (2, 1))])
+def test_r14_max_pool_of_a_channels_last_map_equals_it_channels_first(pads, strides):
+    """The simulator pools an NHWC map seen as NCHW (a transposed view, padded channels last):
+    the same maxima as the C-ordered NCHW copy, padding never winning."""
+    nhwc = np.random.default_rng(4).integers(-128, 128, (2, 7, 6, 5), dtype=np.int8)
+    view = nhwc.transpose(0, 3, 1, 2)
+    out_hw = ((7 + pads[0] + pads[2] - 3) // strides[0] + 1, (6 + pads[1] + pads[3] - 3) // strides[1] + 1)
+    got = windows.max_pool_int(view, (3, 3), strides, pads, (1, 1), out_hw)
+    expected = windows.max_pool_int(np.ascontiguousarray(view), (3, 3), strides, pads, (1, 1), out_hw)
+    assert got.dtype == expected.dtype and np.array_equal(got, expected)
+    padded = float_ops.pad_nchw(view, pads, -7)
+    assert np.array_equal(padded, np.pad(view, ((0, 0), (0, 0), pads[0::2], pads[1::2]), constant_values=-7))
 
 
 def test_r14_avg_pool_per_position_counts():
