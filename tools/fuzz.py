@@ -600,25 +600,34 @@ def run_child(case: Case, directory: Path, mains: dict[str, Callable], streams: 
         sys.stdin = open(0, closefd=False)
         sys.stdout = io.TextIOWrapper(open(1, "wb", closefd=False), line_buffering=True)
         sys.stderr = io.TextIOWrapper(open(2, "wb", closefd=False), line_buffering=True)
-        warnings.resetwarnings()  # an interpreter's defaults, not the parent's (pytest's) filters
-        for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
-            warnings.simplefilter("ignore", category)
         if case.drain is not None:
             threading.Thread(target=lambda: Path(case.drain).read_bytes(), daemon=True).start()
-        try:
-            result = mains[case.tool](case.argv[1:])
-            code = result if isinstance(result, int) else 0
-        except SystemExit as exit_:
-            code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
-            if isinstance(exit_.code, str):
-                print(exit_.code, file=sys.stderr)
-        except BaseException:
-            traceback.print_exc()
-            code = 1
-        sys.stdout.flush()
-        sys.stderr.flush()
+        code = exit_status_of(mains[case.tool], case.argv[1:])
     finally:
         os._exit(code)
+
+
+def exit_status_of(main: Callable, args: list[str]) -> int:
+    """Run a tool's `main` as its console script would (`sys.exit(main())`) in a forked child
+    whose streams are bound: Python's default warning filters (not the parent's, pytest's), the
+    status main returns or exits with (a string exit prints it, status 1), a traceback and
+    status 1 for anything else; the streams flushed."""
+    warnings.resetwarnings()
+    for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+        warnings.simplefilter("ignore", category)
+    try:
+        result = main(args)
+        code = result if isinstance(result, int) else 0
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+        if isinstance(exit_.code, str):
+            print(exit_.code, file=sys.stderr)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return code
 
 
 def classify(case: Case, directory: Path, status: int | None, before: dict[str, object], peak_bytes: int = 0) -> tuple[str, str]:
