@@ -6,6 +6,7 @@ checks the ImageNet-size ones, bit for bit on 8 images, with both IREE builds)."
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -38,13 +39,17 @@ def iree_equals_fixed(module, x: np.ndarray) -> list[np.ndarray]:
     got = IreeProgram(to_tosa(module))(x)
     assert len(got) == len(expected)
     for want, have in zip(expected, got):
-        assert want.dtype == have.dtype and want.shape == have.shape
-        mismatch = np.flatnonzero(want.reshape(-1) != have.reshape(-1))
-        first = mismatch[:5]
-        assert mismatch.size == 0, (
-            f"{mismatch.size} differ, first at {first}: xnpu {want.reshape(-1)[first]} iree {have.reshape(-1)[first]}"
-        )
+        assert_bit_equal(want, have)
     return got
+
+
+def assert_bit_equal(want: np.ndarray, have: np.ndarray) -> None:
+    assert want.dtype == have.dtype and want.shape == have.shape
+    mismatch = np.flatnonzero(want.reshape(-1) != have.reshape(-1))
+    first = mismatch[:5]
+    assert mismatch.size == 0, (
+        f"{mismatch.size} differ, first at {first}: xnpu {want.reshape(-1)[first]} iree {have.reshape(-1)[first]}"
+    )
 
 
 def single_op_module(op_text: str, input_type: str, result_type: str) -> object:
@@ -52,6 +57,28 @@ def single_op_module(op_text: str, input_type: str, result_type: str) -> object:
         f"builtin.module {{\n  func.func @main(%x: {input_type}) -> {result_type} {{\n"
         f"    %r = {op_text}\n    func.return %r : {result_type}\n  }}\n}}\n"
     )
+
+
+def in_one_program(cases: dict) -> dict:
+    """Each case's single op (`op_text` on %x, its input and result types, its input values) in
+    one function with an input and a result per case, run by xnpu and by one IREE build:
+    {case: (xnpu's result, IREE's)}, which the test of each case checks equal. One IREE compile
+    for a family of cases instead of one per case (~1 s of CPU each); each case's op is there
+    as its own test wrote it, so a wrong lowering of any of them still fails its test."""
+    args, body, types = [], [], []
+    for index, (op_text, input_type, result_type, _) in enumerate(cases.values()):
+        args.append(f"%x{index}: {input_type}")
+        body.append(f"    %r{index} = " + re.sub(r"%x\b", f"%x{index}", op_text))
+        types.append(result_type)
+    results = ", ".join(f"%r{index}" for index in range(len(cases)))
+    module = xnpu.parse_ir(
+        f"builtin.module {{\n  func.func @main({', '.join(args)}) -> ({', '.join(types)}) {{\n" + "\n".join(body)
+        + f"\n    func.return {results} : {', '.join(types)}\n  }}\n}}\n")
+    inputs = [case[3] for case in cases.values()]
+    expected = list(xnpu.run(module, {f"input{index}": x for index, x in enumerate(inputs)}).values())
+    got = IreeProgram(to_tosa(module))(*inputs)
+    assert len(expected) == len(got) == len(cases)
+    return dict(zip(cases, zip(expected, got)))
 
 
 # --------------------------------------------------------------------------------------
@@ -74,16 +101,23 @@ def quantize_edge_values(scale: float, bits: int) -> np.ndarray:
 SCALES = [0.0078740157186985016, 1 / 127, 0.1, 2.0**-7, 1e-3, 3.3, 12345.678, 1e-20, 0.5348 / 127]
 
 
-@pytest.mark.parametrize("scale", SCALES)
-def test_r4_quantize_in_tosa_rounds_exactly_as_the_contract(scale):
+def quantize_case(scale: float) -> tuple:
     x = quantize_edge_values(scale, 8)
     n = x.size
-    module = single_op_module(
-        f"fixed.quantize %x {{scale = {scale:.17e} : f64}} : tensor<{n}xf32> -> tensor<{n}xi8>",
-        f"tensor<{n}xf32>", f"tensor<{n}xi8>",
-    )
-    (q,) = iree_equals_fixed(module, x)
-    assert np.array_equal(q, fp.quantize(x, scale, 8))  # the reference itself, not only xnpu.run
+    return (f"fixed.quantize %x {{scale = {scale:.17e} : f64}} : tensor<{n}xf32> -> tensor<{n}xi8>",
+            f"tensor<{n}xf32>", f"tensor<{n}xi8>", x)
+
+
+@pytest.fixture(scope="module")
+def quantized():
+    return in_one_program({scale: quantize_case(scale) for scale in SCALES})
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_r4_quantize_in_tosa_rounds_exactly_as_the_contract(scale, quantized):
+    want, q = quantized[scale]
+    assert_bit_equal(want, q)
+    assert np.array_equal(q, fp.quantize(quantize_case(scale)[3], scale, 8))  # the reference itself, not only xnpu.run
     assert q.min() >= -127 and {0, 127, -127} <= set(q.tolist())
 
 
@@ -99,8 +133,10 @@ def test_r4_quantize_to_int16_and_random_values():
     iree_equals_fixed(module, x.reshape(1, n))
 
 
-@pytest.mark.parametrize("axis_scales", [[0.0123], [0.5, 1e-3, 7.77e-5]], ids=["per_tensor", "per_channel"])
-def test_r4_dequantize_every_code(axis_scales):
+DEQUANTIZE_SCALES = {"per_tensor": [0.0123], "per_channel": [0.5, 1e-3, 7.77e-5]}
+
+
+def dequantize_case(axis_scales: list[float]) -> tuple:
     channels = len(axis_scales)
     codes = np.tile(np.arange(-128, 128, dtype=np.int8), (1, 3, 1)).reshape(1, 3, 256)[:, :channels]
     if channels == 1:
@@ -109,9 +145,18 @@ def test_r4_dequantize_every_code(axis_scales):
     else:
         attrs = f"scale = array<f64: {', '.join(f'{s:.17e}' for s in axis_scales)}>, axis = 1 : i64"
     t = f"1x{channels}x256"
-    module = single_op_module(f"fixed.dequantize %x {{{attrs}}} : tensor<{t}xi8> -> tensor<{t}xf32>",
-                              f"tensor<{t}xi8>", f"tensor<{t}xf32>")
-    iree_equals_fixed(module, np.ascontiguousarray(codes))
+    return (f"fixed.dequantize %x {{{attrs}}} : tensor<{t}xi8> -> tensor<{t}xf32>", f"tensor<{t}xi8>", f"tensor<{t}xf32>",
+            np.ascontiguousarray(codes))
+
+
+@pytest.fixture(scope="module")
+def dequantized():
+    return in_one_program({name: dequantize_case(scales) for name, scales in DEQUANTIZE_SCALES.items()})
+
+
+@pytest.mark.parametrize("kind", list(DEQUANTIZE_SCALES))
+def test_r4_dequantize_every_code(kind, dequantized):
+    assert_bit_equal(*dequantized[kind])
 
 
 # --------------------------------------------------------------------------------------
@@ -121,8 +166,7 @@ def test_r4_dequantize_every_code(axis_scales):
 INT32_EXTREMES = np.array([-(2**31), -(2**31) + 1, 2**31 - 1, -1, 0, 1, 2**30, -(2**30), 12345, -12345], dtype=np.int64)
 
 
-@pytest.mark.parametrize("out_bits", [8, 16, 24, 32])
-def test_r9_rescale_from_int32_matches_at_the_extremes(out_bits):
+def rescale_case(out_bits: int) -> tuple:
     rng = np.random.default_rng(out_bits)
     channels = 6
     multipliers = [16384, 32767, 0, 20000, 26274, 16385]
@@ -130,29 +174,48 @@ def test_r9_rescale_from_int32_matches_at_the_extremes(out_bits):
     x = np.concatenate([np.tile(INT32_EXTREMES, (channels, 1)).T, rng.integers(-(2**31), 2**31, (200, channels))])
     x = x.astype(np.int32).reshape(1, -1, channels)
     result = f"tensor<1x{x.shape[1]}x{channels}xi{out_bits}>"
-    module = single_op_module(
-        f"fixed.rescale %x {{multiplier = array<i64: {', '.join(map(str, multipliers))}>, "
-        f"shift = array<i64: {', '.join(map(str, shifts))}>, axis = 2 : i64}} : tensor<1x{x.shape[1]}x{channels}xi32> -> {result}",
-        f"tensor<1x{x.shape[1]}x{channels}xi32>", result,
-    )
-    iree_equals_fixed(module, x)
+    return (f"fixed.rescale %x {{multiplier = array<i64: {', '.join(map(str, multipliers))}>, "
+            f"shift = array<i64: {', '.join(map(str, shifts))}>, axis = 2 : i64}} : tensor<1x{x.shape[1]}x{channels}xi32> -> {result}",
+            f"tensor<1x{x.shape[1]}x{channels}xi32>", result, x)
 
 
-@pytest.mark.parametrize("multiplier,shift", [(16384, -1), (22668, 0), (31999, 1), (16384, -8), (0, 0), (16385, 2)])
-def test_r6_small_shifts_of_int8_become_exact_32_bit_rescales(multiplier, shift):
-    """R11's exact 2^15 (shift -1) and other shifts below TOSA's 16-bit minimum of 2."""
-    x = np.arange(-128, 128, dtype=np.int8).reshape(1, 256)
-    module = single_op_module(
+RESCALE_BITS = [8, 16, 24, 32]
+
+
+@pytest.fixture(scope="module")
+def rescaled():
+    return in_one_program({bits: rescale_case(bits) for bits in RESCALE_BITS})
+
+
+@pytest.mark.parametrize("out_bits", RESCALE_BITS)
+def test_r9_rescale_from_int32_matches_at_the_extremes(out_bits, rescaled):
+    assert_bit_equal(*rescaled[out_bits])
+
+
+SMALL_SHIFTS = [(16384, -1), (22668, 0), (31999, 1), (16384, -8), (0, 0), (16385, 2)]
+INT8_CODES = np.arange(-128, 128, dtype=np.int8).reshape(1, 256)
+
+
+@pytest.fixture(scope="module")
+def small_shifts():
+    return in_one_program({(multiplier, shift): (
         f"fixed.rescale %x {{multiplier = array<i64: {multiplier}>, shift = array<i64: {shift}>}} : tensor<1x256xi8> -> tensor<1x256xi32>",
-        "tensor<1x256xi8>", "tensor<1x256xi32>",
-    )
-    (y,) = iree_equals_fixed(module, x)
-    assert np.array_equal(y, fp.rescale(x, multiplier, shift, 32))
+        "tensor<1x256xi8>", "tensor<1x256xi32>", INT8_CODES) for multiplier, shift in SMALL_SHIFTS})
 
 
-@pytest.mark.parametrize("amount,rounding,types", [(8, 0, ("i24", "i16")), (3, 1, ("i24", "i16")), (5, 1, ("i16", "i8")),
-                                                   (-4, 0, ("i8", "i16")), (-9, 0, ("i16", "i24")), (0, 0, ("i24", "i8"))])
-def test_r7_shift_floor_rounding_and_left(amount, rounding, types):
+@pytest.mark.parametrize("multiplier,shift", SMALL_SHIFTS)
+def test_r6_small_shifts_of_int8_become_exact_32_bit_rescales(multiplier, shift, small_shifts):
+    """R11's exact 2^15 (shift -1) and other shifts below TOSA's 16-bit minimum of 2."""
+    want, y = small_shifts[multiplier, shift]
+    assert_bit_equal(want, y)
+    assert np.array_equal(y, fp.rescale(INT8_CODES, multiplier, shift, 32))
+
+
+SHIFTS = [(8, 0, ("i24", "i16")), (3, 1, ("i24", "i16")), (5, 1, ("i16", "i8")), (-4, 0, ("i8", "i16")),
+          (-9, 0, ("i16", "i24")), (0, 0, ("i24", "i8"))]
+
+
+def shift_case(amount: int, rounding: int, types: tuple[str, str]) -> tuple:
     source, result = types
     bits = int(source[1:])
     low, high = fp.storage_range(bits)
@@ -160,9 +223,17 @@ def test_r7_shift_floor_rounding_and_left(amount, rounding, types):
     x = np.concatenate([[low, low + 1, high, -1, 0, 1, -5, 5, -12, 12], rng.integers(low, high + 1, 500)])
     x = x.astype(fp.storage_dtype(bits)).reshape(1, -1)
     t_in, t_out = f"tensor<1x{x.shape[1]}x{source}>", f"tensor<1x{x.shape[1]}x{result}>"
-    module = single_op_module(f"fixed.shift %x {{shift = {amount} : i64, rounding = {rounding} : i64}} : {t_in} -> {t_out}",
-                              t_in, t_out)
-    iree_equals_fixed(module, x)
+    return f"fixed.shift %x {{shift = {amount} : i64, rounding = {rounding} : i64}} : {t_in} -> {t_out}", t_in, t_out, x
+
+
+@pytest.fixture(scope="module")
+def shifted():
+    return in_one_program({case: shift_case(*case) for case in SHIFTS})
+
+
+@pytest.mark.parametrize("amount,rounding,types", SHIFTS)
+def test_r7_shift_floor_rounding_and_left(amount, rounding, types, shifted):
+    assert_bit_equal(*shifted[amount, rounding, types])
 
 
 # --------------------------------------------------------------------------------------
@@ -195,18 +266,27 @@ NEAREST = {  # (ONNX coordinate mode, nearest mode, in -> out) per axis: tosa.re
 }
 
 
-@pytest.mark.parametrize("bits", [8, 16])
-@pytest.mark.parametrize("case", list(NEAREST))
-def test_r16_nearest_resize_as_tosa_resize(case, bits):
+def nearest_case(case: str, bits: int) -> tuple:
     from xnpu.semantics.float_ops import nearest_source_indices
 
     (ym, yn, h, oh), (xm, xn, w, ow) = NEAREST[case]
     rows, cols = nearest_source_indices(h, oh, ym, yn), nearest_source_indices(w, ow, xm, xn)
     t_in, t_out = f"tensor<1x3x{h}x{w}xi{bits}>", f"tensor<1x3x{oh}x{ow}xi{bits}>"
-    module = single_op_module(f"fixed.resize %x {{rows = {int_array(rows)}, cols = {int_array(cols)}}} : {t_in} -> {t_out}",
-                              t_in, t_out)
-    assert '"tosa.resize"' in to_tosa(module.clone())
-    iree_equals_fixed(module, edge_codes((1, 3, h, w), bits, oh))
+    return (f"fixed.resize %x {{rows = {int_array(rows)}, cols = {int_array(cols)}}} : {t_in} -> {t_out}", t_in, t_out,
+            edge_codes((1, 3, h, w), bits, oh))
+
+
+@pytest.fixture(scope="module")
+def nearest_resized():
+    return in_one_program({(case, bits): nearest_case(case, bits) for case in NEAREST for bits in (8, 16)})
+
+
+@pytest.mark.parametrize("bits", [8, 16])
+@pytest.mark.parametrize("case", list(NEAREST))
+def test_r16_nearest_resize_as_tosa_resize(case, bits, nearest_resized):
+    op_text, t_in, t_out, _ = nearest_case(case, bits)
+    assert '"tosa.resize"' in to_tosa(single_op_module(op_text, t_in, t_out))
+    assert_bit_equal(*nearest_resized[case, bits])
 
 
 def test_r16_resize_by_any_source_rows_as_gathers():
