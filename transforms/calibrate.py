@@ -17,7 +17,8 @@ entry function -- gets a scale `s > 0` with `x ~ q * s`, `q` in [-127, 127] (SEE
 
 A tensor that only depthwise convolutions read gets, under mse, the threshold of a histogram
 weighing each channel by the norm of the kernels reading it where that clearly measures better
-(calibrate_depthwise; docs/quantization.md).
+(calibrate_depthwise; docs/quantization.md). Where every sample runs in one batch, the
+error deciding that is measured in the same run.
 
 mse also measures each tensor as its consumers see it: a tensor read only by functions that
 are constant beyond some bound (relu below 0, hard_swish below -3, hard_sigmoid outside
@@ -391,15 +392,19 @@ def calibrate(
     elif exact_range or (exact_range is None and method in ("entropy", "mse")):
         weigh = method == "mse" and depthwise_weights is not False
 
-        def either(value: SSAValue, make: Callable[[np.ndarray | None], Any]):
-            """The plain statistic; the weighted one (depthwise_weights), or both (None: measured)."""
+        def either(value: SSAValue, make: Callable[[np.ndarray | None], Any], one_run: bool = False):
+            """The plain statistic; the weighted one (depthwise_weights), or both (None: measured,
+            in the same update where it takes every sample at once)."""
             norms = kernel_norms(value) if weigh else None
             if norms is None:
                 return make(None)
-            return make(norms) if depthwise_weights else Alternatives(make(norms))
+            if depthwise_weights:
+                return make(norms)
+            return Alternatives(make(norms), value, _mse_scale) if one_run else Alternatives(make(norms))
 
         one_run = collect_statistics(module, data,
-                                     lambda value: either(value, lambda w: PeakHistogram(bins, method == "entropy", w)),
+                                     lambda value: either(value, lambda w: PeakHistogram(bins, method == "entropy", w),
+                                                          one_run=True),
                                      batch_size, progress, "calibrate", calibration_batch,
                                      consumer_ranges=consumer_ranges, one_run=True, runtime=runtime)
         if one_run is not None:
@@ -424,10 +429,14 @@ def calibrate(
     return _annotate(module, statistics, method, percentile, per_channel_weights, pow2)
 
 
+def _mse_scale(histogram: Histogram) -> float:
+    return scale_from_threshold(mse_threshold(histogram))
+
+
 def _choose_depthwise_weighting(module: ModuleOp, data: np.ndarray | Mapping[str, np.ndarray],
                                 statistics: dict[SSAValue, Any], progress: bool | None,
                                 calibration_batch: int | None, runtime: str) -> None:
-    choose_weighting(statistics, lambda histogram: scale_from_threshold(mse_threshold(histogram)),
+    choose_weighting(statistics, _mse_scale,
                      lambda make_statistic: collect_statistics(
                          module, data, make_statistic, 1, progress, "calibrate (depthwise error)", calibration_batch,
                          first_samples=DEPTHWISE_ERROR_SAMPLES, runtime=runtime))

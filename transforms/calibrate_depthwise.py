@@ -58,10 +58,14 @@ def kernel_norms(value: SSAValue) -> np.ndarray | None:
 
 class Alternatives:
     """The plain and the kernel-weighted statistic of one tensor: the weighted one keeps the
-    plain counts beside its own (Histogram.unweighted), so one pass over the values fills both."""
+    plain counts beside its own (Histogram.unweighted), so one pass over the values fills both.
+    With `value` and `scale_of` (a PeakHistogram given every sample in one update), the error
+    choose_weighting compares is measured in that same update, on the first
+    DEPTHWISE_ERROR_SAMPLES samples, instead of in a run of its own."""
 
-    def __init__(self, weighted):
-        self.weighted = weighted
+    def __init__(self, weighted, value: SSAValue | None = None, scale_of: Callable[[Any], float] | None = None):
+        self.weighted, self.value, self.scale_of = weighted, value, scale_of
+        self.errors: np.ndarray | None = None  # OutputError.errors of the plain and the weighted scale
 
     @property
     def plain(self):
@@ -69,6 +73,14 @@ class Alternatives:
 
     def update(self, x: np.ndarray, clip=None) -> None:
         self.weighted.update(x, clip)
+        if self.scale_of is None:
+            return
+        histograms = unwrap_peak(self)
+        scales = [self.scale_of(histogram) for histogram in (histograms.plain, histograms.weighted)]
+        if scales[0] != scales[1]:
+            error = OutputError(self.value, scales)
+            error.update(np.asarray(x)[:DEPTHWISE_ERROR_SAMPLES])
+            self.errors = error.errors
 
 
 class NotMeasured:
@@ -102,9 +114,11 @@ class OutputError:
 
 
 def unwrap_peak(statistic: Any) -> Any:
-    """A PeakHistogram's histogram, of each of Alternatives' two."""
+    """A PeakHistogram's histogram, of each of Alternatives' two (with the errors measured)."""
     if isinstance(statistic, Alternatives):
-        return Alternatives(statistic.weighted.histogram)
+        unwrapped = Alternatives(statistic.weighted.histogram)
+        unwrapped.errors = statistic.errors
+        return unwrapped
     return statistic.histogram
 
 
@@ -114,7 +128,8 @@ def choose_weighting(statistics: dict[SSAValue, Any], scale_of: Callable[[Any], 
     where the scale of its threshold (`scale_of`) leaves less than DEPTHWISE_GAIN times the
     plain one's squared error at the outputs of the depthwise convolutions reading the tensor
     (OutputError; `measure` runs the first DEPTHWISE_ERROR_SAMPLES samples with a statistic
-    per tensor, only where the two scales differ), else the plain."""
+    per tensor, only where the two scales differ and the errors were not measured as the
+    statistics were filled), else the plain."""
     contested: dict[SSAValue, list[float]] = {}
     for value, statistic in statistics.items():
         if isinstance(statistic, Alternatives):
@@ -124,10 +139,10 @@ def choose_weighting(statistics: dict[SSAValue, Any], scale_of: Callable[[Any], 
                 statistics[value] = plain
             else:
                 contested[value] = scales
-    if not contested:
-        return
-    errors = measure(lambda value: OutputError(value, contested[value], QMAX) if value in contested else NotMeasured())
+    unmeasured = {value for value in contested if statistics[value].errors is None}
+    errors = measure(lambda value: OutputError(value, contested[value], QMAX) if value in unmeasured else NotMeasured()
+                     ) if unmeasured else {}
     for value in contested:
-        plain_error, weighted_error = errors[value].errors
+        plain_error, weighted_error = statistics[value].errors if value not in unmeasured else errors[value].errors
         chosen = statistics[value]
         statistics[value] = chosen.weighted if weighted_error < DEPTHWISE_GAIN * plain_error else chosen.plain

@@ -635,6 +635,27 @@ def test_mse_can_weigh_a_depthwise_input_by_its_kernels_and_so_loses_less_after_
     assert recorded_scales(calibrate(depthwise_module(kernels), data))["input"] == weighted
 
 
+def test_mse_measures_the_depthwise_weighting_in_its_one_run(monkeypatch):
+    """Where every sample runs at once, the error of the plain and the weighted scale at the
+    depthwise conv's output is measured on the first samples of that same run; the scale is
+    the one the two runs and the error run of a smaller batch choose."""
+    rng = np.random.default_rng(21)
+    ranges = np.array([40.0, 30.0] + [0.5] * 30, np.float32)
+    kernels = (rng.standard_normal((32, 1, 3, 3)) / ranges[:, None, None, None]).astype(np.float32)
+    data = (rng.standard_normal((16, 32, 8, 8)) * ranges[None, :, None, None]).astype(np.float32)
+    runs = []
+    call = calibrate_module.CompiledFunction.__call__
+    monkeypatch.setattr(calibrate_module.CompiledFunction, "__call__",
+                        lambda self, arguments: runs.append(len(arguments[0])) or call(self, arguments))
+    one_run = recorded_scales(calibrate(depthwise_module(kernels), data))["input"]
+    assert runs == [16]
+    runs.clear()
+    batched = recorded_scales(calibrate(depthwise_module(kernels), data, calibration_batch=15))["input"]
+    assert runs == [15, 1, 15, 1, 8]  # the ranges, the histograms, the error on the first 8 samples
+    weighted = recorded_scales(calibrate(depthwise_module(kernels), data, depthwise_weights=True))["input"]
+    assert one_run == batched == weighted
+
+
 def depthwise_error(data: np.ndarray, kernels: np.ndarray, scale: float) -> float:
     """The squared error int8 quantization of `data` at `scale` leaves after the depthwise conv."""
     error = np.clip(np.round(data / scale), -127, 127) * scale - data
