@@ -72,7 +72,11 @@ class ExactWeights:
             weight = int64_array(weight)
         self.shape = weight.shape
         self.weight = weight
-        self.channel_l1 = np.abs(weight.astype(np.int64)).sum(axis=(1, 2)).T.astype(np.float64)
+        # |w| of int8 weights in int16 (|-128| fits), summed in int64: a quarter of the bytes of
+        # widening every weight to int64 (resnet18_like's 11M weights: ~40 ms of a one-image run)
+        magnitude = weight.astype(np.int16 if weight.dtype.itemsize == 1 else np.int64)
+        np.abs(magnitude, out=magnitude)
+        self.channel_l1 = magnitude.sum(axis=(1, 2), dtype=np.int64).T.astype(np.float64)
         self.largest_l1 = float(self.channel_l1.sum(axis=0).max(initial=0.0))  # max over o of sum |w[o]|
         self._matrices: dict[tuple, np.ndarray] = {}
         self.kept = kept

@@ -186,3 +186,16 @@ def test_a_large_1x1_convolution_in_blocks_equals_it_whole(stride, channels, cod
     reference = _conv_reference(x.transpose(0, 3, 1, 2).astype(np.int64), weights.weight.transpose(0, 3, 1, 2),
                                 np.zeros(10, np.int64), stride, 0, 1)  # R13's definition, int64
     assert np.array_equal(out, requant(reference.transpose(0, 2, 3, 1).astype(np.float64)))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32])
+def test_the_exactness_bound_sums_magnitudes_without_overflow(dtype):
+    """channel_l1 (R13's bound) of the extreme codes of each weight dtype: |-128| in int16 for
+    8-bit weights, int64 otherwise."""
+    info = np.iinfo(dtype)
+    w = np.full((2, 3, 3, 4), info.min, dtype)
+    w[1] = info.max
+    prepared = convolution.ExactWeights(w)
+    expected = np.abs(w.astype(np.float64)).sum(axis=(1, 2)).T
+    assert prepared.channel_l1.dtype == np.float64 and np.array_equal(prepared.channel_l1, expected)
+    assert prepared.largest_l1 == 4 * 9 * max(abs(float(info.min)), float(info.max))
