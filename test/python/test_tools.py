@@ -1,4 +1,9 @@
-"""The command line tools, run as a user runs them: exit codes, stdout, one-line errors, output files."""
+"""The command line tools, run as a user runs them: exit codes, stdout, one-line errors, output files.
+
+The installed commands run as processes where the process is what is checked (a tool reading
+stdin from another's output, stock xdsl-opt, xnpu-run's summary and its failing exits); the
+other cases run the same `main` in a forked process of its own (`forked_tool`), without an
+interpreter's start and imports (~0.6 s of CPU each); lit runs xnpu-opt on files throughout."""
 
 from __future__ import annotations
 
@@ -57,7 +62,7 @@ def forked_tool(name: str, *args, cwd: Path | None = None, timeout: float = 120)
     """Run a tool's main in a forked child of this process as its console script runs it (the
     fuzz campaign's way, tools/fuzz.py `run_child`): its own process, exit status, stdout and
     stderr, Python's default warning filters and a timeout, without the ~1 s of an interpreter's
-    start and imports. The cases in this file run the installed commands themselves."""
+    start and imports."""
     from xnpu.tools import fuzz
     from xnpu.tools.fuzz_case import Case
 
@@ -107,7 +112,7 @@ def files(tmp_path: Path) -> Path:
 
 
 def test_opt_runs_passes_and_keeps_locations(files):
-    result = tool("xnpu-opt", files / "model.mlir", "-p", "fold-batch-norm,constant-fold{max-elements=100}")
+    result = forked_tool("xnpu-opt", files / "model.mlir", "-p", "fold-batch-norm,constant-fold{max-elements=100}")
     assert result.returncode == 0, result.stderr
     assert "nn.batch_norm" not in result.stdout
     assert 'loc(fused["conv0", "bn0"])' in result.stdout
@@ -129,7 +134,7 @@ def test_opt_output_is_reparseable_and_stable(files):
 
 def test_opt_writes_output_file(files):
     out = files / "out.mlir"
-    result = tool("xnpu-opt", files / "model.mlir", "-p", "fold-batch-norm", "-o", out)
+    result = forked_tool("xnpu-opt", files / "model.mlir", "-p", "fold-batch-norm", "-o", out)
     assert result.returncode == 0 and result.stdout == ""
     assert "nn.conv2d" in out.read_text() and "nn.batch_norm" not in out.read_text()
     assert [p.name for p in files.iterdir() if p.name.startswith(".out.mlir")] == []
@@ -137,7 +142,7 @@ def test_opt_writes_output_file(files):
 
 def test_opt_malformed_file_is_one_located_line(files):
     out = files / "out.mlir"
-    result = tool("xnpu-opt", files / "malformed.mlir", "-o", out)
+    result = forked_tool("xnpu-opt", files / "malformed.mlir", "-o", out)
     assert_one_line_error(result, re.escape(str(files / "malformed.mlir")) + r":2:\d+: error: .*nn\.rectify.*")
     assert not out.exists()
 
@@ -145,7 +150,7 @@ def test_opt_malformed_file_is_one_located_line(files):
 def test_opt_verifier_failure_names_op_and_node_and_keeps_old_output(files):
     out = files / "out.mlir"
     out.write_text("previous result\n")
-    result = tool("xnpu-opt", files / "wrong_shape.mlir", "-o", out)
+    result = forked_tool("xnpu-opt", files / "wrong_shape.mlir", "-o", out)
     line = assert_one_line_error(result, r".*wrong_shape\.mlir:7:3: error: .*")
     assert line.endswith(
         "error: 'nn.conv2d' at loc(\"conv0\"): result shape is [1, 3, 4, 4] but the operands give [1, 3, 2, 2]"
@@ -155,7 +160,7 @@ def test_opt_verifier_failure_names_op_and_node_and_keeps_old_output(files):
 
 
 def test_opt_verify_diagnostics_prints_to_stdout(files):
-    result = tool("xnpu-opt", files / "wrong_shape.mlir", "--verify-diagnostics")
+    result = forked_tool("xnpu-opt", files / "wrong_shape.mlir", "--verify-diagnostics")
     assert result.returncode == 0 and result.stderr == ""
     assert result.stdout.splitlines()[0] == "nn.conv2d: result shape is [1, 3, 4, 4] but the operands give [1, 3, 2, 2]"
 
@@ -163,13 +168,13 @@ def test_opt_verify_diagnostics_prints_to_stdout(files):
 def test_opt_split_input_file_counts_lines_from_the_file_start(files):
     path = files / "split.mlir"
     path.write_text(CONV_BN + "// -----\n" + MALFORMED)
-    result = tool("xnpu-opt", path, "--split-input-file")
+    result = forked_tool("xnpu-opt", path, "--split-input-file")
     bad_line = CONV_BN.count("\n") + 1 + 2  # the separator line, then line 2 of the chunk
     assert_one_line_error(result, re.escape(f"{path}:{bad_line}:") + r"\d+: error: .*")
     assert "nn.conv2d" in result.stdout  # the first chunk was printed before the failure
 
     path.write_text(CONV_BN + "// -----\n" + CONV_BN)
-    result = tool("xnpu-opt", path, "--split-input-file", "-p", "fold-batch-norm")
+    result = forked_tool("xnpu-opt", path, "--split-input-file", "-p", "fold-batch-norm")
     assert result.returncode == 0
     assert result.stdout.count("// -----") == 1 and result.stdout.count("nn.conv2d") == 2
 
@@ -177,7 +182,7 @@ def test_opt_split_input_file_counts_lines_from_the_file_start(files):
 def test_opt_lists_passes_from_the_registry():
     from xnpu.driver.registry import all_passes
 
-    result = tool("xnpu-opt", "--list-passes")
+    result = forked_tool("xnpu-opt", "--list-passes")
     assert result.returncode == 0
     names = [line.split()[0] for line in result.stdout.splitlines()]
     assert names == list(all_passes())
@@ -200,7 +205,7 @@ def test_opt_bad_pipeline_is_one_line(files, pipeline, reason, capsys, monkeypat
 
 
 def test_opt_missing_input_file(files):
-    result = tool("xnpu-opt", files / "absent.mlir")
+    result = forked_tool("xnpu-opt", files / "absent.mlir")
     assert_one_line_error(result, r"xnpu-opt: error: .*absent\.mlir: cannot read: .*")
 
 
@@ -254,7 +259,7 @@ def test_run_takes_inputs_by_name(arrays, spec, capsys, monkeypatch):
 
 
 def test_run_writes_outputs_for_a_batch(arrays):
-    result = tool("xnpu-run", "model.mlir", "-i", "batch.npy", "-o", "out.npz", cwd=arrays)
+    result = forked_tool("xnpu-run", "model.mlir", "-i", "batch.npy", "-o", "out.npz", cwd=arrays)
     assert result.returncode == 0, result.stderr
     with np.load(arrays / "out.npz") as saved:
         assert saved.files == ["features"]
