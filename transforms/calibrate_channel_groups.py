@@ -42,7 +42,8 @@ class ChannelPeaks:
     def update(self, x: np.ndarray, clip=None) -> None:
         x = np.asarray(x).reshape(-1, *self.sample_shape)  # [samples, (1,) C, H, W] -> [N, C, H, W]
         axes = (0, *range(2, x.ndim))
-        self.peaks = np.maximum(self.peaks, np.abs(x).max(axis=axes))
+        # max|x| as max(max x, -min x): the same peaks without an |x| copy of the map (half the CPU)
+        self.peaks = np.maximum(self.peaks, np.maximum(x.max(axis=axes), -x.min(axis=axes)))
 
 
 def two_groups(peaks: np.ndarray, kernel_norms: np.ndarray) -> np.ndarray | None:
