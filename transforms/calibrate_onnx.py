@@ -300,16 +300,33 @@ def _segment_model(model, segment: Segment, whole: bool):
     graph = model.graph
     infos = {info.name: info for info in (*graph.input, *graph.value_info, *graph.output)}
     part = onnx.ModelProto()
-    part.CopyFrom(model)
-    del part.graph.output[:]
-    part.graph.output.extend(infos[name] for name in segment.outputs)
     if whole:
+        part.CopyFrom(model)
+        del part.graph.output[:]
+        part.graph.output.extend(infos[name] for name in segment.outputs)
         return part
+    # the model's fields but the graph's lists, then the segment's own: copying the whole model
+    # first copied every initializer once per segment (~0.1 s of resnet18_like's CPU)
+    _copy_fields(model, part, leave_out=("graph",))
+    _copy_fields(graph, part.graph, leave_out=("node", "input", "output", "initializer", "value_info"))
     nodes = graph.node[segment.first : segment.last + 1]
     read = {name for node in nodes for name in node.input}
-    del part.graph.node[:], part.graph.input[:], part.graph.initializer[:], part.graph.value_info[:]
+    part.graph.output.extend(infos[name] for name in segment.outputs)
     part.graph.node.extend(nodes)
     part.graph.input.extend(infos[name] for name in segment.inputs)
     part.graph.initializer.extend(tensor for tensor in graph.initializer if tensor.name in read)
     return part
 
+
+def _copy_fields(source, target, leave_out: tuple[str, ...]) -> None:
+    """Copy every set field of protobuf message `source` into `target` but those `leave_out` names."""
+    for descriptor, value in source.ListFields():
+        if descriptor.name in leave_out:
+            continue
+        field = getattr(target, descriptor.name)
+        if hasattr(field, "extend"):  # a repeated field
+            field.extend(value)
+        elif hasattr(field, "CopyFrom"):  # a message
+            field.CopyFrom(value)
+        else:
+            setattr(target, descriptor.name, value)
