@@ -155,10 +155,11 @@ def _exact_chunks(x: np.ndarray, weights: ExactWeights) -> list[tuple[int, int]]
 # A 1x1 convolution whose float32 input and sums would fill more than POINTWISE_BLOCKED_BYTES
 # runs in blocks of image rows of about POINTWISE_BLOCK_BYTES of them: each block's conversion,
 # GEMM and requantization then work in the cache, not in memory (9 images' 1x1 convolutions of
-# mobilenetv2_like at 56x56 and 112x112: 15-35% less CPU; below ~8 MB the whole GEMM is as fast,
-# and blocks of 128-256 KB were slower than it: each GEMM call packs the weights again)
+# mobilenetv2_like at 56x56 and 112x112: 15-35% less CPU, the whole model ~6% with blocks of 2
+# MB against ~3% with 1 MB; below ~8 MB the whole GEMM is as fast, and blocks of 128-256 KB
+# were slower than it: each GEMM call packs the weights again)
 POINTWISE_BLOCKED_BYTES = 1 << 23
-POINTWISE_BLOCK_BYTES = 1 << 20
+POINTWISE_BLOCK_BYTES = 1 << 21
 
 
 def conv_requantized_nhwc(x, weights: ExactWeights, requant: Requantization, strides, pads, dilations,
