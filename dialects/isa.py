@@ -250,14 +250,16 @@ def field_attr(value: int) -> IntegerAttr:
 
 
 def op_from_instruction(instruction: Instruction) -> InstructionOp:
-    cls = INSTRUCTION_OPS[instruction.op]
-    checked = make_instruction(instruction.op, **instruction.fields)
-    return cls.build(properties={name: field_attr(value) for name, value in checked.fields.items()})
+    return _op_of_checked(make_instruction(instruction.op, **instruction.fields))
+
+
+def _op_of_checked(checked: Instruction) -> InstructionOp:
+    return INSTRUCTION_OPS[checked.op].build(properties={name: field_attr(value) for name, value in checked.fields.items()})
 
 
 def make_op(mnemonic: str, /, **fields: int) -> InstructionOp:
-    """An instruction op; fields left out are zero (as `make_instruction`)."""
-    return op_from_instruction(make_instruction(mnemonic, **fields))
+    """An instruction op; fields left out are zero (as `make_instruction`, which checks them once)."""
+    return _op_of_checked(make_instruction(mnemonic, **fields))
 
 
 # --------------------------------------------------------------------------------------

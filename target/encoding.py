@@ -255,17 +255,47 @@ def make_instruction(op: str, /, **fields: int) -> Instruction:
     """An instruction with every field of its format present; fields left out are zero."""
     if op not in OPCODES:
         raise XnpuError(f"unknown instruction '{op}' (known: {', '.join(OPCODES)})")
-    fmt = FORMATS[OPCODES[op][1]]
-    names = [f.name for f in fmt.fields if f.name != "opcode"]
-    unknown = sorted(set(fields) - set(names))
-    if unknown:
+    names = _FIELD_NAMES[op]
+    if not fields.keys() <= _FIELD_SETS[op]:
+        unknown = sorted(set(fields) - set(names))
         raise XnpuError(f"{op} has no field '{unknown[0]}' (fields: {', '.join(names)})")
     instruction = Instruction(op, {name: int(fields.get(name, 0)) for name in names})
     _check(instruction)
     return instruction
 
 
+def _limits(fmt: Format) -> tuple[tuple[str, int, int, dict[int, str] | None], ...]:
+    return tuple((f.name, f.minimum, f.maximum, ENUMS.get((fmt.name, f.name))) for f in fmt.fields if f.name != "opcode")
+
+
+# per mnemonic, its fields but the opcode in format order, and each one's (name, minimum,
+# maximum, allowed values): every instruction the compiler makes, prints or encodes is checked,
+# so the check reads them from here instead of deriving them per field per call
+_FIELD_NAMES: dict[str, tuple[str, ...]] = {
+    op: tuple(f.name for f in FORMATS[fmt].fields if f.name != "opcode") for op, (_, fmt) in OPCODES.items()}
+_FIELD_SETS: dict[str, frozenset[str]] = {op: frozenset(names) for op, names in _FIELD_NAMES.items()}
+_LIMITS = {op: _limits(FORMATS[fmt]) for op, (_, fmt) in OPCODES.items()}
+
+
 def _check(instruction: Instruction) -> None:
+    """XnpuError naming the first field (in format order) that is missing, not an integer, out of
+    its range or not one of its enumeration's values, or a field the format lacks."""
+    fields = instruction.fields
+    limits = _LIMITS[instruction.op]
+    if len(fields) == len(limits):  # the common case: every field present and valid, none extra
+        try:
+            for name, minimum, maximum, allowed in limits:
+                value = fields[name]
+                if type(value) is not int or not minimum <= value <= maximum or (allowed is not None and value not in allowed):
+                    break
+            else:
+                return
+        except KeyError:
+            pass
+    _explain(instruction)
+
+
+def _explain(instruction: Instruction) -> None:
     fmt = instruction.format
     for f in fmt.fields:
         if f.name == "opcode":
