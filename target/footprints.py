@@ -201,6 +201,14 @@ def _segment_indices(first: np.ndarray, stop: np.ndarray) -> np.ndarray:
     return np.arange(total, dtype=np.int64) + offsets
 
 
+# a gathered set of earlier instructions longer than this loses its runs of one value before a
+# Python set takes it
+_SMALL_GATHER = 256
+# an instruction with up to this many spans in one memory has its segments gathered and set
+# span by span (slices), one with more (a DMA's rows) through one index array
+_FEW_SPANS = 8
+
+
 def conflicting_predecessors(footprints: list[Footprint], queues: list[str | None]) -> list[list[int]]:
     """For each instruction, in program order, the earlier instructions it must follow: the last
     writer of every byte it reads or writes, the last reader (of each queue) of every byte it
@@ -209,38 +217,62 @@ def conflicting_predecessors(footprints: list[Footprint], queues: list[str | Non
     one of them, so ordering an instruction after these orders it after all of them.
 
     Bytes are tracked as the segments between the footprints' span ends (the fewest pieces
-    in which no span starts or ends inside one)."""
+    in which no span starts or ends inside one); each span's segments are found for all
+    instructions at once."""
     kinds = sorted({q for q in queues if q is not None})
+    row_of = {q: 1 + n for n, q in enumerate(kinds)}  # row 0: the last writer; row 1 + k: the last reader of queue k
     result: list[set[int]] = [set() for _ in footprints]
     for reads_of, writes_of in (("sram_reads", "sram_writes"), ("ddr_reads", "ddr_writes")):
-        spans = [(getattr(f, reads_of), getattr(f, writes_of)) for f in footprints]
-        points = sorted({p for reads, writes in spans for s in (*reads, *writes) for p in s})
-        if len(points) < 2:
+        owners: list[int] = []
+        edges: list[int] = []  # start, end of each span, reads of an instruction before its writes
+        counts: list[tuple[int, int]] = []  # per owner: its reads and writes
+        for index, f in enumerate(footprints):
+            reads, writes = getattr(f, reads_of), getattr(f, writes_of)
+            if reads or writes:
+                owners.append(index)
+                counts.append((len(reads), len(writes)))
+                for span in (*reads, *writes):
+                    edges += span
+        if not edges:
             continue
-        bounds = np.asarray(points, dtype=np.int64)
-        writer = np.full(len(points) - 1, -1, dtype=np.int64)
-        readers = {q: np.full(len(points) - 1, -1, dtype=np.int64) for q in kinds}
+        ends = np.asarray(edges, dtype=np.int64)
+        bounds = np.unique(ends)
+        if len(bounds) < 2:
+            continue
+        positions = np.searchsorted(bounds, ends).tolist()
+        state = np.full((1 + len(kinds), len(bounds) - 1), -1, dtype=np.int64)
+        cursor = 0
 
-        def segments(ranges) -> np.ndarray:
-            if not ranges:
-                return np.zeros(0, dtype=np.int64)
-            array = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
-            return _segment_indices(np.searchsorted(bounds, array[:, 0]), np.searchsorted(bounds, array[:, 1]))
+        def segments(count: int) -> list:
+            """The segments of the next `count` spans: a slice per span, or one index array for many."""
+            nonlocal cursor
+            taken = positions[cursor:cursor + 2 * count]
+            cursor += 2 * count
+            if count <= _FEW_SPANS:
+                return [slice(taken[k], taken[k + 1]) for k in range(0, 2 * count, 2)]
+            pairs = np.asarray(taken, dtype=np.int64).reshape(-1, 2)
+            return [_segment_indices(pairs[:, 0], pairs[:, 1])]
 
-        for index, ((reads, writes), queue) in enumerate(zip(spans, queues)):
-            if not reads and not writes:
-                continue
-            read = segments(reads)
-            written = segments(writes)
-            touched = [writer[read], writer[written]]
+        for index, (read_count, write_count) in zip(owners, counts):
+            queue = queues[index]
+            read, written = segments(read_count), segments(write_count)
+            rows = [0, row_of[queue]] if queue is not None else [0]
+            gathered = [(state[rows, part] if isinstance(part, slice) else state[np.ix_(rows, part)]).ravel()
+                        for part in read]
+            gathered += [state[:, part].ravel() for part in written]
+            touched = gathered[0] if len(gathered) == 1 else np.concatenate(gathered)
+            if touched.size > _SMALL_GATHER:  # neighbouring segments mostly share their last reader or writer
+                changes = np.empty(touched.size, dtype=bool)
+                changes[0] = True
+                np.not_equal(touched[1:], touched[:-1], out=changes[1:])
+                touched = touched[changes]
+            found = set(touched.tolist())
+            found.discard(-1)
+            result[index].update(found)
             if queue is not None:
-                touched.append(readers[queue][read])
-            touched += [readers[q][written] for q in kinds]
-            found = np.unique(np.concatenate(touched))
-            result[index].update(found[found >= 0].tolist())
-            if queue is not None:
-                readers[queue][read] = index
-            writer[written] = index
-            for q in kinds:
-                readers[q][written] = -1
+                for part in read:
+                    state[row_of[queue], part] = index
+            for part in written:
+                state[0, part] = index
+                state[1:, part] = -1
     return [sorted(found) for found in result]
