@@ -37,8 +37,12 @@ def client(command: str, args: list[str]) -> None:
         os.execv(command, [command, *args])
     request = json.dumps({"tool": os.path.basename(command), "argv": [command, *args], "cwd": os.getcwd(),
                           "env": dict(os.environ)}).encode()
-    socket.send_fds(connection, [request], [0, 1, 2])
-    connection.shutdown(socket.SHUT_WR)
+    try:
+        socket.send_fds(connection, [request], [0, 1, 2])
+        connection.shutdown(socket.SHUT_WR)
+    except OSError:  # a stream that cannot be passed (closed): the command itself
+        connection.close()
+        os.execv(command, [command, *args])
     reply = b""
     while chunk := connection.recv(64):
         reply += chunk
