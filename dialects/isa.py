@@ -70,7 +70,7 @@ from xnpu.core.errors import XnpuError
 from xnpu.dialects.targeting import enclosing_target
 from xnpu.semantics import dtypes
 from xnpu.target import footprints
-from xnpu.target.encoding import DEPENDENCY_NAMES, ENUMS, FORMATS, OPCODES, Instruction, make_instruction
+from xnpu.target.encoding import DEPENDENCY_NAMES, ENUMS, FIELD_NAMES, FORMATS, OPCODES, Instruction, make_instruction
 
 TARGET_ATTRIBUTE = "isa.target"
 # Fields that print only when set and parse as 0 when left out: the dependency tokens
@@ -139,7 +139,7 @@ class InstructionOp(IRDLOperation):
 
     @classmethod
     def field_names(cls) -> list[str]:
-        return [f.name for f in FORMATS[OPCODES[cls.MNEMONIC][1]].fields if f.name != "opcode"]
+        return list(FIELD_NAMES[cls.MNEMONIC])
 
     @classmethod
     def enum(cls, field: str) -> dict[int, str] | None:
@@ -149,7 +149,8 @@ class InstructionOp(IRDLOperation):
         return self.properties[name].value.data  # type: ignore[attr-defined]
 
     def fields(self) -> dict[str, int]:
-        return {name: self.field(name) for name in self.field_names()}
+        properties = self.properties
+        return {name: properties[name].value.data for name in FIELD_NAMES[self.MNEMONIC]}  # type: ignore[attr-defined]
 
     def instruction(self) -> Instruction:
         return Instruction(self.MNEMONIC, self.fields())

@@ -255,7 +255,7 @@ def make_instruction(op: str, /, **fields: int) -> Instruction:
     """An instruction with every field of its format present; fields left out are zero."""
     if op not in OPCODES:
         raise XnpuError(f"unknown instruction '{op}' (known: {', '.join(OPCODES)})")
-    names = _FIELD_NAMES[op]
+    names = FIELD_NAMES[op]
     if not fields.keys() <= _FIELD_SETS[op]:
         unknown = sorted(set(fields) - set(names))
         raise XnpuError(f"{op} has no field '{unknown[0]}' (fields: {', '.join(names)})")
@@ -271,9 +271,9 @@ def _limits(fmt: Format) -> tuple[tuple[str, int, int, dict[int, str] | None], .
 # per mnemonic, its fields but the opcode in format order, and each one's (name, minimum,
 # maximum, allowed values): every instruction the compiler makes, prints or encodes is checked,
 # so the check reads them from here instead of deriving them per field per call
-_FIELD_NAMES: dict[str, tuple[str, ...]] = {
+FIELD_NAMES: dict[str, tuple[str, ...]] = {
     op: tuple(f.name for f in FORMATS[fmt].fields if f.name != "opcode") for op, (_, fmt) in OPCODES.items()}
-_FIELD_SETS: dict[str, frozenset[str]] = {op: frozenset(names) for op, names in _FIELD_NAMES.items()}
+_FIELD_SETS: dict[str, frozenset[str]] = {op: frozenset(names) for op, names in FIELD_NAMES.items()}
 _LIMITS = {op: _limits(FORMATS[fmt]) for op, (_, fmt) in OPCODES.items()}
 
 
