@@ -19,6 +19,7 @@ gives exactly the simulated timing.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -83,7 +84,9 @@ def _segment(instructions: Sequence[Instruction], indices: range, target: Target
     start: list[float] = [0.0] * len(program)
     placed = [False] * len(program)
     latest = [0.0] * len(program)  # the latest end among an instruction's placed predecessors
-    candidates = {i for i in range(len(program)) if queues[i] == DMA and dma_waiting[i] == 0}
+    # the candidates as (urgency, index), most urgent first: the choices below take the first
+    # that qualifies instead of the minimum over every candidate per step
+    candidates = sorted((urgency[i], i) for i in range(len(program)) if queues[i] == DMA and dma_waiting[i] == 0)
     free = {DMA: 0.0, EXEC: 0.0}
     next_exec = 0
 
@@ -96,7 +99,7 @@ def _segment(instructions: Sequence[Instruction], indices: range, target: Target
             if queues[index] == DMA and queues[s] == DMA:
                 dma_waiting[s] -= 1
                 if dma_waiting[s] == 0:
-                    candidates.add(s)
+                    bisect.insort(candidates, (urgency[s], s))
 
     def ready(index: int) -> bool:
         return exec_last[index] < next_exec
@@ -119,20 +122,23 @@ def _segment(instructions: Sequence[Instruction], indices: range, target: Target
         if not candidates:
             raise AssertionError("isa-schedule: the EXEC queue waits for DMA work that cannot be placed")
         now = free[DMA]
-        best = min(candidates, key=lambda i: (urgency[i], i))
+        best = candidates[0][1]
         best_start = earliest(best)
         choice = best if ready(best) else None
         if best_start > now:  # fill the gap with ready work that is done before the urgent one can start
-            fillers = [i for i in candidates if ready(i) and earliest(i) <= now and now + cycles[i] <= best_start]
-            if fillers:
-                choice = min(fillers, key=lambda i: (urgency[i], i))
+            filler = next((i for _, i in candidates
+                           if ready(i) and earliest(i) <= now and now + cycles[i] <= best_start), None)
+            if filler is not None:
+                choice = filler
         if choice is None:  # the most urgent work waits for EXEC: let EXEC go on first
             if exec_ready:
                 place(exec_index, exec_start)
                 next_exec += 1
                 continue
-            choice = min((i for i in candidates if ready(i)), key=lambda i: (urgency[i], i))
-        candidates.discard(choice)
+            choice = next((i for _, i in candidates if ready(i)), None)
+            if choice is None:
+                raise AssertionError("isa-schedule: no DMA candidate is ready and the EXEC queue cannot go on")
+        del candidates[bisect.bisect_left(candidates, (urgency[choice], choice))]
         place(choice, earliest(choice))
     unplaced = [i for i in range(len(program)) if not placed[i]]
     if unplaced:
