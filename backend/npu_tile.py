@@ -54,6 +54,7 @@ from xnpu.backend.npu_tiling import (
     Tiling,
     Window,
     choose_tiling,
+    ceil_div,
     chunk_candidates,
     most_rows,
     SRAM_ALIGNMENT,
@@ -73,10 +74,6 @@ NO_LIMIT = 1 << 62
 # compiling. The bench models need at most a few thousand, a real layout detector (layout_cdla)
 # more than 32,768: the bound leaves room for such programs (at most ~100 s to emit).
 MAX_INSTRUCTIONS = 1 << 18
-
-
-def _ceil(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 class TilePlanner:
@@ -154,8 +151,8 @@ class TilePlanner:
         def cost(t: Tiling) -> float:
             if not g.reads_input(t.rows, t.cols):
                 return float("inf")
-            chunks = _ceil(g.chunk_unit(), t.chunk) * (1 if g.depthwise else g.groups)
-            tiles = _ceil(oh, t.rows) * _ceil(ow, t.cols)
+            chunks = ceil_div(g.chunk_unit(), t.chunk) * (1 if g.depthwise else g.groups)
+            tiles = ceil_div(oh, t.rows) * ceil_div(ow, t.cols)
             load = self.dma(g.in_rows(t.rows) * g.in_cols(t.cols) * align(g.in_channels(t.chunk), a)) if input_streamed else 0
             store = self.dma(t.rows * t.cols * align(t.chunk, a)) if output_streamed else 0
             compute = conv_cycles(self.target, (t.rows, t.cols), g.kernel, g.in_channels(t.chunk), t.chunk, g.depthwise)
@@ -193,11 +190,11 @@ class TilePlanner:
         def cost(t: Tiling) -> float:
             if not g.reads_input(t.rows, t.cols):
                 return float("inf")
-            tiles = _ceil(oc, t.chunk) * _ceil(oh, t.rows) * _ceil(ow, t.cols)
+            tiles = ceil_div(oc, t.chunk) * ceil_div(oh, t.rows) * ceil_div(ow, t.cols)
             load = self.dma(g.in_rows(t.rows) * g.in_cols(t.cols) * align(t.chunk, a)) if not self.residency.input(0) else 0
             store = self.dma(t.rows * t.cols * align(t.chunk, a)) if not self.residency.output else 0
             window = g.x[0] * g.x[1] if op.pool_kind == "global_avg" else t.rows * t.cols * g.kernel[0] * g.kernel[1]
-            compute = self.target.cost.instruction_overhead_cycles + window * _ceil(align(t.chunk, a), lanes)
+            compute = self.target.cost.instruction_overhead_cycles + window * ceil_div(align(t.chunk, a), lanes)
             return pipelined_cycles(1, tiles, 0, load, compute, store)
 
         tiling = choose_tiling(oh, ow, self.chunks(oc, ANY_CHUNK, self.whole_rows), self.sram,
@@ -214,11 +211,11 @@ class TilePlanner:
         lanes = self.target.cost.vector_lanes
 
         def cost(t: Tiling) -> float:
-            tiles = _ceil(c, t.chunk) * _ceil(h, t.rows)
+            tiles = ceil_div(c, t.chunk) * ceil_div(h, t.rows)
             band = t.rows * w * align(t.chunk, a)
             load = streamed_inputs * self.dma(band)
             store = self.dma(band) if not self.residency.output else 0
-            compute = self.target.cost.instruction_overhead_cycles + _ceil(band, lanes)
+            compute = self.target.cost.instruction_overhead_cycles + ceil_div(band, lanes)
             return pipelined_cycles(1, tiles, 0, load, compute, store)
 
         limit = self.target.eltwise.max_channels if isinstance(op, npu.EltwiseOp) else ANY_CHUNK
@@ -249,7 +246,7 @@ class TilePlanner:
             loads = 0
 
         def cost(t: Tiling) -> float:
-            tiles = _ceil(channels, t.chunk) * _ceil(rows, t.rows)
+            tiles = ceil_div(channels, t.chunk) * ceil_div(rows, t.rows)
             band = (loads + stores) * self.dma(t.rows * cols * align(t.chunk, a))
             return tiles * band + band  # all of it, and the first band the next layer waits for
 
@@ -354,8 +351,8 @@ def fewest_instructions(op: Operation, tile: list[int]) -> int:
     convolution, pool or element-wise op, a LOAD and a STORE per band (and channel plane) of a copy."""
     if isinstance(op, npu.ConvOp | npu.PoolOp | npu.EltwiseOp | npu.TableOp | npu.ClampOp):
         h, w, _ = hwc(shape_of(op.results[0]), op)
-        return _ceil(h, tile[0]) * _ceil(w, max(tile[1], 1))
+        return ceil_div(h, tile[0]) * ceil_div(w, max(tile[1], 1))
     if isinstance(op, npu.RelayoutOp):
         h, w, c = hwc(shape_of(op.input), op)
-        return 2 * _ceil(h, tile[0]) * (c if tile[2] == 1 and c > 1 else 1)
+        return 2 * ceil_div(h, tile[0]) * (c if tile[2] == 1 and c > 1 else 1)
     return 0

@@ -226,20 +226,26 @@ def constant_parts(op: Operation, chunk: int, target: TargetDescription, window:
     return parts
 
 
-def chunk_count(op: Operation, tile: Sequence[int]) -> int:
-    """How many channel chunks (sets of constants) a layer goes through."""
+def chunk_count(op: Operation, tile: Sequence[int], window: Window | None = None) -> int:
+    """How many channel chunks (sets of constants) a layer goes through. (`window`: the op's
+    `window_of`, when the caller has it: the tiling searches ask this thousands of times.)"""
     if isinstance(op, npu.ConvOp):
-        g = window_of(op)
-        return len(channel_chunks(g.chunk_unit(), tile[2])) * (1 if g.depthwise else g.groups)
-    return len(channel_chunks(hwc(shape_of(op.results[0]), op)[2], tile[2]))
+        g = window or window_of(op)
+        return ceil_div(g.chunk_unit(), tile[2]) * (1 if g.depthwise else g.groups)
+    return ceil_div((window.y if window is not None else hwc(shape_of(op.results[0]), op))[2], tile[2])
 
 
-def tile_count(op: Operation, tile: Sequence[int]) -> int:
+def tile_count(op: Operation, tile: Sequence[int], window: Window | None = None) -> int:
     """How many tiles (unit instructions with their LOADs and STOREs) a layer has."""
     if isinstance(op, npu.ConcatOp | npu.RelayoutOp | npu.InterleaveOp | npu.PadOp):
         return 1  # DMA only: nothing computes while the engine copies, one staging buffer
-    h, w, _ = hwc(shape_of(op.results[0]), op)
-    return chunk_count(op, tile) * len(bands(h, tile[0])) * len(bands(w, tile[1]))
+    h, w, _ = window.y if window is not None else hwc(shape_of(op.results[0]), op)
+    return chunk_count(op, tile, window) * ceil_div(h, tile[0]) * ceil_div(w, tile[1])
+
+
+def ceil_div(total: int, size: int) -> int:
+    """How many pieces of `size` cover `total`: len(bands(total, size)), len(channel_chunks(total, size))."""
+    return -(-total // size)
 
 
 def working_set(op: Operation, tile: Sequence[int], target: TargetDescription, window: Window | None = None,
@@ -257,12 +263,15 @@ def working_set(op: Operation, tile: Sequence[int], target: TargetDescription, w
     rows, cols, chunk = tile
     if isinstance(op, npu.RelayoutOp | npu.InterleaveOp | npu.PadOp):
         return [Buffer("staging", rows * cols * align(chunk, a))]
-    streams = 2 if double and tile_count(op, tile) > 1 else 1
+    if isinstance(op, npu.ConvOp | npu.PoolOp):
+        window = window or window_of(op)
+    streams = 2 if double and tile_count(op, tile, window) > 1 else 1
     constants = sum(align(size, SRAM_ALIGNMENT) for _, size in constant_parts(op, chunk, target, window))
-    buffers = [Buffer(CONSTANTS, constants, 2 if double and chunk_count(op, tile) > 1 and isinstance(op, npu.ConvOp) else 1)]
+    buffers = [Buffer(CONSTANTS, constants,
+                      2 if double and chunk_count(op, tile, window) > 1 and isinstance(op, npu.ConvOp) else 1)]
     map_tile = rows * cols * align(chunk, a)
     if isinstance(op, npu.ConvOp | npu.PoolOp):
-        g = window or window_of(op)
+        g = window
         if isinstance(op, npu.PoolOp) and per_position(op):
             buffers.append(Buffer("records", 4 * rows * cols, streams))
         if not residency.input(0):
