@@ -130,11 +130,11 @@ class DmaUnit(MachineMemory):
         return lambda: dictionary[unpack_rows(packed, bits, elements)].reshape(shape)
 
     def _transfer(self, i: Instruction, loading: bool) -> Transfer:
-        """A DMA's views and spans. Within a binary's run they are built once per instruction
+        """A DMA's views and spans. Within a binary's runs they are built once per instruction
         (its fields and the memories do not change); the checks of `_dma` ran then."""
-        cached = self._decoded.get(id(i)) if self._decoded is not None else None
-        if cached is not None and cached.instruction is i:
-            return cached
+        return self._decode(i, lambda i: self._new_transfer(i, loading))
+
+    def _new_transfer(self, i: Instruction, loading: bool) -> Transfer:
         self._views_only = True  # the views; what they read or overwrite is settled by the caller
         try:
             ddr, sram, padded = self._dma(i, loading)
@@ -143,11 +143,8 @@ class DmaUnit(MachineMemory):
         region = padded if padded is not None else sram
         ddr_start = i["ddr_addr"]
         ddr_end = ddr_start + dma_ddr_extent(i)
-        transfer = Transfer(i, ddr, sram, padded, i["sram_addr"], strided_extent(region.shape[1:], region.strides[1:]),
-                             ddr_start, ddr_end, _data_fields(i))
-        if self._decoded is not None:
-            self._decoded[id(i)] = transfer
-        return transfer
+        return Transfer(i, ddr, sram, padded, i["sram_addr"], strided_extent(region.shape[1:], region.strides[1:]),
+                        ddr_start, ddr_end, _data_fields(i))
 
     def _load(self, i: Instruction) -> None:
         t = self._transfer(i, loading=True)

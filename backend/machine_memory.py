@@ -256,6 +256,24 @@ class MachineMemory:
         self._map_views[key] = (size, view)
         return view
 
+    def _decode(self, i, build):
+        """`build(i)`: what instruction `i`'s fields alone give (its checks, views, parameters),
+        once per binary's plan (`_decoded`, forgotten when the memories move); built on every
+        call where no plan runs (a failed check then raises at the instruction's turn)."""
+        decoded = self._decoded
+        if decoded is None:
+            return build(i)
+        kept = decoded.get(id(i))
+        if kept is None or kept[0] is not i:
+            kept = decoded[id(i)] = (i, build(i))
+        return kept[1]
+
+    def _reading(self, address: int, size: int) -> None:
+        """SRAM [address, address + size) is about to be read through a view made before: the
+        pending constant LOADs there are done first."""
+        if self._sram_constants:
+            self._materialize(address, size)
+
     def _write_feature_map(self, address: int, values: np.ndarray) -> None:
         """Store samples x H x W x C results (already saturated to int8); pad lanes are written as 0."""
         _, h, w, c = values.shape
@@ -264,11 +282,20 @@ class MachineMemory:
     def _output_map(self, address: int, h: int, w: int, c: int, pixel_stride: int = 0) -> np.ndarray:
         """The samples x H x W x C int8 view a unit writes its result through, its pad lanes
         already 0; pixels `pixel_stride` bytes apart (0: dense, the padded channel count)."""
+        return self._writing(self._output_region(address, h, w, c, pixel_stride))
+
+    def _output_region(self, address: int, h: int, w: int, c: int, pixel_stride: int = 0) -> tuple:
+        """An output map's views (`_new_output_views`), made once; `_writing` writes through them."""
         key = (address, h, w, c, pixel_stride)
         kept = self._output_views.get(key)
         if kept is None:
-            kept = self._output_views[key] = self._new_output_views(address, h, w, c, pixel_stride)
-        extent, data, pad = kept
+            kept = self._output_views[key] = (address, *self._new_output_views(address, h, w, c, pixel_stride))
+        return kept
+
+    def _writing(self, region: tuple) -> np.ndarray:
+        """The data view of an `_output_region` about to be written: SRAM forgets the constants
+        it held there, and its pad lanes are 0."""
+        address, extent, data, pad = region
         self._sram_written(address, extent)
         if pad is not None:
             pad[...] = 0

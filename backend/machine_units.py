@@ -42,6 +42,43 @@ class ConvShape:
     pads: tuple[int, int, int, int]
     dilations: tuple[int, int]
     reduction: int
+    x: np.ndarray  # the input map's view
+    in_bytes: int
+    out: tuple  # the output map's region (MachineMemory._output_region)
+
+
+_ELTWISE_NAMES = {code: name for name, code in ELTWISE_OPS.items()}
+_POOL_NAMES = {code: name for name, code in POOL_KINDS.items()}
+
+
+@dataclass(frozen=True)
+class _EltwiseStep:
+    """What an ELTWISE's fields alone give: its checked operation and rescales, its maps' views."""
+
+    op: str
+    a: np.ndarray
+    a_bytes: int
+    b: np.ndarray
+    b_bytes: int
+    rescales: dict
+    out: tuple
+
+
+@dataclass(frozen=True)
+class _PoolStep:
+    """What a POOL's fields alone give: its checked window and rescale, its maps' views."""
+
+    kind: str
+    x: np.ndarray
+    in_bytes: int
+    kernel: tuple[int, int]
+    strides: tuple[int, int]
+    pads: tuple
+    out_hw: tuple[int, int]
+    multiplier: int
+    shift: int
+    per_position: bool  # avg's rescale records are read at each run
+    out: tuple
 
 
 class _PendingTiles:
@@ -82,11 +119,10 @@ class ComputeUnits(MachineMemory):
 
     def _conv(self, i: Instruction) -> None:
         shape = self._conv_shape(i)
-        x = self._feature_map(i["in_addr"], shape.h, shape.w, shape.c)
+        self._reading(i["in_addr"], shape.in_bytes)
         weights = self._conv_weights(i, shape.depthwise)
-        units.conv_unit_nhwc(x, weights, self._requantization(i, shape.reduction), shape.strides, shape.pads,
-                             shape.dilations,
-                             out=self._output_map(i["out_addr"], shape.oh, shape.ow, shape.o, i["out_pixel_stride"]))
+        units.conv_unit_nhwc(shape.x, weights, self._requantization(i, shape.reduction), shape.strides, shape.pads,
+                             shape.dilations, out=self._writing(shape.out))
 
     def _conv_tile(self, i: Instruction, tile: Tile) -> None:
         """A CONV of a tile group (backend/machine_conv_tiles.py): its input rows join the group's
@@ -94,10 +130,11 @@ class ComputeUnits(MachineMemory):
         or requantization are not the group's prepared ones, or whose rows differ from the rows
         an earlier tile brought, runs on its own (the tiles before it are computed first)."""
         shape = self._conv_shape(i)
-        x = self._feature_map(i["in_addr"], shape.h, shape.w, shape.c)
+        self._reading(i["in_addr"], shape.in_bytes)
+        x = shape.x
         weights = self._conv_weights(i, shape.depthwise)
         requant = self._requantization(i, shape.reduction)
-        out = self._output_map(i["out_addr"], shape.oh, shape.ow, shape.o, i["out_pixel_stride"])
+        out = self._writing(shape.out)
         group = tile.group
         pending = self._pending_tiles.pop(group, None)
         if tile.position == 0 and self._worth_grouping(shape, group, x.shape[0]) and \
@@ -140,11 +177,12 @@ class ComputeUnits(MachineMemory):
             out[...] = y[:, out_row : out_row + rows]
 
     def _conv_shape(self, i: Instruction) -> ConvShape:
-        """A CONV's sizes, checked: once per instruction within a binary's runs (its fields do
-        not change), ~40% of a small convolution's time when they were derived every run."""
-        cached = self._decoded.get(id(i)) if self._decoded is not None else None
-        if cached is not None and cached.instruction is i:
-            return cached
+        """A CONV's sizes, checked, and its maps' views: once per instruction within a binary's
+        runs (its fields do not change), ~40% of a small convolution's time when they were
+        derived every run."""
+        return self._decode(i, self._new_conv_shape)
+
+    def _new_conv_shape(self, i: Instruction) -> ConvShape:
         _positive(i, "in_h", "in_w", "in_c", "out_c", "kernel_h", "kernel_w", "stride_h", "stride_w", "dilation_h", "dilation_w")
         h, w, c, o = i["in_h"], i["in_w"], i["in_c"], i["out_c"]
         kh, kw = i["kernel_h"], i["kernel_w"]
@@ -156,12 +194,11 @@ class ComputeUnits(MachineMemory):
             raise XnpuError(f"depthwise needs in_c == out_c, got {c} and {o}")
         _disjoint(("input", i["in_addr"], self._map_bytes(h, w, c)),
                   ("output", i["out_addr"], conv_output_bytes(i, self.target.memory.channel_alignment)))
-        shape = ConvShape(i, h, w, c, o, oh, ow, depthwise, (i["stride_h"], i["stride_w"]),
-                          (i["pad_top"], i["pad_left"], i["pad_bottom"], i["pad_right"]),
-                          (i["dilation_h"], i["dilation_w"]), kh * kw * (1 if depthwise else c))
-        if self._decoded is not None:
-            self._decoded[id(i)] = shape
-        return shape
+        return ConvShape(i, h, w, c, o, oh, ow, depthwise, (i["stride_h"], i["stride_w"]),
+                         (i["pad_top"], i["pad_left"], i["pad_bottom"], i["pad_right"]),
+                         (i["dilation_h"], i["dilation_w"]), kh * kw * (1 if depthwise else c),
+                         self._feature_map(i["in_addr"], h, w, c), self._map_bytes(h, w, c),
+                         self._output_region(i["out_addr"], oh, ow, o, i["out_pixel_stride"]))
 
     def _constant_origin(self, address: int, size: int) -> tuple | None:
         """Which constants SRAM [address, address + size) holds (the LOAD that brought them and
@@ -218,6 +255,14 @@ class ComputeUnits(MachineMemory):
         return prepared
 
     def _eltwise(self, i: Instruction) -> None:
+        step = self._decode(i, self._eltwise_step)
+        self._reading(i["a_addr"], step.a_bytes)
+        self._reading(i["b_addr"], step.b_bytes)
+        y = units.eltwise_unit(step.op, step.a, step.b, i["out_multiplier"], i["out_shift"], relu_flag=bool(i["relu"]),
+                               **step.rescales)
+        self._writing(step.out)[...] = y
+
+    def _eltwise_step(self, i: Instruction) -> _EltwiseStep:
         _positive(i, "h", "w", "c")
         h, w, c = i["h"], i["w"], i["c"]
         broadcast = i["b_broadcast"]
@@ -236,7 +281,7 @@ class ComputeUnits(MachineMemory):
             b = self._span(self._sram_rows, "SRAM", i["b_addr"], 1).view(np.int8).reshape(-1, 1, 1, 1)
         else:
             b = self._feature_map(i["b_addr"], *b_shape)
-        op = {code: name for name, code in ELTWISE_OPS.items()}[i["op"]]
+        op = _ELTWISE_NAMES[i["op"]]
         if op == "mul":
             for name in ("a_multiplier", "a_shift", "b_multiplier", "b_shift", "stage16", "pre_shift"):
                 if i[name]:
@@ -250,10 +295,20 @@ class ComputeUnits(MachineMemory):
                 raise XnpuError("pre_shift must be 0 unless stage16 = 1")
             rescales = dict(a_multiplier=i["a_multiplier"], a_shift=i["a_shift"], b_multiplier=i["b_multiplier"],
                             b_shift=i["b_shift"], pre_shift=i["pre_shift"] if i["stage16"] else None)
-        y = units.eltwise_unit(op, a, b, i["out_multiplier"], i["out_shift"], relu_flag=bool(i["relu"]), **rescales)
-        self._write_feature_map(i["out_addr"], y)
+        return _EltwiseStep(op, a, out_bytes, b, b_bytes, rescales, self._output_region(i["out_addr"], h, w, c))
 
     def _pool(self, i: Instruction) -> None:
+        step = self._decode(i, self._pool_step)
+        self._reading(i["in_addr"], step.in_bytes)
+        multiplier, shift = step.multiplier, step.shift
+        if step.per_position:
+            multiplier, shift = self._rescale_records(i["rescale_addr"], step.out_hw[0] * step.out_hw[1])
+        y = units.pool_unit(step.kind, step.x, step.kernel, step.strides, step.pads, step.out_hw, multiplier, shift)
+        if step.kind == "max" and y.size and y.min() < np.iinfo(np.int8).min:
+            raise XnpuError("a max-pool window lies entirely in the padding")
+        self._writing(step.out)[...] = y.transpose(0, 2, 3, 1)
+
+    def _pool_step(self, i: Instruction) -> _PoolStep:
         _positive(i, "in_h", "in_w", "c", "out_h", "out_w")
         kind = i["kind"]
         h, w, c = i["in_h"], i["in_w"], i["c"]
@@ -261,10 +316,11 @@ class ComputeUnits(MachineMemory):
         x = self._feature_map(i["in_addr"], h, w, c).transpose(0, 3, 1, 2)
         if i["per_position"] and kind != POOL_KINDS["avg"]:
             raise XnpuError("per_position is for avg pooling only")
-        name = {code: kind_name for kind_name, code in POOL_KINDS.items()}[kind]
+        name = _POOL_NAMES[kind]
         window = ("kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left", "pad_bottom", "pad_right")
         kernel, strides, pads = (i["kernel_h"], i["kernel_w"]), (i["stride_h"], i["stride_w"]), tuple(i[f] for f in window[4:])
         multiplier, shift = i["out_multiplier"], i["out_shift"]
+        per_position = False
         if name == "global_avg":
             if out_hw != (1, 1):
                 raise XnpuError(f"global_avg needs out_h = out_w = 1, got {out_hw[0]}x{out_hw[1]}")
@@ -277,26 +333,32 @@ class ComputeUnits(MachineMemory):
             if name == "max" and (multiplier or shift):
                 raise XnpuError("max pooling takes no output rescale (out_multiplier and out_shift must be 0)")
             if name == "avg" and i["per_position"]:
-                multiplier, shift = self._rescale_records(i["rescale_addr"], out_hw[0] * out_hw[1])
+                per_position = True  # the records are read from SRAM at every run
             elif name == "avg":
                 fp.check_multiplier(multiplier, shift)
-        y = units.pool_unit(name, x, kernel, strides, pads, out_hw, multiplier, shift)
-        if name == "max" and y.size and y.min() < np.iinfo(np.int8).min:
-            raise XnpuError("a max-pool window lies entirely in the padding")
-        self._write_feature_map(i["out_addr"], y.transpose(0, 2, 3, 1))
+        return _PoolStep(name, x, self._map_bytes(h, w, c), kernel, strides, pads, out_hw, multiplier, shift,
+                         per_position, self._output_region(i["out_addr"], *out_hw, c))
 
     def _table(self, i: Instruction) -> None:
-        _positive(i, "h", "w", "c")
-        x = self._feature_map(i["in_addr"], i["h"], i["w"], i["c"])
+        x, in_bytes, out = self._decode(i, self._table_step)
+        self._reading(i["in_addr"], in_bytes)
         table = self._lookup_table(i["table_addr"])
-        apart = abs(i["in_addr"] - i["out_addr"]) >= self._map_bytes(i["h"], i["w"], i["c"])
-        if i["in_addr"] == i["out_addr"] or apart:
-            # in place or apart: element by element into the output (a partial overlap would
-            # read what the lookup already wrote)
-            fp.int8_table_lookup(x, table, out=self._output_map(i["out_addr"], i["h"], i["w"], i["c"]))
+        if out is not None:
+            fp.int8_table_lookup(x, table, out=self._writing(out))
         else:
             self._write_feature_map(i["out_addr"], fp.int8_table_lookup(x, table))
 
+    def _table_step(self, i: Instruction) -> tuple:
+        """(the input's view, its bytes, the output's region, or None where the two overlap in part)."""
+        _positive(i, "h", "w", "c")
+        x = self._feature_map(i["in_addr"], i["h"], i["w"], i["c"])
+        size = self._map_bytes(i["h"], i["w"], i["c"])
+        apart = abs(i["in_addr"] - i["out_addr"]) >= size
+        # in place or apart: element by element into the output (a partial overlap would read
+        # what the lookup already wrote)
+        out = self._output_region(i["out_addr"], i["h"], i["w"], i["c"]) if i["in_addr"] == i["out_addr"] or apart \
+            else None
+        return x, size, out
     def _lookup_table(self, address: int) -> np.ndarray:
         """The 256-entry table at SRAM `address`, prepared for int8 lookups; once per binary when
         a LOAD brought it from the constant image (a third of a TABLE's time when done every run)."""
@@ -311,12 +373,19 @@ class ComputeUnits(MachineMemory):
         return prepared
 
     def _clamp(self, i: Instruction) -> None:
+        x, in_bytes, out = self._decode(i, self._clamp_step)
+        self._reading(i["in_addr"], in_bytes)
+        y = fp.clamp(x, i["min"], i["max"])
+        self._writing(out)[...] = y
+
+    def _clamp_step(self, i: Instruction) -> tuple:
+        """(the input's view, its bytes, the output's region)."""
         _positive(i, "h", "w", "c")
         low, high = fp.storage_range(INT8_BITS)
         if not low <= i["min"] <= i["max"] <= high:
             raise XnpuError(f"clamp bounds [{i['min']}, {i['max']}] are not an ordered range inside int8")
-        x = self._feature_map(i["in_addr"], i["h"], i["w"], i["c"])
-        self._write_feature_map(i["out_addr"], fp.clamp(x, i["min"], i["max"]))
+        return (self._feature_map(i["in_addr"], i["h"], i["w"], i["c"]), self._map_bytes(i["h"], i["w"], i["c"]),
+                self._output_region(i["out_addr"], i["h"], i["w"], i["c"]))
 
 
 def _positive(i: Instruction, *names: str) -> None:
