@@ -214,7 +214,8 @@ class ComputeUnits(MachineMemory):
         """(weights, requantization) of a CONV: those of its last run while SRAM holds the same
         constants at their addresses (the same LOADs' bytes, prepared once per binary), so a run
         only asks which constants lie there."""
-        origins = tuple(self._constant_origin(address, size) for address, size in shape.operands)
+        origin = self._constant_origin
+        origins = [origin(address, size) for address, size in shape.operands]
         memo = shape.memo
         if memo and memo[0] == origins and None not in origins:
             return memo[1], memo[2]
@@ -363,16 +364,22 @@ class ComputeUnits(MachineMemory):
                          per_position, self._output_region(i["out_addr"], *out_hw, c))
 
     def _table(self, i: Instruction) -> None:
-        x, in_bytes, out = self._decode(i, self._table_step)
+        x, in_bytes, out, memo = self._decode(i, self._table_step)
         self._reading(i["in_addr"], in_bytes)
-        table = self._lookup_table(i["table_addr"])
+        origin = self._constant_origin(i["table_addr"], fp.TABLE_SIZE)
+        if memo and origin is not None and memo[0] == origin:
+            table = memo[1]  # the same LOAD's bytes as the last run: its table, prepared once per binary
+        else:
+            table = self._lookup_table(i["table_addr"])
+            memo[:] = origin, table
         if out is not None:
             fp.int8_table_lookup(x, table, out=self._writing(out))
         else:
             self._write_feature_map(i["out_addr"], fp.int8_table_lookup(x, table))
 
     def _table_step(self, i: Instruction) -> tuple:
-        """(the input's view, its bytes, the output's region, or None where the two overlap in part)."""
+        """(the input's view, its bytes, the output's region, or None where the two overlap in part,
+        the last run's [constants at the table's address, its prepared table])."""
         _positive(i, "h", "w", "c")
         x = self._feature_map(i["in_addr"], i["h"], i["w"], i["c"])
         size = self._map_bytes(i["h"], i["w"], i["c"])
@@ -381,7 +388,7 @@ class ComputeUnits(MachineMemory):
         # what the lookup already wrote)
         out = self._output_region(i["out_addr"], i["h"], i["w"], i["c"]) if i["in_addr"] == i["out_addr"] or apart \
             else None
-        return x, size, out
+        return x, size, out, []
 
     def _lookup_table(self, address: int) -> np.ndarray:
         """The 256-entry table at SRAM `address`, prepared for int8 lookups; once per binary when
