@@ -159,7 +159,7 @@ class DmaUnit(MachineMemory):
         if i["layout"] in (DMA_LAYOUTS["OHWI"], DMA_LAYOUTS["DW"]):
             raise XnpuError(f"layout {_layout_name(i['layout'])} is LOAD-only")
         t = self._transfer(i, loading=False)
-        if self._sram_constants:
+        if self._sram_constants.entries:
             self._materialize(t.sram_start, t.sram_size)
         self._before_ddr_write(t.ddr_start, t.ddr_end - t.ddr_start)
         t.ddr[...] = t.sram  # only the unpadded elements reach DDR

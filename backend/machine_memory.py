@@ -41,7 +41,8 @@ def strided_extent(shape: tuple[int, ...], strides: tuple[int, ...]) -> int:
 class ConstantRegions:
     """The disjoint SRAM regions LOADs filled from the constant image: start -> [end, the
     LOAD's fields, its copy while not yet done], found by bisection over the sorted starts (a
-    run holds a few hundred, and every SRAM access asks which it touches)."""
+    run holds a few hundred, and every SRAM access asks which it touches). The machine asks
+    whether any is held through `entries` (a run asks ~1000 times; `bool()` is a call each)."""
 
     def __init__(self) -> None:
         self.starts: list[int] = []
@@ -207,7 +208,7 @@ class MachineMemory:
         length = memory.shape[1]
         if address < 0 or size < 0 or address + size > length:
             raise XnpuError(f"{name} bytes [{address}, {address + size}) are outside the {length}-byte {name}")
-        if self._sram_constants and memory is self._sram_rows and not self._views_only:
+        if self._sram_constants.entries and memory is self._sram_rows and not self._views_only:
             self._materialize(address, size)
         return memory[:, address : address + size]
 
@@ -247,7 +248,7 @@ class MachineMemory:
         key = (address, h, w, c)
         kept = self._map_views.get(key)
         if kept is not None:
-            if self._sram_constants and not self._views_only:
+            if self._sram_constants.entries and not self._views_only:
                 self._materialize(address, kept[0])
             return kept[1]
         cp = self.align(c)
@@ -271,7 +272,7 @@ class MachineMemory:
     def _reading(self, address: int, size: int) -> None:
         """SRAM [address, address + size) is about to be read through a view made before: the
         pending constant LOADs there are done first."""
-        if self._sram_constants:
+        if self._sram_constants.entries:
             self._materialize(address, size)
 
     def _write_feature_map(self, address: int, values: np.ndarray) -> None:
@@ -319,7 +320,7 @@ class MachineMemory:
     def _sram_written(self, address: int, size: int) -> None:
         """SRAM [address, address + size) is about to be written: forget which constants it held
         (a pending LOAD that the write covers only in part is done first)."""
-        if self._sram_constants:
+        if self._sram_constants.entries:
             end = address + size
             for start in self._sram_constants.overlapping(address, end):
                 entry = self._sram_constants.pop(start)
