@@ -55,14 +55,13 @@ _POOL_NAMES = {code: name for name, code in POOL_KINDS.items()}
 
 @dataclass(frozen=True)
 class _EltwiseStep:
-    """What an ELTWISE's fields alone give: its checked operation and rescales, its maps' views."""
+    """What an ELTWISE's fields alone give: its maps' views, its loop's constants (checked)."""
 
-    op: str
     a: np.ndarray
     a_bytes: int
     b: np.ndarray
     b_bytes: int
-    rescales: dict
+    factors: tuple  # units.eltwise_factors
     out: tuple
 
 
@@ -282,8 +281,7 @@ class ComputeUnits(MachineMemory):
         step = self._decode(i, self._eltwise_step)
         self._reading(i["a_addr"], step.a_bytes)
         self._reading(i["b_addr"], step.b_bytes)
-        y = units.eltwise_unit(step.op, step.a, step.b, i["out_multiplier"], i["out_shift"], relu_flag=bool(i["relu"]),
-                               **step.rescales)
+        y = units.eltwise_prepared(step.a, step.b, step.factors)
         self._writing(step.out)[...] = y
 
     def _eltwise_step(self, i: Instruction) -> _EltwiseStep:
@@ -319,7 +317,8 @@ class ComputeUnits(MachineMemory):
                 raise XnpuError("pre_shift must be 0 unless stage16 = 1")
             rescales = dict(a_multiplier=i["a_multiplier"], a_shift=i["a_shift"], b_multiplier=i["b_multiplier"],
                             b_shift=i["b_shift"], pre_shift=i["pre_shift"] if i["stage16"] else None)
-        return _EltwiseStep(op, a, out_bytes, b, b_bytes, rescales, self._output_region(i["out_addr"], h, w, c))
+        factors = units.eltwise_factors(op, i["out_multiplier"], i["out_shift"], relu_flag=bool(i["relu"]), **rescales)
+        return _EltwiseStep(a, out_bytes, b, b_bytes, factors, self._output_region(i["out_addr"], h, w, c))
 
     def _pool(self, i: Instruction) -> None:
         step = self._decode(i, self._pool_step)

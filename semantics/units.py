@@ -99,16 +99,30 @@ def eltwise_unit(
     """ELTWISE: mul is R12 then R9; add/sub is R10 into int24, the optional int16 stage
     (a truncating R7 shift by `pre_shift`, seed 000's two-stage variant), then R9 to int8;
     then the relu flag (R8)."""
+    return eltwise_prepared(a, b, eltwise_factors(op, multiplier, shift, a_multiplier, a_shift, b_multiplier, b_shift,
+                                                  pre_shift, relu_flag))
+
+
+def eltwise_factors(
+    op: str, multiplier: int, shift: int, a_multiplier: int = 0, a_shift: int = 0,
+    b_multiplier: int = 0, b_shift: int = 0, pre_shift: int | None = None, relu_flag: bool = False,
+) -> tuple:
+    """The constants of `eltwise_unit`'s loop (R6's factors and rounding terms, the bounds), which
+    its fields alone give: the simulator works them out once per instruction."""
     low, high = _output_low(relu_flag), qmax(DATA_BITS)
-    # one loop: R12, or R6 of each input, R10 into int24 and the optional int16 stage (R7);
-    # then R9 and the relu flag
+    pre_scale = 0.0 if pre_shift is None else math.ldexp(1.0, -pre_shift)
+    return (op == "mul", *_scalar_factors(a_multiplier, a_shift), *_scalar_factors(b_multiplier, b_shift),
+            -1.0 if op == "sub" else 1.0, float(qmax(24)), pre_scale, float(qmax(16)),
+            *_scalar_factors(multiplier, shift), float(low), float(high))
+
+
+def eltwise_prepared(a, b, factors: tuple) -> np.ndarray:
+    """`eltwise_unit` with its `eltwise_factors`: one loop, R12, or R6 of each input, R10 into
+    int24 and the optional int16 stage (R7); then R9 and the relu flag."""
     shape = np.broadcast_shapes(np.shape(a), np.shape(b))
     a, b = (np.ascontiguousarray(np.broadcast_to(x, shape)).reshape(-1) for x in (a, b))
-    pre_scale = 0.0 if pre_shift is None else math.ldexp(1.0, -pre_shift)
     out = np.empty(a.shape, dtype=storage_dtype(DATA_BITS))
-    compiled_loops().eltwise(a, b, op == "mul", *_scalar_factors(a_multiplier, a_shift), *_scalar_factors(b_multiplier, b_shift),
-                     -1.0 if op == "sub" else 1.0, float(qmax(24)), pre_scale, float(qmax(16)),
-                     *_scalar_factors(multiplier, shift), float(low), float(high), out)
+    compiled_loops().eltwise(a, b, *factors, out)
     return out.reshape(shape)
 
 
