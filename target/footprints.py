@@ -256,9 +256,9 @@ def conflicting_predecessors(footprints: list[Footprint], queues: list[str | Non
         for index, (read_count, write_count) in zip(owners, counts):
             queue = queues[index]
             read, written = segments(read_count), segments(write_count)
-            rows = [0, row_of[queue]] if queue is not None else [0]
-            gathered = [(state[rows, part] if isinstance(part, slice) else state[np.ix_(rows, part)]).ravel()
-                        for part in read]
+            # the last writer's row and the own queue's readers' row, as a strided slice: a view, not a fancy-index copy
+            rows = slice(0, row_of[queue] + 1, row_of[queue]) if queue is not None else slice(0, 1)
+            gathered = [state[rows, part].ravel() for part in read]
             gathered += [state[:, part].ravel() for part in written]
             touched = gathered[0] if len(gathered) == 1 else np.concatenate(gathered)
             if touched.size > _SMALL_GATHER:  # neighbouring segments mostly share their last reader or writer
