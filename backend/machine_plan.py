@@ -161,8 +161,8 @@ class Plan:
     timing: Timing
     cycles: list[int]
     stats: RunStats
-    # id(instruction) -> what its fields alone give (a DMA's views, a CONV's shapes and checks),
-    # built on its first run
+    # id(instruction) -> what its fields alone give (its checks, its maps' or DMA's views, a
+    # CONV's shapes, ELTWISE's loop constants), built on its first run (MachineMemory._decode)
     decoded: dict = field(default_factory=dict)
 
     @staticmethod

@@ -5,7 +5,9 @@ implementation of docs/fixed-point.md) and writes its saturated int8 result back
 run here agrees bit for bit with the `fixed` interpreter by construction. Every map has a
 leading sample axis (backend/machine_memory.py): one call computes every sample, a
 convolution's GEMM with the samples' pixels as its rows. Weights and requantization that came
-from the constant image are prepared once per binary.
+from the constant image are prepared once per binary; what an instruction's fields alone give
+(its checks, its maps' views, ELTWISE's loop constants) once per binary's plan
+(MachineMemory._decode), so a run does only the data's work and the constants' bookkeeping.
 """
 
 from __future__ import annotations
