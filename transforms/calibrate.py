@@ -13,10 +13,7 @@ entry function -- gets a scale `s > 0` with `x ~ q * s`, `q` in [-127, 127] (SEE
     mse         s = T / 127, T the threshold with the least expected squared error of
                 quantizing x at T / 127, clipping included, on a histogram of |x| (the
                 default: it trades a few clipped outliers for a finer step everywhere);
-                max|x| for a value the program returns or a softmax reads (is_answer); the
-                histogram of a map of more than 2 * SUBSAMPLE_KEEP values over all the
-                samples counts every k-th position of each channel (about SUBSAMPLE_KEEP
-                values; calibrate_statistics), its range still every value's
+                max|x| for a value the program returns or a softmax reads (is_answer)
 
 A tensor that only depthwise convolutions read gets, under mse, the threshold of a histogram
 weighing each channel by the norm of the kernels reading it where that clearly measures better
@@ -389,8 +386,6 @@ def calibrate(
         raise XnpuError(f"unknown calibration runtime '{runtime}'; use one of: {', '.join(RUNTIMES)}")
     if consumer_ranges is None:
         consumer_ranges = method == "mse"
-    # mse's histograms of large maps count a part of the positions (calibrate_statistics.SUBSAMPLE_KEEP)
-    subsample = bind_inputs(signature(module)[0], data).samples if method == "mse" else None
     make_statistic: Callable[[SSAValue], RunningMax | Histogram]
     if method == "minmax":
         make_statistic = lambda value: RunningMax(batch_average)
@@ -408,8 +403,8 @@ def calibrate(
             return Alternatives(make(norms), value, _mse_scale) if one_run else Alternatives(make(norms))
 
         one_run = collect_statistics(module, data,
-                                     lambda value: either(value, lambda w: PeakHistogram(bins, method == "entropy", w,
-                                                                                         subsample), one_run=True),
+                                     lambda value: either(value, lambda w: PeakHistogram(bins, method == "entropy", w),
+                                                          one_run=True),
                                      batch_size, progress, "calibrate", calibration_batch,
                                      consumer_ranges=consumer_ranges, one_run=True, runtime=runtime)
         if one_run is not None:
@@ -420,15 +415,14 @@ def calibrate(
                                     calibration_batch, consumer_ranges=consumer_ranges, runtime=runtime)
         histograms = collect_statistics(
             module, data, lambda value: either(value, lambda w: Histogram(bins, signed=method == "entropy",
-                                                                          peak=ranges[value].max_abs, channel_weights=w,
-                                                                          subsample=subsample)),
+                                                                          peak=ranges[value].max_abs, channel_weights=w)),
             batch_size, progress, "calibrate", calibration_batch, consumer_ranges=consumer_ranges, runtime=runtime)
         _choose_depthwise_weighting(module, data, histograms, progress, calibration_batch, runtime)
         return _annotate(module, histograms, method, percentile, per_channel_weights, pow2)
     elif method == "entropy":
         make_statistic = lambda value: Histogram(bins, signed=True, oversample=OVERSAMPLE)
     else:
-        make_statistic = lambda value: Histogram(bins, subsample=subsample)
+        make_statistic = lambda value: Histogram(bins)
     statistics = collect_statistics(module, data, make_statistic, batch_size, progress, "calibrate",
                                     calibration_batch, average_batches=batch_average, consumer_ranges=consumer_ranges,
                                     runtime=runtime)

@@ -159,33 +159,6 @@ def channel_counts(values: np.ndarray, axis: int, bins: int, low: float, high: f
                          by_channel)
 
 
-# mse's histograms count a deterministic part of each large map (Histogram `subsample`): about
-# this many values per tensor over all the samples, every k-th position of each channel (k from
-# the map's size per sample and the number of samples, so the same in every batch); the range
-# still comes from every value. bench/results/performance.md ("Compile, round 7") measures what
-# it changes: within the spread of leaving one calibration image out.
-SUBSAMPLE_KEEP = 1 << 19
-
-
-def subsample_stride(values: np.ndarray, samples: int) -> int:
-    """k of Histogram's subsample for [samples, (1,) C, H, W] `values` of a calibration of
-    `samples` samples: 1 (every value) where the map has at most 2 * SUBSAMPLE_KEEP values over
-    all of them, or no positions."""
-    if values.ndim < 4 or values.shape[0] == 0:
-        return 1
-    total = values[0].size * samples
-    return total // SUBSAMPLE_KEEP if total > 2 * SUBSAMPLE_KEEP else 1
-
-
-def kept_positions(values: np.ndarray, stride: int) -> np.ndarray:
-    """Every `stride`-th position (from stride // 2) of each sample's channel of [samples, (1,)
-    C, H, W] values (NCHW, or an NCHW view of NHWC memory), as a contiguous map of one row:
-    [samples..., C, 1, kept]."""
-    axis = values.ndim - 3
-    by_channel = values.reshape(int(np.prod(values.shape[:axis])), values.shape[axis], 1, -1)
-    return np.ascontiguousarray(by_channel[..., stride // 2 :: stride])
-
-
 # A histogram of at least this many values is split over the cores: each part is counted on
 # its own (the compiled loops release the GIL) and the integer counts summed, which is exactly
 # the histogram of the whole.
@@ -220,15 +193,12 @@ class Histogram:
     [-peak, peak] (or [0, peak]) from the start, so it never grows. With `channel_weights`
     (one per channel of an NCHW map) a value counts as its channel's weight (kernel_norms), and
     the plain counts are kept beside the weighted ones (`unweighted()`): the same pass over the
-    values gives both. With `subsample` (mse: the number of calibration samples) a large map
-    counts every k-th position of each channel (subsample_stride, kept_positions); the range is
-    still that of every value.
+    values gives both.
     """
 
     def __init__(self, bins: int, signed: bool = False, oversample: int = 1, peak: float | None = None,
-                 channel_weights: np.ndarray | None = None, subsample: int | None = None):
+                 channel_weights: np.ndarray | None = None):
         self.result_bins = bins
-        self.subsample = subsample
         self.signed = signed
         self.side_bins = (bins // 2 if signed else bins) * oversample
         self.channel_weights = channel_weights
@@ -288,9 +258,6 @@ class Histogram:
 
     def _fold(self, values: np.ndarray, low: float, high: float, clip: Bounds = None) -> None:
         self.min, self.max = min(self.min, low), max(self.max, high)
-        stride = subsample_stride(values, self.subsample) if self.subsample else 1
-        if stride > 1:
-            values = kept_positions(values, stride)
         peak = max(abs(low), abs(high))
         if peak == 0.0 and self.width == 0.0:
             weights = self.channel_weights
@@ -310,7 +277,7 @@ class Histogram:
         if self.channel_weights is None:
             self.counts += uniform_counts(values, self.counts.size, low, self.upper, magnitudes, clip)
             return
-        axis = values.ndim - 3  # the channel of [samples, (1,) C, H, W] 
+        axis = values.ndim - 3  # the channel of [samples, (1,) C, H, W]
         counts = channel_counts(values, axis, self.counts.size, low, self.upper, magnitudes, clip)
         for weight, channel in zip(self.channel_weights, counts):
             self.counts += weight * channel
@@ -349,8 +316,6 @@ class Histogram:
             return self.counts[:0], np.zeros(1)
         if not self.signed:
             used_bins = int(nonzero[-1]) + 1
-            if self.subsample:  # max|x| may lie at a position not counted: the range still reaches it
-                used_bins = max(used_bins, min(int(self.max_abs / self.width) + 1, self.counts.size))
             return self.counts[:used_bins], np.arange(used_bins + 1) * self.width
         half = self.side_bins
         extent = max(half - int(nonzero[0]), int(nonzero[-1]) + 1 - half)
@@ -387,9 +352,8 @@ class PeakHistogram:
     call (all the samples in one batch): the range is taken from the data, as the first of
     exact_range's two runs would record it (RunningMax), and the histogram filled at once."""
 
-    def __init__(self, bins: int, signed: bool, channel_weights: np.ndarray | None = None,
-                 subsample: int | None = None):
-        self.bins, self.signed, self.channel_weights, self.subsample = bins, signed, channel_weights, subsample
+    def __init__(self, bins: int, signed: bool, channel_weights: np.ndarray | None = None):
+        self.bins, self.signed, self.channel_weights = bins, signed, channel_weights
         self.histogram: Histogram | None = None
 
     def update(self, x: np.ndarray, clip: Bounds = None) -> None:
@@ -400,12 +364,12 @@ class PeakHistogram:
         if not (math.isfinite(low) and math.isfinite(high)):
             raise XnpuError("calibration produced a non-finite value (inf or nan) in the float graph")
         self.histogram = Histogram(self.bins, signed=self.signed, peak=max(high, -low),
-                                   channel_weights=self.channel_weights, subsample=self.subsample)
+                                   channel_weights=self.channel_weights)
         if values.size:  # every sample is inside the range: Histogram.update's per-sample scan would find no other
             self.histogram._fold(values if values.ndim > 1 else values[:, None], low, high, clip)
 
     def unweighted(self) -> PeakHistogram:
         """The PeakHistogram of the same values without channel weights (Histogram.unweighted)."""
-        plain = PeakHistogram(self.bins, self.signed, subsample=self.subsample)
+        plain = PeakHistogram(self.bins, self.signed)
         plain.histogram = None if self.histogram is None else self.histogram.unweighted()
         return plain

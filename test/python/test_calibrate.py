@@ -324,31 +324,6 @@ def test_histograms_split_over_threads_also_count_in_a_forked_child(monkeypatch)
     assert os.waitstatus_to_exitcode(status) == 0
 
 
-def test_mse_histograms_count_a_part_of_each_large_map_with_the_range_of_every_value(monkeypatch):
-    """With `subsample` (the number of samples) a map of more than 2 * SUBSAMPLE_KEEP values
-    over all the samples counts every k-th position of each channel (k from its size per sample
-    and the number of samples, so folding the samples one by one counts the same); its range,
-    and the used bins, still reach the largest value of all. Smaller maps count every value."""
-    monkeypatch.setattr(calibrate_statistics, "SUBSAMPLE_KEEP", 96)
-    rng = np.random.default_rng(9)
-    maps = rng.normal(0, 1, (6, 4, 8, 8)).astype(np.float32)  # 6 x 256 values: k = 1536 // 96 = 16
-    maps[2, 1, 0, 1] = 9.0  # at a position not counted
-    kept = np.abs(maps.reshape(6, 4, -1)[:, :, 8::16])
-    at_once = Histogram(64, peak=9.0, subsample=6)
-    at_once.update(maps)
-    one_by_one = Histogram(64, peak=9.0, subsample=6)
-    for sample in maps:
-        one_by_one.update(sample[None])
-    expected, _ = np.histogram(kept, bins=64, range=(0.0, 9.0))
-    assert np.array_equal(at_once.counts, expected) and np.array_equal(one_by_one.counts, expected)
-    assert at_once.max_abs == 9.0 and at_once.used()[0].size == 64  # the bin of 9.0 is empty but used
-    small = maps[:, :, :2, :4]  # 6 x 32 values = 2 * SUBSAMPLE_KEEP: every value
-    histogram, exact = Histogram(64, peak=9.0, subsample=6), Histogram(64, peak=9.0)
-    histogram.update(small)
-    exact.update(small)
-    assert np.array_equal(histogram.counts, exact.counts) and histogram.counts.sum() == small.size
-
-
 def wide_gemm_module() -> ModuleOp:
     """x (1 x 2) -> gemm with a 2 x 500 weight: the weight is larger than any activation."""
     block = Block(arg_types=[TensorType(f32, (1, 2))])
