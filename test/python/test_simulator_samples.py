@@ -148,3 +148,16 @@ def test_a_traced_run_traces_every_sample_in_turn():
     both: list = []
     simulate(binary, x[:2], trace=both.append)
     assert one and [(r.index, r.mnemonic, r.start) for r in both] == 2 * [(r.index, r.mnemonic, r.start) for r in one]
+
+
+def test_a_table_kept_from_the_last_run_is_the_binarys_after_a_run_overwrote_it_in_ddr():
+    """A TABLE keeps its prepared table between runs of a binary while SRAM holds the same
+    LOAD's constants: here each run's STORE overwrites the table's bytes in DDR's constant
+    image, so the next run reloads the image and still looks up the binary's table."""
+    binary = _table_binary(0, store_ddr=0)
+    machine = Machine(DEFAULT, ddr_size=16384)
+    codes = 127 - np.arange(256, dtype=np.int64).reshape(1, 256)  # every int8 code once, descending
+    table = np.frombuffer(binary.constants[:256], np.int8)
+    for _ in range(3):  # with the table the last run wrote (the binary's reversed), a run would give the binary's
+        machine.run(binary, {"x": codes})
+        assert np.array_equal(np.frombuffer(machine.read_ddr(0, 256), np.int8), table[::-1])  # R15: entry i for code i - 128
