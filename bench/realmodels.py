@@ -1,11 +1,11 @@
 """The four public real models of ../shared/realmodels, compiled as shipped, beside onnxruntime.
 
-    .venv/bin/python bench/realmodels.py [--models orientation layout rec vad] [--check 2]
+    .venv/bin/python bench/realmodels.py [--models orientation layout rec vad] [--check 2] [--method mse]
 
 For each model (its README gives sources, pre-processing, data, metrics.py and the
 onnxruntime anchors), one run measures and writes bench/results/realmodels.md (--output):
 - compile: the model as shipped (only `input_shapes` where an input is dynamic) calibrated on
-  its calib split, to the fixed level and to a binary for each target; the time of
+  its calib split (by `--method`, the default's mse unless given), to the fixed level and to a binary for each target; the time of
   `xnpu.compile` to the first target's binary;
 - placement: the model's ONNX nodes (top level), those folded away or forwarded (constants,
   shape computations, Identity), those the accelerator computes and those only the host
@@ -34,6 +34,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import best_time, cosine_rows, ort_session, run_conditions, table  # noqa: E402
+
+from xnpu.transforms.calibrate import DEFAULT_METHOD, METHODS
 
 REALMODELS = Path(__file__).resolve().parents[1].parent / "shared" / "realmodels"
 RESULTS = Path(__file__).resolve().parent / "results" / "realmodels.md"
@@ -198,7 +200,7 @@ def _float_difference(reference: list, ours: list) -> str:
     return f"max abs diff {diff:.2e}, cosine {cos.min():.6f}"
 
 
-def bench_model(spec: RealModel, check: int, anchors: dict) -> tuple[dict, list[dict], str]:
+def bench_model(spec: RealModel, check: int, anchors: dict, method: str = DEFAULT_METHOD) -> tuple[dict, list[dict], str]:
     import onnx
 
     import xnpu
@@ -217,10 +219,12 @@ def bench_model(spec: RealModel, check: int, anchors: dict) -> tuple[dict, list[
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the notes (a batch of 1 chosen) are the tools' to print
         started = time.perf_counter()
-        first = xnpu.compile(path, calibration, target=TARGETS[0], input_shapes=spec.input_shapes, progress=False)
+        first = xnpu.compile(path, calibration, target=TARGETS[0], input_shapes=spec.input_shapes, progress=False,
+                             method=method)
         compile_s = time.perf_counter() - started
         float_module = xnpu.compile(path, None, stop_at="nn", input_shapes=spec.input_shapes)
-        fixed = xnpu.compile(path, calibration, stop_at="fixed", input_shapes=spec.input_shapes, progress=False)
+        fixed = xnpu.compile(path, calibration, stop_at="fixed", input_shapes=spec.input_shapes, progress=False,
+                             method=method)
         binaries = {TARGETS[0]: first}
         for target in TARGETS[1:]:  # from the same fixed module, legalized for the target as xnpu.compile does
             module = fixed.clone()
@@ -305,13 +309,15 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--check", type=int, default=2, help="eval samples on which binary == fixed is checked")
     parser.add_argument("--output", type=Path, default=RESULTS, help="markdown file for the tables")
+    parser.add_argument("--method", default=DEFAULT_METHOD, choices=METHODS,
+                        help=f"calibration method (xnpu-compile --method; default {DEFAULT_METHOD})")
     args = parser.parse_args()
     started = time.perf_counter()
     anchors = json.loads((REALMODELS / "anchors.json").read_text())
     rows, placements, details = [], [], []
     for key in args.models:
         print(f"{key} ...", file=sys.stderr)
-        row, placement_rows, detail = bench_model(MODELS[key](), args.check, anchors)
+        row, placement_rows, detail = bench_model(MODELS[key](), args.check, anchors, args.method)
         rows.append(row)
         placements += placement_rows
         details.append(detail)
@@ -322,7 +328,7 @@ def main() -> None:
         f"Regenerate with `.venv/bin/python {command}` (this file; {run_conditions(started)}).\n\n"
         "The four models of ../shared/realmodels (its README: sources, pre-processing, data, metrics), each "
         "compiled as shipped (`input_shapes` only for the dynamic inputs: rec's width, the VAD's batch), "
-        "calibrated on its calib split (the VAD on (input, state, sr) triples), for both targets. The "
+        f"calibrated by {args.method} on its calib split (the VAD on (input, state, sr) triples), for both targets. The "
         "int8 metrics are of the fixed level on the eval split, which each binary equals bit for bit "
         f"(checked on the first {args.check} eval samples per target); onnxruntime's int8 variants are "
         "anchors.json's (quantize_static, QDQ, per-channel MinMax). Times: one sample, best of a few, "
