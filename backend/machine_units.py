@@ -12,7 +12,9 @@ from the constant image are prepared once per binary; what an instruction's fiel
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -48,7 +50,7 @@ class ConvShape:
     in_bytes: int
     out: tuple  # the output map's region (MachineMemory._output_region)
     operands: tuple  # (SRAM address, bytes) of the weights, the rescale records and the bias (if any)
-    memo: list  # the last run's [constants found at `operands`, weights, requantization] (_conv_operands)
+    memo: list  # the last run's [constants found at `operands`, (weights, requantization)] (_kept_operands)
 
 
 _ELTWISE_NAMES = {code: name for name, code in ELTWISE_OPS.items()}
@@ -212,18 +214,21 @@ class ComputeUnits(MachineMemory):
         return spans + ((i["bias_addr"], 4 * o),) if i["bias"] else spans
 
     def _conv_operands(self, i: Instruction, shape: ConvShape) -> tuple:
-        """(weights, requantization) of a CONV: those of its last run while SRAM holds the same
-        constants at their addresses (the same LOADs' bytes, prepared once per binary), so a run
-        only asks which constants lie there."""
-        origin = self._constant_origin
-        origins = [origin(address, size) for address, size in shape.operands]
-        memo = shape.memo
+        """(weights, requantization) of a CONV, kept between runs (_kept_operands)."""
+        return self._kept_operands(shape.memo, shape.operands, lambda: (self._conv_weights(i, shape.depthwise),
+                                                                       self._requantization(i, shape.reduction)))
+
+    def _kept_operands(self, memo: list, spans: tuple, prepare: Callable[[], Any]) -> Any:
+        """`prepare()` of an instruction's constant operands at SRAM `spans` ((address, bytes)
+        each), or what it gave on the last run while SRAM holds the same constants there (the
+        same LOADs' bytes, prepared once per binary): a run then only asks which constants lie
+        there. `memo` keeps [the constants found, the prepared operands] between runs."""
+        origins = [self._constant_origin(address, size) for address, size in spans]
         if memo and memo[0] == origins and None not in origins:
-            return memo[1], memo[2]
-        weights = self._conv_weights(i, shape.depthwise)
-        requant = self._requantization(i, shape.reduction)
-        memo[:] = origins, weights, requant
-        return weights, requant
+            return memo[1]
+        prepared = prepare()
+        memo[:] = origins, prepared
+        return prepared
 
     def _constant_origin(self, address: int, size: int) -> tuple | None:
         """Which constants SRAM [address, address + size) holds (the LOAD that brought them and
@@ -365,14 +370,9 @@ class ComputeUnits(MachineMemory):
                          per_position, self._output_region(i["out_addr"], *out_hw, c))
 
     def _table(self, i: Instruction) -> None:
-        x, in_bytes, out, memo = self._decode(i, self._table_step)
+        x, in_bytes, out, spans, memo = self._decode(i, self._table_step)
         self._reading(i["in_addr"], in_bytes)
-        origin = self._constant_origin(i["table_addr"], fp.TABLE_SIZE)
-        if memo and origin is not None and memo[0] == origin:
-            table = memo[1]  # the same LOAD's bytes as the last run: its table, prepared once per binary
-        else:
-            table = self._lookup_table(i["table_addr"])
-            memo[:] = origin, table
+        table = self._kept_operands(memo, spans, lambda: self._lookup_table(i["table_addr"]))
         if out is not None:
             fp.int8_table_lookup(x, table, out=self._writing(out))
         else:
@@ -380,7 +380,7 @@ class ComputeUnits(MachineMemory):
 
     def _table_step(self, i: Instruction) -> tuple:
         """(the input's view, its bytes, the output's region, or None where the two overlap in part,
-        the last run's [constants at the table's address, its prepared table])."""
+        the table's SRAM span, the memo of _kept_operands)."""
         _positive(i, "h", "w", "c")
         x = self._feature_map(i["in_addr"], i["h"], i["w"], i["c"])
         size = self._map_bytes(i["h"], i["w"], i["c"])
@@ -389,7 +389,7 @@ class ComputeUnits(MachineMemory):
         # what the lookup already wrote)
         out = self._output_region(i["out_addr"], i["h"], i["w"], i["c"]) if i["in_addr"] == i["out_addr"] or apart \
             else None
-        return x, size, out, []
+        return x, size, out, ((i["table_addr"], fp.TABLE_SIZE),), []
 
     def _lookup_table(self, address: int) -> np.ndarray:
         """The 256-entry table at SRAM `address`, prepared for int8 lookups; once per binary when
