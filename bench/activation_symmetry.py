@@ -104,34 +104,26 @@ def residual_stream(model_path: str) -> set[str]:
 
 
 def xnpu_thresholds(model_path: str, calibration: np.ndarray) -> dict[str, float]:
-    """xnpu's calibrated threshold (127 x scale) of each ONNX tensor one nn op computes alone."""
+    """xnpu's calibrated threshold (127 x scale) of each ONNX tensor that an nn op's value holds
+    whole (calibrate_onnx.named_tensors: the tensors calibration reads from onnxruntime)."""
     import xnpu
-    from xnpu.dialects import nn
-    from xnpu.interpreters.function import entry_function
-    from xnpu.ir.locations import location_names
-    from xnpu.ir.onnx_origin import node_location_name, origin_of
+    from xnpu.ir.onnx_origin import origin_of
     from xnpu.transforms.calibrate import SCALE_ATTR
-    from xnpu.transforms.split_channel_groups import ONNX_CHANNELS_ATTR
+    from xnpu.transforms.calibrate_onnx import held_channels, named_tensors
 
-    found: dict = {}
+    found: dict[str, float] = {}
 
     class Calibrated(Exception):
         pass
 
     def after_pass(name, module):
-        if name == "import-onnx":
-            found["origin"] = origin_of(module)
         if name != "calibrate":
             return
-        origin = found["origin"]
-        nodes = {node_location_name(node, index): node for index, node in enumerate(origin.model.graph.node)}
-        for op in entry_function(module).walk():
-            if (op.dialect_name() != "nn" or isinstance(op, nn.ConstantOp) or len(op.results) != 1
-                    or SCALE_ATTR not in op.attributes or ONNX_CHANNELS_ATTR in op.attributes):
-                continue
-            located = location_names(op.location)[-1:]
-            if located and located[0] in origin.single_op_nodes and located[0] in nodes:
-                found[nodes[located[0]].output[0]] = 127 * op.attributes[SCALE_ATTR].value.data
+        for value, tensor in named_tensors(module, origin_of(module))[0].items():
+            owner = value.owner
+            # a value of a split op holds some channels of its tensor, with a scale of their own
+            if SCALE_ATTR in owner.attributes and held_channels(value) is None:
+                found[tensor] = 127 * owner.attributes[SCALE_ATTR].value.data
         raise Calibrated
 
     try:
@@ -139,7 +131,7 @@ def xnpu_thresholds(model_path: str, calibration: np.ndarray) -> dict[str, float
                      input_shapes={"x": (1, 3, 48, 320)})
     except Calibrated:
         pass
-    return {name: threshold for name, threshold in found.items() if name != "origin"}
+    return found
 
 
 def main() -> None:

@@ -57,6 +57,13 @@ def held_channels(value: SSAValue) -> np.ndarray | None:
 def onnx_tensors(module: ModuleOp, origin: OnnxOrigin) -> dict[SSAValue, str] | None:
     """For every float op result calibration measures, the ONNX tensor holding its values (the
     module doc says which); None when any has none."""
+    tensors, complete = named_tensors(module, origin)
+    return tensors if complete else None
+
+
+def named_tensors(module: ModuleOp, origin: OnnxOrigin) -> tuple[dict[SSAValue, str], bool]:
+    """The ONNX tensor of each float op result that has one (`onnx_tensors`' rule), and whether
+    every op's results have one."""
     import onnx
 
     graph = origin.model.graph
@@ -67,11 +74,9 @@ def onnx_tensors(module: ModuleOp, origin: OnnxOrigin) -> dict[SSAValue, str] | 
            if op.dialect_name() == "nn" and not isinstance(op, nn.ConstantOp)]
     # the ops of a split share the location of the op they replaced, each holding some of its channels
     last_names = Counter(location_names(op.location)[-1:] for op in ops if ONNX_CHANNELS_ATTR not in op.attributes)
-    tensors: dict[SSAValue, str] = {}
-    for op in ops:
+
+    def tensors_of(op) -> list[tuple[SSAValue, str]] | None:
         located = location_names(op.location)[-1:]
-        if not any(nn.is_float(result) for result in op.results):
-            continue
         split = ONNX_CHANNELS_ATTR in op.attributes
         if (not located or (last_names[located] != (0 if split else 1)) or names[located[0]] != 1
                 or located[0] not in origin.single_op_nodes):
@@ -79,6 +84,7 @@ def onnx_tensors(module: ModuleOp, origin: OnnxOrigin) -> dict[SSAValue, str] | 
         outputs = [output for output in nodes[located[0]].output if output]
         if len(outputs) != len(op.results):
             return None
+        found = []
         for result, output in zip(op.results, outputs):
             if not nn.is_float(result):
                 continue
@@ -96,8 +102,20 @@ def onnx_tensors(module: ModuleOp, origin: OnnxOrigin) -> dict[SSAValue, str] | 
                 shape = (shape[0], channels.size, *shape[2:])
             if shape != tuple(nn.shape_of(result)):
                 return None
-            tensors[result] = output
-    return tensors
+            found.append((result, output))
+        return found
+
+    tensors: dict[SSAValue, str] = {}
+    complete = True
+    for op in ops:
+        if not any(nn.is_float(result) for result in op.results):
+            continue
+        found = tensors_of(op)
+        if found is None:
+            complete = False
+        else:
+            tensors.update(found)
+    return tensors, complete
 
 
 # One run of all the samples holds the outputs of a segment of the graph for every sample: at
