@@ -13,11 +13,14 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+# the compiled loops (pyproject.toml's ext-modules): built again when their C changes
+LOOP_SOURCES := semantics/fixed_point_loops.c transforms/calibrate_loops.c core/loop_arguments.h
+
+$(DEMO_STAMP): pyproject.toml $(LOOP_SOURCES) | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[demo]'
 	touch $(DEMO_STAMP)
 
-$(STAMP): pyproject.toml | $(BIN)/python
+$(STAMP): pyproject.toml $(LOOP_SOURCES) | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
@@ -83,4 +86,4 @@ fuzz: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m xnpu.tools.fuzz --cases $(FUZZ_CASES) --seed $(FUZZ_SEED)
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info semantics/*.so transforms/*.so

@@ -34,7 +34,6 @@ from xnpu.lowering.legalize import LegalizePass
 from xnpu.lowering.nn_to_fixed import FoldQuantizePairsPass, LowerNNToFixedPass
 from xnpu.target.description import load_target
 from xnpu.transforms.calibrate import DEFAULT_RUNTIME, calibrate
-from xnpu.transforms.calibrate_statistics import preload_histogram_loops
 from xnpu.transforms.calibrate_channel_groups import choose_channel_groups
 from xnpu.transforms.compress_weights import DEFAULT_MIN_ELEMENTS, CompressWeightsPass
 from xnpu.transforms.fold_batch_norm import FoldBatchNormPass
@@ -97,8 +96,6 @@ def quantize(
 
     verify_module(module)  # what op verifiers leave out (tensor sizes, dominance) before anything runs
     float_cleanup(module, after_pass)
-    if method != "minmax":
-        preload_histogram_loops(module, calibration)  # while the channel groups' float graph runs
     if channel_groups and choose_channel_groups(
             module, calibration, calibration_options.get("runtime", DEFAULT_RUNTIME), progress,
             calibration_options.get("calibration_batch")):

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from xnpu.core.errors import XnpuError
-from xnpu.semantics import conv_kernels, float_ops
+from xnpu.semantics import conv_kernels, fixed_point_loops, float_ops
 from xnpu.semantics.fixed_point import (
     DATA_BITS,
     MAX_REDUCTION,
@@ -231,26 +231,12 @@ def depthwise_sums_nhwc(x, weight_hwc, strides, pads, dilations) -> np.ndarray:
     (sh, sw), (dh, dw) = strides, dilations
     oh, ow = float_ops.conv_output_hw(x.shape[1:3], (kh, kw), strides, pads, dilations)
     sums = np.empty((x.shape[0], oh, ow, c), dtype=dtype)
-    return compiled_loops().depthwise_sums(x, weight, sh, sw, dh, dw, pads[0], pads[1], sums)
+    return fixed_point_loops.depthwise_sums(x, weight, sh, sw, dh, dw, pads[0], pads[1], sums)
 
 
 def _integer_array(x) -> np.ndarray:
     x = np.asarray(x)
     return x if x.dtype.kind in "iu" else x.astype(np.int64)
-
-
-def compiled_loops():
-    """The compiled loops of R9, R10, R12 and R13 (fixed_point_loops), imported when first needed:
-    numba's import is the cost."""
-    loops = _COMPILED_LOOPS.get("module")
-    if loops is None:
-        from xnpu.semantics import fixed_point_loops
-
-        loops = _COMPILED_LOOPS["module"] = fixed_point_loops
-    return loops
-
-
-_COMPILED_LOOPS: dict[str, object] = {}  # an import statement is ~2 us even when done: ~900 calls an image
 
 
 _PREPARED: dict[tuple[int, str], tuple[np.ndarray, ExactWeights]] = {}
@@ -338,7 +324,7 @@ class Requantization:
             bias = _NO_BIAS if self.bias is None else per_channel(self.bias)
             arrays = self._per_channel[channels] = (per_channel(self.factor), per_channel(self.constant), bias)
         factor, constant, bias = arrays
-        compiled_loops().requantize(acc[leading], factor, constant, bias, float(self.low), float(self.high), out[leading])
+        fixed_point_loops.requantize(acc[leading], factor, constant, bias, float(self.low), float(self.high), out[leading])
         return out
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from xnpu.core.errors import XnpuError
+from xnpu.semantics import fixed_point_loops
 
 # R1: the integer widths of the contract.
 WIDTHS = (8, 16, 24, 32)
@@ -383,8 +384,6 @@ def int8_table_lookup(q: np.ndarray, prepared: np.ndarray, out: np.ndarray | Non
     if out is None:
         return np.take(prepared, q.view(np.uint8))
     if prepared.dtype == np.int8 and q.ndim == 4:
-        from xnpu.semantics import fixed_point_loops
-
         return fixed_point_loops.table_lookup(q, prepared, out)
     out[...] = np.take(prepared, q.view(np.uint8))
     return out

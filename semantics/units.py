@@ -8,10 +8,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from xnpu.semantics import fixed_point_loops
 from xnpu.semantics.convolution import (
     ExactWeights,
     Requantization,
-    compiled_loops,
     conv_requantized_nhwc,
     depthwise_sums_nhwc,
     prepared_weights,
@@ -122,7 +122,7 @@ def eltwise_prepared(a, b, factors: tuple) -> np.ndarray:
     shape = np.broadcast_shapes(np.shape(a), np.shape(b))
     a, b = (np.ascontiguousarray(np.broadcast_to(x, shape)).reshape(-1) for x in (a, b))
     out = np.empty(a.shape, dtype=storage_dtype(DATA_BITS))
-    compiled_loops().eltwise(a, b, *factors, out)
+    fixed_point_loops.eltwise(a, b, *factors, out)
     return out.reshape(shape)
 
 

@@ -98,7 +98,7 @@ from xnpu.transforms.calibrate_depthwise import (
 )
 from xnpu.transforms.calibrate_entropy import ENTROPY_LEVELS, entropy_threshold
 from xnpu.transforms.calibrate_onnx import onnx_float_run
-from xnpu.transforms.calibrate_statistics import Histogram, PeakHistogram, RunningMax, preload_histogram_loops
+from xnpu.transforms.calibrate_statistics import Histogram, PeakHistogram, RunningMax
 from xnpu.transforms.calibrate_thresholds import QMAX, mse_threshold, percentile_threshold
 
 SCALE_ATTR = "nn.scale"
@@ -380,8 +380,6 @@ def calibrate(
     on it beyond float rounding. Modifies `module` in place and returns it.
     """
     _check_options(method, percentile, bins, batch_average, batch_size, calibration_batch)
-    if method != "minmax":
-        preload_histogram_loops(module, data)
     if runtime not in RUNTIMES:
         raise XnpuError(f"unknown calibration runtime '{runtime}'; use one of: {', '.join(RUNTIMES)}")
     if consumer_ranges is None:

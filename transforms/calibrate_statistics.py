@@ -1,25 +1,20 @@
 """The streaming statistics calibration folds each tensor into (transforms/calibrate.py says
 how they are used): a running max, a histogram whose range grows by merging bins, and one
 filled at once over the exact range of all the samples; and the histogram counting they share,
-np.histogram's counts in one compiled pass (calibrate_loops) for large arrays, split over the
-cores."""
+np.histogram's counts in one compiled pass (calibrate_loops), split over the cores."""
 
 from __future__ import annotations
 
 import copy
 import math
 import os
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
 
 from xnpu.core.errors import XnpuError
-from xnpu.dialects import nn
-from xnpu.interpreters.function import bind_inputs, entry_function, signature
-
+from xnpu.transforms.calibrate_loops import channel_histograms, uniform_histogram
 
 
 class RunningMax:
@@ -57,51 +52,7 @@ def _merge_bins(counts: np.ndarray, factor: int) -> np.ndarray:
     return padded.reshape(counts.size, factor).sum(axis=1)
 
 
-# From this many values on, a histogram is one compiled pass; below, np.histogram's ten passes
-# cost less than loading the compiled loop into a process (numba's import and first call,
-# ~0.45 s), unless the process has loaded it already.
-COMPILED_HISTOGRAM_MIN = 1 << 22
-_LOADED_LOOPS: dict[str, object] = {}
-
 Bounds = tuple[float, float] | None  # a consumer_range the values are observed clipped to
-_PRELOADING: list[threading.Thread] = []
-
-
-def preload_histogram_loops(module: ModuleOp, data: np.ndarray | Mapping[str, np.ndarray]) -> None:
-    """Load the compiled histogram loops (numba's import and cached machine code, ~0.5 s of a
-    core) on a thread of their own, while the float graph runs (onnxruntime and numpy release
-    the GIL), where one run of all the samples has a tensor of COMPILED_HISTOGRAM_MIN values:
-    the first large histogram then finds them loaded. They count what np.histogram counts, so
-    which of the two counts a histogram changes nothing."""
-    if _PRELOADING or "uniform_histogram" in _LOADED_LOOPS:
-        return
-    try:
-        samples = bind_inputs(signature(module)[0], data).samples
-    except XnpuError:
-        return  # calibration reports it
-    if samples * largest_activation(module) >= COMPILED_HISTOGRAM_MIN:
-        _PRELOADING.append(threading.Thread(target=_load_loops, name="histogram loops", daemon=True))
-        _PRELOADING[0].start()
-
-
-def largest_activation(module: ModuleOp) -> int:
-    """The elements of a sample's largest value calibration measures (an argument or a result
-    of an op other than a constant)."""
-    function = entry_function(module)
-    values = [*function.body.blocks.first.args,
-              *(result for op in function.walk() if not isinstance(op, nn.ConstantOp) for result in op.results)]
-    return max((math.prod(nn.shape_of(value)) for value in values if nn.is_float(value)), default=0)
-
-
-def _load_loops() -> None:
-    from xnpu.transforms.calibrate_loops import channel_histograms, uniform_histogram
-
-    # one call each loads the machine code for the argument types calibration passes
-    values, edges = np.zeros(1, dtype=np.float32), np.linspace(0, 1, 3, dtype=np.float32)
-    bounds = (np.float32(0), np.float32(1), 2.0, edges, True, np.float32(-np.inf), np.float32(np.inf))
-    uniform_histogram(values, *bounds, np.zeros(2, dtype=np.int64))
-    channel_histograms(values.reshape(1, 1, 1), *bounds, np.zeros((1, 2), dtype=np.int64))
-    _LOADED_LOOPS.update(uniform_histogram=uniform_histogram, channel_histograms=channel_histograms)
 
 
 def clipped(value: float, clip: Bounds) -> float:  # np.clip of a scalar (float32 bounds: StatisticsListener.observe)
@@ -121,19 +72,10 @@ def _loop_bins(values: np.ndarray, bins: int, low: float, high: float, magnitude
 def uniform_counts(values: np.ndarray, bins: int, low: float, high: float, magnitudes: bool = False,
                    clip: Bounds = None) -> np.ndarray:
     """np.histogram(values, bins, range=(low, high))'s counts (of |values| with `magnitudes`,
-    of the values clipped to `clip` first); for large arrays in one compiled pass
-    (calibrate_loops.uniform_histogram: NumPy's rule step for step, equal counts), which
-    clips each value as it reads it instead of a clipped copy of the array, split over the
-    cores (_on_all_cores)."""
+    of the values clipped to `clip` first) in one compiled pass (calibrate_loops.uniform_histogram:
+    NumPy's rule step for step, equal counts), which clips each value as it reads it instead
+    of a clipped copy of the array, split over the cores (_on_all_cores)."""
     values = values.ravel(order="K")  # memory order: a view, also of a transposed array
-    uniform_histogram = _LOADED_LOOPS.get("uniform_histogram")
-    if uniform_histogram is None:
-        if values.size < COMPILED_HISTOGRAM_MIN:
-            values = values if clip is None else np.clip(values, *clip)
-            return np.histogram(np.abs(values) if magnitudes else values, bins=bins, range=(low, high))[0]
-        from xnpu.transforms.calibrate_loops import uniform_histogram
-
-        _LOADED_LOOPS["uniform_histogram"] = uniform_histogram
     if values.dtype.kind != "f":
         values = values.astype(np.float64)
     arguments = _loop_bins(values, bins, low, high, magnitudes, clip)
@@ -144,11 +86,6 @@ def channel_counts(values: np.ndarray, axis: int, bins: int, low: float, high: f
                    magnitudes: bool = False, clip: Bounds = None) -> np.ndarray:
     """uniform_counts of each channel (index along `axis`), C x bins, in one compiled pass
     (calibrate_loops.channel_histograms) instead of one pass per channel, split over the cores."""
-    channel_histograms = _LOADED_LOOPS.get("channel_histograms")
-    if channel_histograms is None:
-        from xnpu.transforms.calibrate_loops import channel_histograms
-
-        _LOADED_LOOPS["channel_histograms"] = channel_histograms
     if values.dtype.kind != "f":
         values = values.astype(np.float64)
     channels = values.shape[axis]

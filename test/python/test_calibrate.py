@@ -275,10 +275,9 @@ def test_growing_histogram_merges_bins_exactly():
 
 
 @pytest.mark.parametrize("signed", [True, False])
-def test_histogram_counts_equal_numpys_at_every_edge(signed, monkeypatch):
+def test_histogram_counts_equal_numpys_at_every_edge(signed):
     """The compiled histogram loop counts what np.histogram counts, also for values on,
     just above and just below each float32 edge and at both ends of the range."""
-    monkeypatch.setattr(calibrate_statistics, "COMPILED_HISTOGRAM_MIN", 0)  # the compiled loop for any size
     rng = np.random.default_rng(5)
     for bins in (7, 256, 2048):
         for upper in (1e-3, 0.37, 6.1, 1234.5):
@@ -295,7 +294,6 @@ def test_histogram_counts_equal_numpys_at_every_edge(signed, monkeypatch):
 def test_histogram_counts_of_clipped_values_equal_numpys_also_split_over_threads(signed, monkeypatch):
     """The compiled loops clip without branches and skip a nan as np.clip and np.histogram do;
     the counts of parts on several threads sum to the counts of the whole."""
-    monkeypatch.setattr(calibrate_statistics, "COMPILED_HISTOGRAM_MIN", 0)
     monkeypatch.setattr(calibrate_statistics, "PARALLEL_HISTOGRAM_MIN", 0)
     rng = np.random.default_rng(7)
     values = rng.normal(0, 2.0, (5, 3, 7, 11)).astype(np.float32)
@@ -312,7 +310,6 @@ def test_histogram_counts_of_clipped_values_equal_numpys_also_split_over_threads
 def test_histograms_split_over_threads_also_count_in_a_forked_child(monkeypatch):
     """A process forked after a histogram was split over threads has none of its parent's
     threads: it counts on a pool of its own instead of waiting on the parent's forever."""
-    monkeypatch.setattr(calibrate_statistics, "COMPILED_HISTOGRAM_MIN", 0)
     monkeypatch.setattr(calibrate_statistics, "PARALLEL_HISTOGRAM_MIN", 0)
     values = np.random.default_rng(8).normal(0, 1, 4096).astype(np.float32)
     expected = uniform_counts(values, 64, 0.0, 2.0, magnitudes=True)  # the parent's pool exists now
@@ -322,34 +319,6 @@ def test_histograms_split_over_threads_also_count_in_a_forked_child(monkeypatch)
         os._exit(0 if np.array_equal(uniform_counts(values, 64, 0.0, 2.0, magnitudes=True), expected) else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-
-
-def wide_gemm_module() -> ModuleOp:
-    """x (1 x 2) -> gemm with a 2 x 500 weight: the weight is larger than any activation."""
-    block = Block(arg_types=[TensorType(f32, (1, 2))])
-    weight = nn.ConstantOp(np.ones((2, 500), dtype=np.float32))
-    gemm = nn.GemmOp(block.args[0], weight.result, None)
-    block.add_ops([weight, gemm, func.ReturnOp(gemm.result)])
-    function = func.FuncOp("main", FunctionType.from_lists([block.args[0].type], [gemm.result.type]), Region(block))
-    return ModuleOp([function])
-
-
-def test_histogram_loops_are_loaded_ahead_only_where_a_run_has_a_large_tensor(monkeypatch):
-    """The compiled loops load on a thread of their own while the float graph runs, where one
-    run of the samples histograms a tensor of COMPILED_HISTOGRAM_MIN values (tiny_module's
-    largest, the conv's 3 x 5 x 5, times 12 samples: 900); the scales do not change."""
-    monkeypatch.setattr(calibrate_statistics, "_PRELOADING", [])
-    monkeypatch.setattr(calibrate_statistics, "_LOADED_LOOPS", {})
-    monkeypatch.setattr(calibrate_statistics, "COMPILED_HISTOGRAM_MIN", 901)
-    calibrate_statistics.preload_histogram_loops(tiny_module(), TINY_DATA)
-    assert calibrate_statistics._PRELOADING == [] and calibrate_statistics._LOADED_LOOPS == {}
-    assert calibrate_statistics.largest_activation(wide_gemm_module()) == 500  # not its 2 x 500 weight
-    expected = recorded_scales(calibrate(tiny_module(), TINY_DATA))
-    monkeypatch.setattr(calibrate_statistics, "COMPILED_HISTOGRAM_MIN", 900)
-    calibrate_statistics.preload_histogram_loops(tiny_module(), TINY_DATA)
-    calibrate_statistics._PRELOADING[0].join(timeout=120)
-    assert set(calibrate_statistics._LOADED_LOOPS) == {"uniform_histogram", "channel_histograms"}
-    assert recorded_scales(calibrate(tiny_module(), TINY_DATA)) == expected  # compiled loops on every histogram
 
 
 def test_channel_counts_are_each_channels_histogram():

@@ -110,7 +110,7 @@ def work(tmp_path: Path) -> Path:
 
 
 # --------------------------------------------------------------------------------------
-# Nothing loaded from disk runs code: pattern cache entries, numba's cache
+# Nothing loaded from disk runs code: pattern cache entries; no machine code is cached
 # --------------------------------------------------------------------------------------
 
 
@@ -172,32 +172,31 @@ def test_planted_pattern_cache_entries_never_run(work, tmp_path, monkeypatch, wr
     assert not marker.exists()
 
 
-def test_planted_numba_cache_never_runs(work, tmp_path, monkeypatch):
-    """numba's cache index is a pickle, and NUMBA_CACHE_DIR is the first place stock numba
-    reads it from: a pickle planted there for every compiled loop is never loaded."""
-    import numba.core.config
-    from numba.core.caching import FunctionCache
+def test_compiled_loops_are_the_installed_extension_modules_and_no_machine_code_is_cached(work, tmp_path):
+    """The compiled loops are extension modules built when xnpu is installed, beside their C
+    sources in the package; nothing compiles or caches machine code when a tool runs: a compile
+    and a run with an empty home and user cache directory leave there no machine code and no
+    pickle; xnpu's own files there are the pattern cache's JSON entries (data, checked above)."""
+    from importlib.machinery import ExtensionFileLoader
 
     from xnpu.semantics import fixed_point_loops
     from xnpu.transforms import calibrate_loops
 
-    marker = tmp_path / "pwned"
-    monkeypatch.setattr(numba.core.config, "CACHE_DIR", str(tmp_path / "numba"))
-    loops = [value for module in (fixed_point_loops, calibrate_loops) for value in vars(module).values()
-             if hasattr(value, "py_func")]
-    assert len(loops) >= 4
-    for loop in loops:
-        index = FunctionCache(loop.py_func)._cache_file._index_path  # where stock numba reads it with NUMBA_CACHE_DIR
-        Path(index).parent.mkdir(parents=True, exist_ok=True)
-        Path(index).write_bytes(pickle.dumps(Planted(marker)))
+    for module in (fixed_point_loops, calibrate_loops):
+        assert isinstance(module.__loader__, ExtensionFileLoader)
+        assert Path(module.__file__).resolve().parent == ROOT / module.__name__.split(".")[1]
+    home, cache = tmp_path / "home", tmp_path / "cache"
+    home.mkdir(), cache.mkdir()
+    environment = {"HOME": str(home), "XDG_CACHE_HOME": str(cache), "PYTHONDONTWRITEBYTECODE": "1"}
     binary = bounded("xnpu-compile", "tiny_cnn.onnx", "-c", "tiny_calib.npy", "-o", "m.xnb", "--quiet", cwd=work,
-                     env={"NUMBA_CACHE_DIR": str(tmp_path / "numba")})
+                     env=environment)
     assert binary.returncode == 0, binary
-    run = bounded("xnpu-run", "m.xnb", "--input", "tiny_input.npy", "-o", "out.npz", cwd=work,
-                  env={"NUMBA_CACHE_DIR": str(tmp_path / "numba")})
+    run = bounded("xnpu-run", "m.xnb", "--input", "tiny_input.npy", "-o", "out.npz", cwd=work, env=environment)
     assert run.returncode == 0 and run.stderr == "", run
     run.within_bounds()
-    assert not marker.exists()
+    written = [path for path in [*home.rglob("*"), *cache.rglob("*")] if path.is_file()]
+    assert not [path for path in written if path.read_bytes()[:4] == b"\x7fELF" or path.read_bytes()[:1] == b"\x80"]
+    assert all(path.name.endswith(".patterns.json") for path in written if "xnpu" in path.parts), written
 
 
 # --------------------------------------------------------------------------------------
