@@ -73,10 +73,13 @@ static Py_ssize_t tile_of(Py_ssize_t channels) {
     return channels == 0 ? 0 : channels * ((RUN + channels - 1) / channels);
 }
 
+#define MOST_PHASES 8 /* the largest stride along W whose input rows are split by phase */
+
 typedef struct {
     Py_ssize_t n, h, w, c, kh, kw, oh, ow, tile;
     long long sh, sw, dh, dw, pad_top, pad_left;
     const Py_ssize_t *x_strides, *sums_strides;
+    void *phases; /* KH x W x C values of x's type, for a stride along W of 2..MOST_PHASES; or NULL */
 } depthwise_shape;
 
 /* sums[b, i, j, :] = sum over the taps inside the input of x[b, y, z, :] * weight[u, v, :], the
@@ -95,29 +98,53 @@ typedef struct {
         const Py_ssize_t *xs = d->x_strides, *ss = d->sums_strides, c = d->c, kh = d->kh, kw = d->kw;         \
         const long long sw = d->sw, dw = d->dw, pad_left = d->pad_left, w = d->w;                             \
         const int adjacent = xs[3] == (Py_ssize_t)sizeof(X) && ss[3] == (Py_ssize_t)sizeof(S);                \
-        const int runs = adjacent && d->sw == 1 && xs[2] == c * (Py_ssize_t)sizeof(X) &&                      \
-                         ss[2] == c * (Py_ssize_t)sizeof(S);                                                  \
+        const int runs = adjacent && c > 0 && xs[2] == c * (Py_ssize_t)sizeof(X) && ss[2] == c * (Py_ssize_t)sizeof(S) &&  \
+                         (sw == 1 || (sw > 1 && sw <= MOST_PHASES && d->phases != NULL));                     \
+        /* with a stride sw > 1 an input row is copied as its sw phases (the pixels z = p mod sw, in     \
+         * order): output pixel j reads pixel j + q of phase p, where j * sw + shift = (j + q) * sw + p */  \
+        long long phase_start[MOST_PHASES] = {0}, phase_count[MOST_PHASES] = {0};                             \
+        if (runs)                                                                                             \
+            for (long long p = 0; p < sw; p++) {                                                              \
+                phase_count[p] = p < w ? (w - p + sw - 1) / sw : 0;                                           \
+                phase_start[p] = p == 0 ? 0 : phase_start[p - 1] + phase_count[p - 1];                        \
+            }                                                                                                 \
+        X *const phases = d->phases;                                                                          \
         for (Py_ssize_t b = 0; b < d->n; b++)                                                                 \
             for (Py_ssize_t i = 0; i < d->oh; i++) {                                                          \
                 char *out_row = sums + b * ss[0] + i * ss[1];                                                 \
                 const char *in_rows = x + b * xs[0];                                                          \
+                if (runs && sw > 1)                                                                           \
+                    for (Py_ssize_t u = 0; u < kh; u++) {                                                     \
+                        const long long y = i * d->sh + u * d->dh - d->pad_top;                               \
+                        if (y < 0 || y >= d->h) continue;                                                     \
+                        for (long long p = 0; p < sw; p++)                                                    \
+                            for (long long m = 0; m < phase_count[p]; m++) {                                  \
+                                const X *from = (const X *)(in_rows + y * xs[1] + (p + m * sw) * xs[2]);      \
+                                X *to = phases + (u * w + phase_start[p] + m) * c;                            \
+                                for (Py_ssize_t k = 0; k < c; k++) to[k] = from[k];                           \
+                            }                                                                                 \
+                    }                                                                                         \
                 if (runs) { /* blocks of output pixels that stay in the L1 cache while every tap adds */      \
                     const Py_ssize_t block = d->tile / c;                                                     \
                     for (Py_ssize_t start = 0; start < d->ow; start += block) {                               \
                         const Py_ssize_t end = d->ow - start < block ? d->ow : start + block;                 \
                         S *to = (S *)(out_row + start * ss[2]);                                               \
                         for (Py_ssize_t t = 0; t < (end - start) * c; t++) to[t] = 0;                         \
-                        for (Py_ssize_t u = 0; u < d->kh; u++) {                                              \
+                        for (Py_ssize_t u = 0; u < kh; u++) {                                                 \
                             const long long y = i * d->sh + u * d->dh - d->pad_top;                           \
                             if (y < 0 || y >= d->h) continue;                                                 \
-                            for (Py_ssize_t v = 0; v < d->kw; v++) { /* pixel j reads z = j + shift */        \
-                                const long long shift = v * d->dw - d->pad_left;                              \
-                                const long long first = start > -shift ? start : -shift;                      \
-                                const long long last = d->w - shift < end ? d->w - shift : end;               \
+                            const X *row = sw == 1 ? (const X *)(in_rows + y * xs[1]) : phases + u * w * c;   \
+                            for (Py_ssize_t v = 0; v < kw; v++) {                                             \
+                                const long long shift = v * dw - pad_left;                                    \
+                                long long p = shift % sw;                                                     \
+                                p = p < 0 ? p + sw : p;                                                       \
+                                const long long q = (shift - p) / sw;                                         \
+                                const long long first = start > -q ? start : -q;                              \
+                                const long long last = phase_count[p] - q < end ? phase_count[p] - q : end;   \
                                 if (first >= last) continue;                                                  \
                                 multiply_add_##x_name##_##S##_##T(                                            \
-                                    to + (first - start) * c, (const X *)(in_rows + y * xs[1] + (first + shift) * xs[2]), \
-                                    weight + (u * d->kw + v) * d->tile + (first - start) * c, (last - first) * c); \
+                                    to + (first - start) * c, row + (phase_start[p] + first + q) * c,         \
+                                    weight + (u * kw + v) * d->tile + (first - start) * c, (last - first) * c); \
                             }                                                                                 \
                         }                                                                                     \
                     }                                                                                         \
@@ -250,16 +277,26 @@ static PyObject *depthwise_sums(PyObject *module, PyObject *const *args, Py_ssiz
         PyErr_SetString(PyExc_ValueError, "depthwise_sums: a kernel of more than 2^31 taps along an axis");
         goto fail;
     }
+    d.phases = NULL;
+    size_t phase_bytes;
+    if (d.sw > 1 && d.sw <= MOST_PHASES && !__builtin_mul_overflow((size_t)d.kh, (size_t)d.w, &phase_bytes) &&
+        !__builtin_mul_overflow(phase_bytes, (size_t)d.c * (size_t)x->view.itemsize, &phase_bytes) &&
+        phase_bytes <= ((size_t)1 << 26))
+        d.phases = malloc(phase_bytes + 1); /* NULL: each output pixel on its own */
     const int wide = sums->type == INT64;
     const int narrow = x->type <= INT16 && weights_fit_int16(weight);
     void *taps = weights_as(weight, narrow ? 2 : wide ? 8 : 4, d.tile);
-    if (taps == NULL) goto fail;
+    if (taps == NULL) {
+        free(d.phases);
+        goto fail;
+    }
     const depthwise_kernel kernel = narrow ? (wide ? DEPTHWISE64_NARROW : DEPTHWISE32_NARROW)[x->type]
                                            : (wide ? DEPTHWISE64 : DEPTHWISE32)[x->type];
     Py_BEGIN_ALLOW_THREADS
     kernel(&d, x->view.buf, taps, sums->view.buf);
     Py_END_ALLOW_THREADS
     free(taps);
+    free(d.phases);
     release_arrays(arrays, 3);
     Py_INCREF(args[8]);
     return args[8];

@@ -285,3 +285,22 @@ def test_bad_arguments_raise_instead_of_reaching_a_loop(case):
     error, call = BAD_ARGUMENTS[case]
     with pytest.raises(error):
         call()
+
+
+@pytest.mark.parametrize("empty_axis", range(4))
+def test_arrays_with_an_empty_axis_leave_nothing_to_do(empty_axis):
+    shape = [2, 3, 4, 5]
+    shape[empty_axis] = 0
+    x = np.zeros(shape, np.int8)
+    sums = np.full(shape, 7, np.int32)
+    loops.depthwise_sums(x, np.ones((3, 3, shape[3]), np.int8), 1, 1, 1, 1, 1, 1, sums)
+    assert sums.size == 0 or not sums.any()
+    out = np.zeros(shape, np.int8)
+    channels = shape[3]
+    loops.requantize(x.astype(np.int32), np.ones(channels), np.zeros(channels), np.zeros(0), -128.0, 127.0, out)
+    loops.table_lookup(x, np.arange(256).astype(np.int8), out)
+    assert np.array_equal(out, np.zeros(shape, np.int8))
+    counts = np.zeros((shape[1], 8), np.int64)
+    calibrate_loops.channel_histograms(np.zeros(shape[:3], np.float32), *histogram_arguments(
+        np.zeros(1, np.float32), 8, 0.0, 1.0, False, None), counts)
+    assert counts.sum() == shape[0] * shape[1] * shape[2]
