@@ -21,7 +21,11 @@ Several samples run through each planned step together (`Machine.run_samples`: m
 leading sample axis, backend/machine_memory.py), so an instruction's Python dispatch is paid
 once per chunk of samples, not once per sample; `simulate` splits the samples into chunks that
 fit a memory budget (`samples_at_once`). A run of N samples is N runs of the program: the same
-outputs integer for integer, the same statistics and trace per sample.
+outputs integer for integer, the same statistics and trace per sample. The chunks are shared
+among the cores (xnpu/core/forked.py): each further core's worker is a fork of this process,
+made after the binary is decoded, planned and its host segments prepared (`Machine.prepare`),
+that runs its run of consecutive samples on its copy of the machine and sends back their
+outputs and statistics; a GIL-bound thread would not speed up the per-instruction Python.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from xnpu.backend.machine_units import ComputeUnits
 from xnpu.backend.roofline import compulsory_ranges
 from xnpu.core.budget import MAX_TOTAL_BYTES
 from xnpu.core.errors import XnpuError
+from xnpu.core.forked import cores, run_parts
 from xnpu.core.inputs import TensorSpec, bind_inputs, stack_outputs
 from xnpu.semantics import fixed_point as fp
 from xnpu.semantics.io_dtypes import IO_DTYPES
@@ -164,8 +169,7 @@ class Machine(DmaUnit, ComputeUnits):
         self.reset_sram()
         inputs = dict(inputs)
         self._load_image(binary)
-        if self._host is None or self._host.binary is not binary:
-            self._host = _host_segments(binary) if binary.host_segments else None
+        self._host_for(binary)
         for tensor in binary.inputs():
             if tensor.name not in inputs:
                 raise XnpuError(f"missing input '{tensor.name}'")
@@ -177,6 +181,17 @@ class Machine(DmaUnit, ComputeUnits):
             raise XnpuError(f"unknown input '{sorted(inputs)[0]}'")
         stats = self._execute_binary(binary, trace)
         return {tensor.name: self.read_samples(tensor) for tensor in binary.outputs()}, stats
+
+    def prepare(self, binary: Binary) -> None:
+        """What every run of the binary needs and this machine makes once, made now: its plan
+        (where the program passes the plan's checks; one that fails them fails in its run, as
+        ever) and its host segments' runtime. `simulate` prepares before its workers fork."""
+        self._planned(binary)
+        self._host_for(binary)
+
+    def _host_for(self, binary: Binary) -> None:
+        if self._host is None or self._host.binary is not binary:
+            self._host = _host_segments(binary) if binary.host_segments else None
 
     def batch_blocker(self, binary: Binary) -> str | None:
         """`batch_blocker(binary)`, worked out once per binary."""
@@ -207,9 +222,8 @@ class Machine(DmaUnit, ComputeUnits):
         plan = self._checked_plan(program, provenance)
         return self._run_plan(plan, provenance, trace)
 
-    def _checked_plan(self, program: list, provenance: Mapping[int, tuple[str, ...]],
-                      compulsory: Sequence[tuple[str, int, int]] = ()) -> Plan:
-        plan = Plan.of(program, provenance, self.target, self._units, compulsory)
+    def _checked_plan(self, program: list, provenance: Mapping[int, tuple[str, ...]]) -> Plan:
+        plan = Plan.of(program, provenance, self.target, self._units)
         if plan is None:
             self._execute_checking(program)  # raises at the first instruction that fails a check
             raise AssertionError("a program the plan refused ran")  # pragma: no cover
@@ -261,11 +275,20 @@ class Machine(DmaUnit, ComputeUnits):
 
     def plan_of(self, binary: Binary) -> Plan:
         """The binary's checked plan, made once per binary."""
+        plan = self._planned(binary)
+        if plan is None:
+            self._execute_checking(binary.instructions)  # raises at the first instruction that fails a check
+            raise AssertionError("a program the plan refused ran")  # pragma: no cover
+        return plan
+
+    def _planned(self, binary: Binary) -> Plan | None:
+        """The binary's plan, made once per binary; None for a program that fails its checks."""
         cached = self._plans.get(id(binary))
         if cached is not None and cached[0] is binary and cached[1].instructions is binary.instructions:
             return cached[1]
-        plan = self._checked_plan(binary.instructions, binary.provenance, binary_compulsory(binary))
-        self._plans[id(binary)] = (binary, plan)
+        plan = Plan.of(binary.instructions, binary.provenance, self.target, self._units, binary_compulsory(binary))
+        if plan is not None:
+            self._plans[id(binary)] = (binary, plan)
         return plan
 
     def _sync(self, i: Instruction) -> None:
@@ -414,15 +437,16 @@ def batch_blocker(binary: Binary) -> str | None:
     return None
 
 
-def samples_at_once(binary: Binary, machine: Machine) -> int:
+def samples_at_once(binary: Binary, machine: Machine, workers: int = 1) -> int:
     """How many samples `simulate` runs through each step together: 1 where `batch_blocker`
-    says so, else as many as SAMPLES_MEMORY_BYTES holds of a sample's memories (its SRAM, its
-    DDR beyond the constant image) and of the float GEMM operands of its largest convolution."""
+    says so, else as many as `workers`' share of SAMPLES_MEMORY_BYTES holds of a sample's
+    memories (its SRAM, its DDR beyond the constant image) and of the float GEMM operands of
+    its largest convolution."""
     _, blocker, scratch = machine._batching(binary)
     if blocker is not None:
         return 1
     sample = machine.target.memory.sram_bytes + machine.ddr.size - len(binary.constants) + scratch
-    return max(1, min(MAX_SAMPLES_AT_ONCE, SAMPLES_MEMORY_BYTES // max(1, sample)))
+    return max(1, min(MAX_SAMPLES_AT_ONCE, SAMPLES_MEMORY_BYTES // workers // max(1, sample)))
 
 
 def _samples(bound, start: int, stop: int, rows: int) -> list[np.ndarray]:
@@ -456,9 +480,14 @@ def simulate(
     inputs: np.ndarray | Mapping[str, np.ndarray],
     target: TargetDescription | str | None = None,
     trace: Trace | None = None,
+    workers: int | None = None,
 ) -> BinaryRun:
     """Quantize float inputs (R4, io scales), run every sample, dequantize the outputs; an
-    io tensor that holds values (float32, int64, bool, ...) is passed as it is."""
+    io tensor that holds values (float32, int64, bool, ...) is passed as it is.
+
+    Several samples are shared among `workers` processes (by default one per core this process
+    may use, `xnpu.core.forked.cores()`, which XNPU_WORKERS=1 makes one), each running its run
+    of consecutive samples on its own copy of the machine; a trace runs in this process alone."""
     target = load_target(target) if isinstance(target, str) else target
     for tensor in binary.io:
         if tensor.zero_point != 0:
@@ -466,36 +495,58 @@ def simulate(
         _io_dtype(tensor)
     bound = bind_inputs(input_specs(binary), inputs)
     machine = machine_for(binary, target)
+    workers = 1 if trace is not None else max(1, min(cores() if workers is None else workers, bound.samples))
+    at_once = 1 if trace is not None else samples_at_once(binary, machine, workers)
+    # chunks of one size in every worker (the memories keep their rows and the views made of
+    # them, which a worker forked from this process then finds ready): as even as the chunks'
+    # count allows, each worker's run of samples a whole number of chunks but the last one's
+    # last chunk, which its last sample fills up again
+    chunks = workers * max(1, -(-bound.samples // (workers * at_once)))
+    at_once = max(1, -(-bound.samples // chunks))
+    per_worker = at_once * (chunks // workers)
+    runs = [(start, min(bound.samples, start + per_worker)) for start in range(0, bound.samples, per_worker)]
+    if len(runs) > 1:
+        machine.prepare(binary)  # once, before the workers fork
+    parts = run_parts(lambda run: _run_samples(machine, binary, bound, *run, at_once, trace), runs)
     stats = RunStats(machine.target.cost.clock_mhz)
     per_sample: list[tuple] = []
-    at_once = 1 if trace is not None else samples_at_once(binary, machine)
-    # chunks of one size (the memories keep their rows and the views made of them): the last
-    # one filled up with its last sample again, the sizes as even as the chunks' count allows
-    chunks = max(1, -(-bound.samples // at_once))
-    at_once = max(1, -(-bound.samples // chunks))
-    start = 0
-    while start < bound.samples:
-        stop = min(bound.samples, start + at_once)
-        codes = {
-            tensor.name: fp.quantize(array, tensor.scale, QUANTIZED_BITS[tensor.dtype]) if tensor.dtype in QUANTIZED_BITS
-            else array
-            for tensor, array in zip(binary.inputs(), _samples(bound, start, stop, at_once))
-        }
-        try:
-            outputs, chunk_stats = machine.run_samples(binary, codes, at_once, trace)
-        except SamplesDiffer:
-            at_once = 1  # this program's parameters depend on the sample: one at a time from here
-            continue
-        per_sample.extend(tuple(outputs[tensor.name][k] for tensor in binary.outputs()) for k in range(stop - start))
-        for _ in range(stop - start):
-            stats.merge(chunk_stats)
-        start = stop
+    for outputs, each_chunk in parts:
+        per_sample.extend(outputs)
+        for count, chunk_stats in each_chunk:
+            for _ in range(count):
+                stats.merge(chunk_stats)
     output_specs = [TensorSpec(t.name, tuple(t.shape), IO_DTYPES[t.dtype]) for t in binary.outputs()]
     codes = stack_outputs(output_specs, [tuple(np.asarray(v, dtype=np.int64) if t.dtype in QUANTIZED_BITS else v
                                                for t, v in zip(binary.outputs(), sample)) for sample in per_sample], bound)
     floats = {tensor.name: fp.dequantize(codes[tensor.name], tensor.scale) if tensor.dtype in QUANTIZED_BITS
               else codes[tensor.name] for tensor in binary.outputs()}
     return BinaryRun(floats, codes, stats)
+
+
+def _run_samples(machine: Machine, binary: Binary, bound, first: int, end: int, at_once: int,
+                 trace: Trace | None) -> tuple[list[tuple], list[tuple[int, RunStats]]]:
+    """Samples [first, end) in chunks of `at_once` (the last one filled up with its last sample
+    again): each sample's outputs (the codes of the binary's outputs in order), and each chunk's
+    statistics with its count of samples."""
+    per_sample: list[tuple] = []
+    chunk_stats: list[tuple[int, RunStats]] = []
+    start = first
+    while start < end:
+        stop = min(end, start + at_once)
+        codes = {
+            tensor.name: fp.quantize(array, tensor.scale, QUANTIZED_BITS[tensor.dtype]) if tensor.dtype in QUANTIZED_BITS
+            else array
+            for tensor, array in zip(binary.inputs(), _samples(bound, start, stop, at_once))
+        }
+        try:
+            outputs, stats = machine.run_samples(binary, codes, at_once, trace)
+        except SamplesDiffer:
+            at_once = 1  # this program's parameters depend on the sample: one at a time from here
+            continue
+        per_sample.extend(tuple(outputs[tensor.name][k] for tensor in binary.outputs()) for k in range(stop - start))
+        chunk_stats.append((stop - start, stats))
+        start = stop
+    return per_sample, chunk_stats
 
 
 def planned_stats(binary: Binary, target: TargetDescription | None = None) -> RunStats:

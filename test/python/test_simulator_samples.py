@@ -4,6 +4,11 @@ memory budget, and the programs that must run one sample at a time."""
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+from pathlib import Path
+
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -72,12 +77,16 @@ def test_samples_at_once_equal_one_run_per_sample(name, target, monkeypatch):
         assert binary.host_segments
     assert batch_blocker(binary) is None and samples_at_once(binary, machine_for(binary)) > 1
     alone = [simulate(binary, x[k : k + 1]) for k in range(len(x))]
-    for at_once in (16, 2):  # every sample in one chunk; chunks of 2, 2 and 1
+    # every sample in one chunk; chunks of 2, 2 and 1; and the same shared by two processes
+    # (3 and 2 samples; chunks of 2 and 2, then 2 with the last sample again)
+    for at_once, workers in ((16, 1), (2, 1), (16, 2), (2, 2)):
         monkeypatch.setattr(simulator, "MAX_SAMPLES_AT_ONCE", at_once)
-        together = simulate(binary, x)
+        together = simulate(binary, x, workers=workers)
         for output in binary.outputs():
             expected = np.concatenate([run.codes[output.name] for run in alone])
             assert np.array_equal(together.codes[output.name], expected)
+            floats = np.concatenate([run.outputs[output.name] for run in alone])
+            assert np.array_equal(together.outputs[output.name], floats)
         assert together.stats.cycles == len(x) * alone[0].stats.cycles
         assert together.stats.by_layer == {k: len(x) * v for k, v in alone[0].stats.by_layer.items()}
         assert together.stats.tokens == [t for run in alone for t in run.stats.tokens]
@@ -110,8 +119,11 @@ def _table_binary(table_ddr: int, store_ddr: int = 8192) -> Binary:
 
 
 def _run_each_and_all(binary: Binary, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each sample alone, and all of them in one `simulate` call (in one process, and shared by two)."""
     alone = np.concatenate([simulate(binary, x[k : k + 1]).codes["y"] for k in range(len(x))])
-    return alone, simulate(binary, x).codes["y"]
+    together = simulate(binary, x, workers=1).codes["y"]
+    assert np.array_equal(simulate(binary, x, workers=2).codes["y"], together)
+    return alone, together
 
 
 def test_a_program_that_writes_its_constant_image_runs_one_sample_at_a_time():
@@ -161,3 +173,56 @@ def test_a_table_kept_from_the_last_run_is_the_binarys_after_a_run_overwrote_it_
     for _ in range(3):  # with the table the last run wrote (the binary's reversed), a run would give the binary's
         machine.run(binary, {"x": codes})
         assert np.array_equal(np.frombuffer(machine.read_ddr(0, 256), np.int8), table[::-1])  # R15: entry i for code i - 128
+
+
+def _children() -> list[int]:
+    """This process's living children (Linux's /proc)."""
+    tasks = Path("/proc/self/task")
+    if not tasks.exists():
+        pytest.skip("no /proc here")
+    return [int(pid) for task in tasks.iterdir() for pid in (task / "children").read_text().split()]
+
+
+def _failing(parent: int, in_worker, in_parent=None):
+    """Machine.run_samples, doing `in_worker` in a forked worker (and `in_parent` in this process) instead."""
+    run_samples = Machine.run_samples
+
+    def run(self, *args, **kwargs):
+        if os.getpid() != parent:
+            in_worker()
+        elif in_parent is not None:
+            in_parent()
+        return run_samples(self, *args, **kwargs)
+
+    return run
+
+
+def test_a_workers_failure_is_the_runs_clear_error_and_leaves_no_process(monkeypatch):
+    binary, x = _binary("softmax_head", "xnpu_default")
+    parent, before = os.getpid(), _children()
+
+    def fail():
+        raise XnpuError("instruction 7 (CONV): what the second worker's samples broke")
+
+    monkeypatch.setattr(Machine, "run_samples", _failing(parent, fail))
+    with pytest.raises(XnpuError, match=r"^instruction 7 \(CONV\): what the second worker's samples broke$"):
+        simulate(binary, x, workers=2)
+    assert _children() == before
+    monkeypatch.setattr(Machine, "run_samples", _failing(parent, lambda: os.kill(os.getpid(), signal.SIGKILL)))
+    with pytest.raises(XnpuError, match=r"^a worker process \(pid \d+\) was killed by SIGKILL before it returned"):
+        simulate(binary, x, workers=2)
+    assert _children() == before
+
+
+def test_a_failure_here_ends_the_workers_at_once(monkeypatch):
+    binary, x = _binary("softmax_head", "xnpu_default")
+    parent, before = os.getpid(), _children()
+
+    def fail():
+        raise XnpuError("input 'x' is not what this run takes")
+
+    monkeypatch.setattr(Machine, "run_samples", _failing(parent, lambda: time.sleep(60), fail))
+    start = time.monotonic()
+    with pytest.raises(XnpuError, match="^input 'x' is not what this run takes$"):
+        simulate(binary, x, workers=2)
+    assert time.monotonic() - start < 30 and _children() == before
