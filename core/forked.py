@@ -6,6 +6,10 @@ libraries) without pickling it or importing anything again, and each copy has it
 interpreter, so Python-heavy work runs on several cores at once, which threads sharing the GIL
 do not. Each part's result comes back pickled through a pipe, in the order of the parts.
 
+Each process runs its BLAS (numpy's OpenBLAS) on one thread while the parts run, set by
+threadpoolctl before the fork: the parts are what uses the cores, and a BLAS thread beyond
+them only spins against them.
+
 A part that raises raises the same exception in the caller (an XnpuError with its message,
 MemoryError, KeyboardInterrupt), after the other parts have stopped: the caller kills and
 reaps every child before it returns or raises, so none outlives the call. A child that dies
@@ -59,24 +63,39 @@ def run_parts(task: Callable[[Part], Result], parts: Sequence[Part]) -> list[Res
     forked child, at the same time."""
     if len(parts) <= 1:
         return [task(part) for part in parts]
-    children: list[tuple[int, int]] = []  # (pid, read end of its pipe), not yet collected
+    from threadpoolctl import threadpool_limits  # imported by the runs that fork
+
+    with threadpool_limits(1, user_api="blas"):  # the parts use the cores: more BLAS threads would only wait
+        return _run_parts(task, parts)
+
+
+def _run_parts(task: Callable[[Part], Result], parts: Sequence[Part]) -> list[Result]:
+    children: list[tuple[int, int] | None] = []  # (pid, read end of its pipe) not yet collected, or None: here
     try:
         for part in parts[1:]:
             children.append(_fork(task, part))
         results = [task(parts[0])]
-        while children:
-            results.append(_collect(*children.pop(0)))
+        for part in parts[1:]:
+            child = children.pop(0)
+            results.append(task(part) if child is None else _collect(*child))
         return results
     finally:
-        for pid, reader in children:  # the call failed or was interrupted: end the rest
+        for pid, reader in filter(None, children):  # the call failed or was interrupted: end the rest
             os.close(reader)
             _end(pid)
 
 
-def _fork(task: Callable[[Part], Result], part: Part) -> tuple[int, int]:
+def _fork(task: Callable[[Part], Result], part: Part) -> tuple[int, int] | None:
+    """A child running task(part): its pid and the read end of its pipe; None where the system
+    refuses another process (the caller then does the part itself)."""
     reader, writer = os.pipe()
     parent = os.getpid()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:  # no memory or no process left for a copy
+        os.close(reader)
+        os.close(writer)
+        return None
     if pid:
         os.close(writer)
         return pid, reader

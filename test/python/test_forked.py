@@ -57,3 +57,25 @@ def test_workers_variable(monkeypatch):
             forked.cores()
     monkeypatch.delenv(forked.WORKERS_VARIABLE)
     assert forked.cores() >= 1
+
+
+def test_a_part_the_system_refuses_a_process_for_runs_here(monkeypatch):
+    def refused():
+        raise BlockingIOError("fork: resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", refused)
+    assert forked.run_parts(_pid_and_square, [3, 4]) == [(os.getpid(), 9), (os.getpid(), 16)]
+
+
+def _blas_threads(_part: int) -> list[int]:
+    from threadpoolctl import threadpool_info
+
+    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+
+def test_every_part_runs_one_blas_thread_and_the_caller_gets_its_own_back():
+    import numpy  # noqa: F401 (loads its BLAS)
+
+    before = _blas_threads(0)
+    assert forked.run_parts(_blas_threads, [0, 1]) == [[1] * len(before)] * 2
+    assert _blas_threads(0) == before
