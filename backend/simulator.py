@@ -23,9 +23,11 @@ once per chunk of samples, not once per sample; `simulate` splits the samples in
 fit a memory budget (`samples_at_once`). A run of N samples is N runs of the program: the same
 outputs integer for integer, the same statistics and trace per sample. The chunks are shared
 among the cores (xnpu/core/forked.py): each further core's worker is a fork of this process,
-made after the binary is decoded, planned and its host segments prepared (`Machine.prepare`),
-that runs its run of consecutive samples on its copy of the machine and sends back their
-outputs and statistics; a GIL-bound thread would not speed up the per-instruction Python.
+made after the binary is decoded, planned and its host segments prepared (`Machine.prepare`)
+and, where this machine had not run it, after a first chunk ran here alone (so a worker does
+not load the compiled loops and prepare the weights again), that runs its run of consecutive
+samples on its copy of the machine and sends back their outputs and statistics; a GIL-bound
+thread would not speed up the per-instruction Python.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ class Machine(DmaUnit, ComputeUnits):
         self._tokens: list[int] = []
         self._host: HostSegments | None = None  # the running binary's host segments (backend/host.py)
         self._plans: dict[int, tuple[Binary, Plan]] = {}
+        self._ran: dict[int, weakref.ref] = {}  # the binaries this machine has run, by id
         self._blockers: dict[int, tuple[Binary, str | None, int]] = {}
 
     # ----------------------------------------------------------------------------------
@@ -271,7 +274,14 @@ class Machine(DmaUnit, ComputeUnits):
 
     def _execute_binary(self, binary: Binary, trace: Trace | None) -> RunStats:
         """`execute` for a Binary."""
-        return self._run_plan(self.plan_of(binary), binary.provenance, trace)
+        stats = self._run_plan(self.plan_of(binary), binary.provenance, trace)
+        self._ran[id(binary)] = weakref.ref(binary)
+        return stats
+
+    def has_run(self, binary: Binary) -> bool:
+        """Whether this machine has run the binary (its weights prepared, its steps decoded once)."""
+        ran = self._ran.get(id(binary))
+        return ran is not None and ran() is binary
 
     def plan_of(self, binary: Binary) -> Plan:
         """The binary's checked plan, made once per binary."""
@@ -497,17 +507,22 @@ def simulate(
     machine = machine_for(binary, target)
     workers = 1 if trace is not None else max(1, min(cores() if workers is None else workers, bound.samples))
     at_once = 1 if trace is not None else samples_at_once(binary, machine, workers)
-    # chunks of one size in every worker (the memories keep their rows and the views made of
-    # them, which a worker forked from this process then finds ready): as even as the chunks'
-    # count allows, each worker's run of samples a whole number of chunks but the last one's
-    # last chunk, which its last sample fills up again
-    chunks = workers * max(1, -(-bound.samples // (workers * at_once)))
-    at_once = max(1, -(-bound.samples // chunks))
-    per_worker = at_once * (chunks // workers)
-    runs = [(start, min(bound.samples, start + per_worker)) for start in range(0, bound.samples, per_worker)]
+    # What a process does once (its compiled loops' loading, the weights' preparation, the
+    # steps' views) is done here, on a first chunk, before the workers fork and find it done,
+    # where this machine has not run the binary yet; the rest is shared among the workers.
+    # Chunks of one size everywhere (the memories keep their rows and the views made of them):
+    # as even as the chunks' count allows, each worker's run of samples a whole number of
+    # chunks but the last one's last chunk, which its last sample fills up again.
+    first_alone = workers > 1 and not machine.has_run(binary)
+    rounds = max(1, -(-(-(-bound.samples // at_once) - first_alone) // workers))  # chunks a worker runs
+    at_once = max(1, -(-bound.samples // (first_alone + workers * rounds)))
+    first = at_once if first_alone else 0
+    runs = [(start, min(bound.samples, start + rounds * at_once))
+            for start in range(first, bound.samples, rounds * at_once)]
+    parts = [_run_samples(machine, binary, bound, 0, first, at_once, trace)] if first else []
     if len(runs) > 1:
         machine.prepare(binary)  # once, before the workers fork
-    parts = run_parts(lambda run: _run_samples(machine, binary, bound, *run, at_once, trace), runs)
+    parts += run_parts(lambda run: _run_samples(machine, binary, bound, *run, at_once, trace), runs)
     stats = RunStats(machine.target.cost.clock_mhz)
     per_sample: list[tuple] = []
     for outputs, each_chunk in parts:

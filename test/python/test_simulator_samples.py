@@ -77,11 +77,16 @@ def test_samples_at_once_equal_one_run_per_sample(name, target, monkeypatch):
         assert binary.host_segments
     assert batch_blocker(binary) is None and samples_at_once(binary, machine_for(binary)) > 1
     alone = [simulate(binary, x[k : k + 1]) for k in range(len(x))]
-    # every sample in one chunk; chunks of 2, 2 and 1; and the same shared by two processes
-    # (3 and 2 samples; chunks of 2 and 2, then 2 with the last sample again)
-    for at_once, workers in ((16, 1), (2, 1), (16, 2), (2, 2)):
+    # every sample in one chunk; chunks of 2, 2 and 1; the same shared by two processes (3 and
+    # 2 samples; chunks of 2 and 2, then 2 with the last sample again); and by a machine that
+    # has not run the binary yet, which runs a first chunk alone before it forks (2 alone, then
+    # 2 and 1 filled up to 2; with one at a time, 1, then 2 and 2)
+    for at_once, workers, fresh in ((16, 1, False), (2, 1, False), (16, 2, False), (2, 2, False), (16, 2, True),
+                                    (1, 2, True)):
         monkeypatch.setattr(simulator, "MAX_SAMPLES_AT_ONCE", at_once)
-        together = simulate(binary, x, workers=workers)
+        run = Binary.from_bytes(binary.to_bytes()) if fresh else binary
+        assert machine_for(run).has_run(run) is not fresh
+        together = simulate(run, x, workers=workers)
         for output in binary.outputs():
             expected = np.concatenate([run.codes[output.name] for run in alone])
             assert np.array_equal(together.codes[output.name], expected)
