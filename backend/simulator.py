@@ -23,11 +23,11 @@ once per chunk of samples, not once per sample; `simulate` splits the samples in
 fit a memory budget (`samples_at_once`). A run of N samples is N runs of the program: the same
 outputs integer for integer, the same statistics and trace per sample. The chunks are shared
 among the cores (xnpu/core/forked.py): each further core's worker is a fork of this process,
-made after the binary is decoded, planned and its host segments prepared (`Machine.prepare`)
-and, where this machine had not run it, after a first chunk ran here alone (so a worker does
-not load the compiled loops and prepare the weights again), that runs its run of consecutive
-samples on its copy of the machine and sends back their outputs and statistics; a GIL-bound
-thread would not speed up the per-instruction Python.
+made after the binary is decoded, planned and its host segments prepared (`Machine.prepare`),
+that runs its run of consecutive samples on its copy of the machine and sends back their
+outputs and statistics; a GIL-bound thread would not speed up the per-instruction Python.
+Only as many workers as pay for themselves are made (`workers_worth`), a rule on the program's
+arithmetic and the count of samples, never on timings.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from xnpu.backend.machine_units import ComputeUnits
 from xnpu.backend.roofline import compulsory_ranges
 from xnpu.core.budget import MAX_TOTAL_BYTES
 from xnpu.core.errors import XnpuError
-from xnpu.core.forked import cores, run_parts
+from xnpu.core.forked import cores, forced_workers, run_parts
 from xnpu.core.inputs import TensorSpec, bind_inputs, stack_outputs
 from xnpu.semantics import fixed_point as fp
 from xnpu.semantics.io_dtypes import IO_DTYPES
@@ -89,7 +89,6 @@ class Machine(DmaUnit, ComputeUnits):
         self._tokens: list[int] = []
         self._host: HostSegments | None = None  # the running binary's host segments (backend/host.py)
         self._plans: dict[int, tuple[Binary, Plan]] = {}
-        self._ran: dict[int, weakref.ref] = {}  # the binaries this machine has run, by id
         self._blockers: dict[int, tuple[Binary, str | None, int]] = {}
 
     # ----------------------------------------------------------------------------------
@@ -274,14 +273,7 @@ class Machine(DmaUnit, ComputeUnits):
 
     def _execute_binary(self, binary: Binary, trace: Trace | None) -> RunStats:
         """`execute` for a Binary."""
-        stats = self._run_plan(self.plan_of(binary), binary.provenance, trace)
-        self._ran[id(binary)] = weakref.ref(binary)
-        return stats
-
-    def has_run(self, binary: Binary) -> bool:
-        """Whether this machine has run the binary (its weights prepared, its steps decoded once)."""
-        ran = self._ran.get(id(binary))
-        return ran is not None and ran() is binary
+        return self._run_plan(self.plan_of(binary), binary.provenance, trace)
 
     def plan_of(self, binary: Binary) -> Plan:
         """The binary's checked plan, made once per binary."""
@@ -447,6 +439,31 @@ def batch_blocker(binary: Binary) -> str | None:
     return None
 
 
+# A worker process pays for itself where the samples it takes over hold at least this many
+# compute cycles (the target's cost model: the EXEC queue's busy cycles of one sample, its
+# GEMMs' MACs and element-wise work, which the simulator's loops do, ~6-9 ns of a core a
+# cycle). A worker costs a fork and a run of its own beside this process's (the weights'
+# preparation, the steps' views, ~50 us of per-instruction Python a chunk); what it saves is
+# its samples' arithmetic. Measured (bench/results/performance.md, "The simulator on two cores":
+# xnpu-run of 9 and 23 images as processes, 2 cores): 4-5 images each of segnet_like (8.7-10.9 M
+# cycles), mobilenetv2_like (10.6-13.2 M) and resnet18_like (37-46 M) take 23-34% off the wall
+# time, mobilenetv3_like's 4-5 of 9 (3.5-4.4 M) nothing for 2x the CPU, its 11-12 of 23 (9.6-10.5
+# M) 37%. The cycles per instruction do not tell these apart (segnet_like ~1400 a step,
+# mobilenetv3_like ~1300): a worker's share must outweigh its own fixed cost, so the rule is on
+# the share. Decided from the program and the count of samples, never from timings.
+SHARE_MIN_CYCLES = 6_000_000
+
+
+def workers_worth(binary: Binary, machine: Machine, samples: int, most: int) -> int:
+    """How many processes (at most `most`) share `samples` samples of the binary: as many as
+    give each at least SHARE_MIN_CYCLES of compute cycles; 1 for a program that fails its
+    checks (it fails in its run here)."""
+    plan = machine._planned(binary)
+    if plan is None:
+        return 1
+    return max(1, min(most, samples, samples * plan.stats.compute_cycles // SHARE_MIN_CYCLES))
+
+
 def samples_at_once(binary: Binary, machine: Machine, workers: int = 1) -> int:
     """How many samples `simulate` runs through each step together: 1 where `batch_blocker`
     says so, else as many as `workers`' share of SAMPLES_MEMORY_BYTES holds of a sample's
@@ -495,9 +512,10 @@ def simulate(
     """Quantize float inputs (R4, io scales), run every sample, dequantize the outputs; an
     io tensor that holds values (float32, int64, bool, ...) is passed as it is.
 
-    Several samples are shared among `workers` processes (by default one per core this process
-    may use, `xnpu.core.forked.cores()`, which XNPU_WORKERS=1 makes one), each running its run
-    of consecutive samples on its own copy of the machine; a trace runs in this process alone."""
+    Several samples are shared among `workers` processes, each running its run of consecutive
+    samples on its own copy of the machine: by default as many as pay for themselves
+    (`workers_worth`, at most one per core this process may use), or as many as XNPU_WORKERS
+    says (1: this process alone); a trace runs in this process alone."""
     target = load_target(target) if isinstance(target, str) else target
     for tensor in binary.io:
         if tensor.zero_point != 0:
@@ -505,24 +523,23 @@ def simulate(
         _io_dtype(tensor)
     bound = bind_inputs(input_specs(binary), inputs)
     machine = machine_for(binary, target)
-    workers = 1 if trace is not None else max(1, min(cores() if workers is None else workers, bound.samples))
+    if trace is not None:
+        workers = 1
+    elif workers is None:
+        workers = forced_workers() or workers_worth(binary, machine, bound.samples, cores())
+    workers = max(1, min(workers, bound.samples))
     at_once = 1 if trace is not None else samples_at_once(binary, machine, workers)
-    # What a process does once (its compiled loops' loading, the weights' preparation, the
-    # steps' views) is done here, on a first chunk, before the workers fork and find it done,
-    # where this machine has not run the binary yet; the rest is shared among the workers.
-    # Chunks of one size everywhere (the memories keep their rows and the views made of them):
-    # as even as the chunks' count allows, each worker's run of samples a whole number of
-    # chunks but the last one's last chunk, which its last sample fills up again.
-    first_alone = workers > 1 and not machine.has_run(binary)
-    rounds = max(1, -(-(-(-bound.samples // at_once) - first_alone) // workers))  # chunks a worker runs
-    at_once = max(1, -(-bound.samples // (first_alone + workers * rounds)))
-    first = at_once if first_alone else 0
-    runs = [(start, min(bound.samples, start + rounds * at_once))
-            for start in range(first, bound.samples, rounds * at_once)]
-    parts = [_run_samples(machine, binary, bound, 0, first, at_once, trace)] if first else []
+    # chunks of one size in every worker (the memories keep their rows and the views made of
+    # them, which a worker forked from this process then finds ready): as even as the chunks'
+    # count allows, each worker's run of samples a whole number of chunks but the last one's
+    # last chunk, which its last sample fills up again
+    chunks = workers * max(1, -(-bound.samples // (workers * at_once)))
+    at_once = max(1, -(-bound.samples // chunks))
+    per_worker = at_once * (chunks // workers)
+    runs = [(start, min(bound.samples, start + per_worker)) for start in range(0, bound.samples, per_worker)]
     if len(runs) > 1:
         machine.prepare(binary)  # once, before the workers fork
-    parts += run_parts(lambda run: _run_samples(machine, binary, bound, *run, at_once, trace), runs)
+    parts = run_parts(lambda run: _run_samples(machine, binary, bound, *run, at_once, trace), runs)
     stats = RunStats(machine.target.cost.clock_mhz)
     per_sample: list[tuple] = []
     for outputs, each_chunk in parts:

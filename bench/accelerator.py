@@ -22,9 +22,10 @@ bench/results/accelerator.md (--output):
   divided by 8, against the same for an onnxruntime float32 process; what a one-sample
   process costs beyond its sample; wall and CPU time (user + sys) and peak RSS of each
   process (--sides process runs only these). `xnpu-run` of 9 shares the samples among a
-  worker process per core (xnpu/core/forked.py), as onnxruntime's kernels share an image among
-  its threads: its CPU time includes its workers', its peak RSS is the largest of its
-  processes' (a worker shares the parent's pages until it writes them), not their sum.
+  worker process per core where they pay for it (backend/simulator.py `workers_worth`), as
+  onnxruntime's kernels share an image among its threads: its CPU time includes its workers',
+  its peak RSS is the largest of its processes' (a worker shares the parent's pages until it
+  writes them), not their sum.
 Ratios are xnpu / onnxruntime; a ratio below 1 means xnpu is faster.
 """
 

@@ -16,8 +16,10 @@ reaps every child before it returns or raises, so none outlives the call. A chil
 without its result (killed, out of memory) is an XnpuError naming how it ended. Ctrl-C reaches
 the whole process group: the children end quietly and the caller raises KeyboardInterrupt.
 
-`cores()` is how many parts are worth making: the CPUs this process may run on, or what the
-XNPU_WORKERS environment variable says (1: everything in the calling process).
+`cores()` is how many parts the machine can run at once: the CPUs this process may run on, or
+what the XNPU_WORKERS environment variable says (1: everything in the calling process);
+`forced_workers()` is that variable alone, which a caller that decides by its own rule how many
+parts pay obeys instead of its rule.
 """
 
 from __future__ import annotations
@@ -37,19 +39,27 @@ Part = TypeVar("Part")
 Result = TypeVar("Result")
 
 
+def forced_workers() -> int | None:
+    """XNPU_WORKERS's count where it is set (1 where the platform cannot fork), else None."""
+    forced = os.environ.get(WORKERS_VARIABLE, "").strip()
+    if not forced:
+        return None
+    try:
+        count = int(forced)
+    except ValueError:
+        raise XnpuError(f"{WORKERS_VARIABLE}={forced!r}: give a whole number of workers "
+                        "(1: no other process)") from None
+    if count < 1:
+        raise XnpuError(f"{WORKERS_VARIABLE}={forced!r}: give at least 1 worker")
+    return count if hasattr(os, "fork") else 1
+
+
 def cores() -> int:
     """The CPUs this process may run on (its affinity), or XNPU_WORKERS when set; 1 where the
     platform cannot fork."""
-    forced = os.environ.get(WORKERS_VARIABLE, "").strip()
-    if forced:
-        try:
-            count = int(forced)
-        except ValueError:
-            raise XnpuError(f"{WORKERS_VARIABLE}={forced!r}: give a whole number of workers "
-                            "(1: no other process)") from None
-        if count < 1:
-            raise XnpuError(f"{WORKERS_VARIABLE}={forced!r}: give at least 1 worker")
-        return count if hasattr(os, "fork") else 1
+    forced = forced_workers()
+    if forced is not None:
+        return forced
     if not hasattr(os, "fork"):
         return 1
     try:

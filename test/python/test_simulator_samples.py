@@ -77,16 +77,11 @@ def test_samples_at_once_equal_one_run_per_sample(name, target, monkeypatch):
         assert binary.host_segments
     assert batch_blocker(binary) is None and samples_at_once(binary, machine_for(binary)) > 1
     alone = [simulate(binary, x[k : k + 1]) for k in range(len(x))]
-    # every sample in one chunk; chunks of 2, 2 and 1; the same shared by two processes (3 and
-    # 2 samples; chunks of 2 and 2, then 2 with the last sample again); and by a machine that
-    # has not run the binary yet, which runs a first chunk alone before it forks (2 alone, then
-    # 2 and 1 filled up to 2; with one at a time, 1, then 2 and 2)
-    for at_once, workers, fresh in ((16, 1, False), (2, 1, False), (16, 2, False), (2, 2, False), (16, 2, True),
-                                    (1, 2, True)):
+    # every sample in one chunk; chunks of 2, 2 and 1; and the same shared by two processes
+    # (3 and 2 samples; chunks of 2 and 2, then 2 with the last sample again)
+    for at_once, workers in ((16, 1), (2, 1), (16, 2), (2, 2)):
         monkeypatch.setattr(simulator, "MAX_SAMPLES_AT_ONCE", at_once)
-        run = Binary.from_bytes(binary.to_bytes()) if fresh else binary
-        assert machine_for(run).has_run(run) is not fresh
-        together = simulate(run, x, workers=workers)
+        together = simulate(binary, x, workers=workers)
         for output in binary.outputs():
             expected = np.concatenate([run.codes[output.name] for run in alone])
             assert np.array_equal(together.codes[output.name], expected)
@@ -95,6 +90,31 @@ def test_samples_at_once_equal_one_run_per_sample(name, target, monkeypatch):
         assert together.stats.cycles == len(x) * alone[0].stats.cycles
         assert together.stats.by_layer == {k: len(x) * v for k, v in alone[0].stats.by_layer.items()}
         assert together.stats.tokens == [t for run in alone for t in run.stats.tokens]
+
+
+def test_workers_only_where_their_samples_hold_enough_arithmetic(monkeypatch):
+    binary, x = _binary("softmax_head", "xnpu_default")
+    machine = machine_for(binary)
+    cycles = machine.plan_of(binary).stats.compute_cycles  # one sample's
+    assert cycles > 0
+    # each of 2 workers needs SHARE_MIN_CYCLES: 5 samples pay for 2 where 5 * cycles >= 2 * that
+    monkeypatch.setattr(simulator, "SHARE_MIN_CYCLES", 5 * cycles // 2 + 1)
+    assert simulator.workers_worth(binary, machine, 5, 2) == 1
+    assert simulator.workers_worth(binary, machine, 6, 2) == 2
+    assert simulator.workers_worth(binary, machine, 60, 2) == 2  # never more than the cores
+    assert simulator.workers_worth(binary, machine, 60, 8) == 8
+    parts: list[int] = []
+    run_parts = simulator.run_parts
+    monkeypatch.setattr(simulator, "run_parts", lambda task, runs: parts.append(len(runs)) or run_parts(task, runs))
+    monkeypatch.setattr(simulator, "cores", lambda: 2)
+    monkeypatch.delenv("XNPU_WORKERS", raising=False)
+    alone = simulate(binary, x).codes["probs"]  # 5 samples: the rule keeps them here
+    monkeypatch.setenv("XNPU_WORKERS", "2")  # forced: shared all the same
+    assert np.array_equal(simulate(binary, x).codes["probs"], alone)
+    monkeypatch.setattr(simulator, "SHARE_MIN_CYCLES", 1)
+    monkeypatch.setenv("XNPU_WORKERS", "1")  # forced: one process where the rule would share
+    assert np.array_equal(simulate(binary, x).codes["probs"], alone)
+    assert parts == [1, 2, 1]
 
 
 def test_chunks_follow_the_memory_budget(monkeypatch):

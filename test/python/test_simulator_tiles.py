@@ -59,7 +59,7 @@ def test_tile_groups_equal_each_tile_at_its_turn(kernels, monkeypatch):
     binary, x = _strided_stem()
     tiles = [step[3] for step in machine_for(binary).plan_of(binary).steps if step[3] is not None]
     assert len(tiles) == 16 and tiles[-1].last and tiles[0].group.rows == 64
-    grouped = simulate(binary, x, workers=1)  # one run in this process, which `computed` sees
+    grouped = simulate(binary, x)
     assert len(computed) == 1  # the 16 tiles as one convolution
     monkeypatch.setattr(machine_plan, "tile_groups", lambda *args: {})
     simulator._MACHINES.clear()
