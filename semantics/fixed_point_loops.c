@@ -44,18 +44,10 @@ static int bounds_fit(double low, double high, element_type type, const char *na
     return -1;
 }
 
-/* An integer element as int64 (its low 64 bits). */
-static int64_t integer_at(const char *at, element_type type) {
-    switch (type) {
-        case INT8: return *(const int8_t *)at;
-        case UINT8: return *(const uint8_t *)at;
-        case INT16: return *(const int16_t *)at;
-        case UINT16: return *(const uint16_t *)at;
-        case INT32: return *(const int32_t *)at;
-        case UINT32: return *(const uint32_t *)at;
-        case INT64: return *(const int64_t *)at;
-        default: return (int64_t)*(const uint64_t *)at;
-    }
+/* The first `c` values of `row` (each `width` bytes) repeated to `tile` values, doubling the copy. */
+static void repeat_row(char *row, Py_ssize_t c, Py_ssize_t tile, size_t width) {
+    for (Py_ssize_t copied = c; copied < tile; copied += copied)
+        memcpy(row + copied * width, row, (size_t)(tile - copied < copied ? tile - copied : copied) * width);
 }
 
 /* ---- depthwise_sums ---------------------------------------------------------------------- */
@@ -64,9 +56,11 @@ static int64_t integer_at(const char *at, element_type type) {
  * RUN or more values at once where the arrays allow (a row of 16 channels is too short for
  * gcc's vector loops, which take 32 int8 values a step). Constants per channel are repeated to
  * a `tile` of whole channel rows (a multiple of C, at least RUN), so that value t of a run of
- * whole pixels has channel t mod C: the same constant as channel by channel. */
+ * whole pixels has channel t mod C: the same constant as channel by channel. 1024 values: a
+ * depthwise block of 144 channels is 7 pixels (2 with 256), and a vector loop's set-up and
+ * remainder are paid per tap and block; a block's int32 sums (4 KB) stay in the L1 cache. */
 #ifndef RUN
-#define RUN 256
+#define RUN 1024
 #endif
 
 static Py_ssize_t tile_of(Py_ssize_t channels) {
@@ -91,6 +85,14 @@ typedef struct {
     static inline __attribute__((always_inline)) void multiply_add_##x_name##_##S##_##T(                      \
         S *restrict to, const X *restrict from, const T *restrict taps, const Py_ssize_t count) {             \
         for (Py_ssize_t t = 0; t < count; t++) to[t] = (S)((U)to[t] + PRODUCT(from[t], taps[t]));             \
+    }                                                                                                         \
+    /* three taps of a kernel row at once: the sums are read and written once for the three */             \
+    static inline __attribute__((always_inline)) void multiply_add3_##x_name##_##S##_##T(                     \
+        S *restrict to, const X *restrict from0, const X *restrict from1, const X *restrict from2,            \
+        const T *restrict taps0, const T *restrict taps1, const T *restrict taps2, const Py_ssize_t count) {  \
+        for (Py_ssize_t t = 0; t < count; t++)                                                                \
+            to[t] = (S)((U)to[t] + PRODUCT(from0[t], taps0[t]) + PRODUCT(from1[t], taps1[t]) +                \
+                        PRODUCT(from2[t], taps2[t]));                                                         \
     }                                                                                                         \
     LOOP_CLONES static void depthwise_##x_name##_##S##_##T(const depthwise_shape *d, const char *x, const void *weights, \
                                                            char *sums) {                                      \
@@ -134,6 +136,39 @@ typedef struct {
                             const long long y = i * d->sh + u * d->dh - d->pad_top;                           \
                             if (y < 0 || y >= d->h) continue;                                                 \
                             const X *row = sw == 1 ? (const X *)(in_rows + y * xs[1]) : phases + u * w * c;   \
+                            if (kw == 3) { /* the output pixels all three taps reach, the three at once */  \
+                                long long firsts[3], lasts[3], offsets[3], low = start, high = end;           \
+                                for (int v = 0; v < 3; v++) {                                                 \
+                                    const long long shift = v * dw - pad_left;                                \
+                                    long long p = shift % sw;                                                 \
+                                    p = p < 0 ? p + sw : p;                                                   \
+                                    const long long q = (shift - p) / sw;                                     \
+                                    firsts[v] = start > -q ? start : -q;                                      \
+                                    lasts[v] = phase_count[p] - q < end ? phase_count[p] - q : end;           \
+                                    offsets[v] = phase_start[p] + q; /* input pixel of output pixel 0 */      \
+                                    low = firsts[v] > low ? firsts[v] : low;                                  \
+                                    high = lasts[v] < high ? lasts[v] : high;                                 \
+                                }                                                                             \
+                                if (low < high) {                                                             \
+                                    const T *taps = weight + u * 3 * d->tile;                                 \
+                                    for (int v = 0; v < 3; v++) { /* the pixels only some taps reach */       \
+                                        if (firsts[v] < low)                                                  \
+                                            multiply_add_##x_name##_##S##_##T(                                \
+                                                to + (firsts[v] - start) * c, row + (offsets[v] + firsts[v]) * c, \
+                                                taps + v * d->tile + (firsts[v] - start) * c, (low - firsts[v]) * c); \
+                                        if (high < lasts[v])                                                  \
+                                            multiply_add_##x_name##_##S##_##T(                                \
+                                                to + (high - start) * c, row + (offsets[v] + high) * c,       \
+                                                taps + v * d->tile + (high - start) * c, (lasts[v] - high) * c); \
+                                    }                                                                         \
+                                    multiply_add3_##x_name##_##S##_##T(                                       \
+                                        to + (low - start) * c, row + (offsets[0] + low) * c,                 \
+                                        row + (offsets[1] + low) * c, row + (offsets[2] + low) * c,           \
+                                        taps + (low - start) * c, taps + d->tile + (low - start) * c,         \
+                                        taps + 2 * d->tile + (low - start) * c, (high - low) * c);            \
+                                    continue;                                                                 \
+                                }                                                                             \
+                            }                                                                                 \
                             for (Py_ssize_t v = 0; v < kw; v++) {                                             \
                                 const long long shift = v * dw - pad_left;                                    \
                                 long long p = shift % sw;                                                     \
@@ -203,43 +238,66 @@ static const depthwise_kernel DEPTHWISE32_NARROW[] = {depthwise_int8_int32_t_int
 static const depthwise_kernel DEPTHWISE64_NARROW[] = {depthwise_int8_int64_t_int16_t, depthwise_uint8_int64_t_int16_t,
                                                       depthwise_int16_int64_t_int16_t};
 
-/* The weights in int16 (where `width` is 2: every weight fits) or the sums' type (they wrap as
- * the sums do), each tap's C channels repeated to `tile` values. */
-static void *weights_as(const array_argument *weight, size_t width, Py_ssize_t tile) {
+/* One row of C weights (`stride` bytes apart) as int64 (their low 64 bits): a loop
+ * per element type, the type decided once per row. */
+#define DEFINE_WEIGHT_ROW(T, name, _)                                                                         \
+    static void weight_row_##name(const char *from, Py_ssize_t stride, Py_ssize_t c, int64_t *to) {          \
+        for (Py_ssize_t k = 0; k < c; k++) to[k] = (int64_t) * (const T *)(from + k * stride);                \
+    }
+INTEGER_TYPES(DEFINE_WEIGHT_ROW, )
+typedef void (*weight_row_kernel)(const char *, Py_ssize_t, Py_ssize_t, int64_t *);
+#define WEIGHT_ROW_ENTRY(T, name, _) weight_row_##name,
+static const weight_row_kernel WEIGHT_ROW[] = {INTEGER_TYPES(WEIGHT_ROW_ENTRY, )};
+
+/* The weights (KH x KW x C, any integer type and strides) as KH * KW rows of C int64 values, or
+ * NULL with MemoryError set. */
+static int64_t *weights_of(const array_argument *weight) {
     const Py_ssize_t kh = weight->view.shape[0], kw = weight->view.shape[1], c = weight->view.shape[2];
-    size_t bytes;
-    if (__builtin_mul_overflow((size_t)kh, (size_t)kw, &bytes) || __builtin_mul_overflow(bytes, (size_t)tile, &bytes) ||
-        __builtin_mul_overflow(bytes, width, &bytes))
-        return PyErr_NoMemory();
-    void *taps = malloc(bytes + 1);
-    if (taps == NULL) return PyErr_NoMemory();
+    size_t count;
+    if (__builtin_mul_overflow((size_t)kh, (size_t)kw, &count) || __builtin_mul_overflow(count, (size_t)c, &count) ||
+        count > PY_SSIZE_T_MAX / sizeof(int64_t))
+        return (PyErr_NoMemory(), NULL);
+    int64_t *values = malloc(count * sizeof(int64_t) + 1);
+    if (values == NULL) return (PyErr_NoMemory(), NULL);
     const Py_ssize_t *s = weight->view.strides;
     for (Py_ssize_t u = 0; u < kh; u++)
         for (Py_ssize_t v = 0; v < kw; v++)
-            for (Py_ssize_t t = 0; t < tile; t++) {
-                const int64_t value = integer_at(
-                    (const char *)weight->view.buf + u * s[0] + v * s[1] + (t % c) * s[2], weight->type);
-                const Py_ssize_t at = (u * kw + v) * tile + t;
-                if (width == 2)
-                    ((int16_t *)taps)[at] = (int16_t)value;
-                else if (width == 4)
-                    ((int32_t *)taps)[at] = (int32_t)value;
-                else
-                    ((int64_t *)taps)[at] = value;
-            }
+            WEIGHT_ROW[weight->type]((const char *)weight->view.buf + u * s[0] + v * s[1], s[2], c,
+                                     values + (u * kw + v) * c);
+    return values;
+}
+
+/* The weights (`count` taps of C int64 values) in int16 (where `width` is 2: every weight fits) or
+ * the sums' type (they wrap as the sums do), each tap's C channels repeated to `tile` values. */
+static void *weights_as(const int64_t *values, Py_ssize_t count, Py_ssize_t c, size_t width, Py_ssize_t tile) {
+    size_t bytes;
+    if (__builtin_mul_overflow((size_t)count, (size_t)tile, &bytes) || __builtin_mul_overflow(bytes, width, &bytes))
+        return PyErr_NoMemory();
+    void *taps = malloc(bytes + 1);
+    if (taps == NULL) return PyErr_NoMemory();
+    for (Py_ssize_t tap = 0; tap < count; tap++) {
+        char *row = (char *)taps + tap * tile * width;
+        const int64_t *from = values + tap * c;
+        if (width == 2)
+            for (Py_ssize_t k = 0; k < c; k++) ((int16_t *)row)[k] = (int16_t)from[k];
+        else if (width == 4)
+            for (Py_ssize_t k = 0; k < c; k++) ((int32_t *)row)[k] = (int32_t)from[k];
+        else
+            memcpy(row, from, (size_t)c * sizeof(int64_t));
+        repeat_row(row, c, tile, width);
+    }
     return taps;
 }
 
-static int weights_fit_int16(const array_argument *weight) {
-    const Py_ssize_t *shape = weight->view.shape, *s = weight->view.strides;
-    for (Py_ssize_t u = 0; u < shape[0]; u++)
-        for (Py_ssize_t v = 0; v < shape[1]; v++)
-            for (Py_ssize_t k = 0; k < shape[2]; k++) {
-                const char *at = (const char *)weight->view.buf + u * s[0] + v * s[1] + k * s[2];
-                const int64_t value = integer_at(at, weight->type);
-                if (value < INT16_MIN || value > INT16_MAX || (weight->type == UINT64 && value < 0)) return 0;
-            }
-    return 1;
+/* Whether every one of `count` weights fits int16 (a uint64 weight read as negative does not). */
+static int weights_fit_int16(const int64_t *values, size_t count, element_type type) {
+    if (type == INT8 || type == UINT8 || type == INT16) return 1;
+    if (type == UINT64)
+        for (size_t t = 0; t < count; t++)
+            if ((uint64_t)values[t] > INT16_MAX) return 0;
+    int fits = 1;
+    for (size_t t = 0; t < count; t++) fits &= values[t] >= INT16_MIN && values[t] <= INT16_MAX;
+    return fits;
 }
 
 static PyObject *depthwise_sums(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
@@ -284,8 +342,15 @@ static PyObject *depthwise_sums(PyObject *module, PyObject *const *args, Py_ssiz
         phase_bytes <= ((size_t)1 << 26))
         d.phases = malloc(phase_bytes + 1); /* NULL: each output pixel on its own */
     const int wide = sums->type == INT64;
-    const int narrow = x->type <= INT16 && weights_fit_int16(weight);
-    void *taps = weights_as(weight, narrow ? 2 : wide ? 8 : 4, d.tile);
+    const Py_ssize_t tap_count = d.kh * d.kw;
+    int64_t *values = weights_of(weight);
+    if (values == NULL) {
+        free(d.phases);
+        goto fail;
+    }
+    const int narrow = x->type <= INT16 && weights_fit_int16(values, (size_t)(tap_count * d.c), weight->type);
+    void *taps = weights_as(values, tap_count, d.c, narrow ? 2 : wide ? 8 : 4, d.tile);
+    free(values);
     if (taps == NULL) {
         free(d.phases);
         goto fail;
@@ -473,8 +538,10 @@ static PyObject *requantize(PyObject *module, PyObject *const *args, Py_ssize_t 
     }
     const double *per_channel[] = {factor->view.buf, constant->view.buf, bias->view.buf};
     const int given = bias->view.shape[0] == 0 ? 2 : 3;
-    for (int a = 0; a < given; a++)
-        for (Py_ssize_t t = 0; t < r.tile; t++) tiled[a * r.tile + t] = per_channel[a][t % channels];
+    for (int a = 0; a < given && channels > 0; a++) {
+        memcpy(tiled + a * r.tile, per_channel[a], (size_t)channels * sizeof(double));
+        repeat_row((char *)(tiled + a * r.tile), channels, r.tile, sizeof(double));
+    }
     r.factor = tiled, r.constant = tiled + r.tile, r.bias = given == 3 ? tiled + 2 * r.tile : NULL;
     r.limit = 2147483647.0;
     Py_BEGIN_ALLOW_THREADS
@@ -530,11 +597,21 @@ LOOP_CLONES static void eltwise_chunk(const eltwise_constants *constants, const 
     ELTWISE_LOOP(e, count, y[k], a[k], b[k]);
 }
 
-/* int8 a, b and out, each adjacent (the simulator's ELTWISE): the rule straight from the bytes. */
+#define ELTWISE_CHUNK 512  /* values at once: three float64 buffers in the L1 cache */
+
+/* int8 a, b and out, each adjacent (the simulator's ELTWISE): the rule straight from the bytes, into
+ * int32 (every result is in [low, high]: exact) and then packed to int8 in a loop of its own; gcc's
+ * conversion of float64 straight to int8 takes 1.3x as long. */
 LOOP_CLONES static void eltwise_int8(const eltwise_constants *constants, const int8_t *restrict a,
                                      const int8_t *restrict b, Py_ssize_t count, int8_t *restrict out) {
     const eltwise_constants e = *constants;
-    ELTWISE_LOOP(e, count, out[k], (double)a[k], (double)b[k]);
+    int32_t result[ELTWISE_CHUNK];
+    for (Py_ssize_t start = 0; start < count; start += ELTWISE_CHUNK) {
+        const Py_ssize_t chunk = count - start < ELTWISE_CHUNK ? count - start : ELTWISE_CHUNK;
+        const int8_t *restrict left = a + start, *restrict right = b + start;
+        ELTWISE_LOOP(e, chunk, result[k], (double)left[k], (double)right[k]);
+        for (Py_ssize_t k = 0; k < chunk; k++) out[start + k] = (int8_t)result[k];
+    }
 }
 
 /* An array's elements as float64 (np.float64 of each), and float64 integers into an integer array. */
@@ -560,8 +637,6 @@ typedef void (*store_kernel)(const double *, Py_ssize_t, char *, Py_ssize_t);
 #define STORE_ENTRY(T, name, _) store_##name,
 static const load_kernel LOAD[] = {NUMERIC_TYPES(LOAD_ENTRY, )};
 static const store_kernel STORE[] = {INTEGER_TYPES(STORE_ENTRY, )};
-
-#define ELTWISE_CHUNK 512  /* values at once: three float64 buffers in the L1 cache */
 
 static PyObject *eltwise(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
