@@ -609,7 +609,11 @@ LOOP_CLONES static void eltwise_int8(const eltwise_constants *constants, const i
     for (Py_ssize_t start = 0; start < count; start += ELTWISE_CHUNK) {
         const Py_ssize_t chunk = count - start < ELTWISE_CHUNK ? count - start : ELTWISE_CHUNK;
         const int8_t *restrict left = a + start, *restrict right = b + start;
-        ELTWISE_LOOP(e, chunk, result[k], (double)left[k], (double)right[k]);
+        if (e.multiply) /* the product of two int8 is exact in int32 as in float64: formed there, times 1 */
+            for (Py_ssize_t k = 0; k < chunk; k++)
+                result[k] = (int32_t)eltwise_rule((double)(left[k] * right[k]), 1.0, e, 1, 0);
+        else
+            ELTWISE_LOOP(e, chunk, result[k], (double)left[k], (double)right[k]);
         for (Py_ssize_t k = 0; k < chunk; k++) out[start + k] = (int8_t)result[k];
     }
 }
