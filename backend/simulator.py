@@ -225,7 +225,11 @@ class Machine(DmaUnit, ComputeUnits):
         return self._run_plan(plan, provenance, trace)
 
     def _checked_plan(self, program: list, provenance: Mapping[int, tuple[str, ...]]) -> Plan:
-        plan = Plan.of(program, provenance, self.target, self._units)
+        return self._checked(Plan.of(program, provenance, self.target, self._units), program)
+
+    def _checked(self, plan: Plan | None, program: list) -> Plan:
+        """`plan`; where it is None (the plan refused `program`), the error of the first
+        instruction that fails a check."""
         if plan is None:
             self._execute_checking(program)  # raises at the first instruction that fails a check
             raise AssertionError("a program the plan refused ran")  # pragma: no cover
@@ -277,11 +281,7 @@ class Machine(DmaUnit, ComputeUnits):
 
     def plan_of(self, binary: Binary) -> Plan:
         """The binary's checked plan, made once per binary."""
-        plan = self._planned(binary)
-        if plan is None:
-            self._execute_checking(binary.instructions)  # raises at the first instruction that fails a check
-            raise AssertionError("a program the plan refused ran")  # pragma: no cover
-        return plan
+        return self._checked(self._planned(binary), binary.instructions)
 
     def _planned(self, binary: Binary) -> Plan | None:
         """The binary's plan, made once per binary; None for a program that fails its checks."""
