@@ -9,8 +9,9 @@ images 0-31) and evaluated on the same inputs (digits: test_x, 500; imagenet_lik
 32-63), against onnxruntime's float32 run of the ONNX model (the reference):
 
     float       xnpu.run on the nn module (it matches onnxruntime's float run to ~1e-6)
-    xnpu        xnpu.quantize with its defaults (nothing but the calibration data), then minmax
-                with weights per tensor (adds two_stage) and per channel with adds direct
+    xnpu        xnpu.quantize with its defaults (nothing but the calibration data), the same
+                with bias correction, then minmax with weights per tensor (adds two_stage)
+                and per channel with adds direct
     onnxruntime quantize_static, QDQ, MinMax, symmetric int8 activations and weights
                 (ActivationSymmetric, WeightSymmetric), per_channel False / True; each model
                 run twice: "QDQ in float" (graph optimizations off, the quantized model's exact
@@ -64,6 +65,7 @@ QUICK_DIGITS = 100
 QUICK_IMAGES = 8
 XNPU_CONFIGS = (  # (label, xnpu.quantize options): the defaults first, whatever they are
     ("defaults", {}),
+    ("defaults with bias correction", {"bias_correction": True}),
     ("minmax, per-tensor, two_stage", {"method": "minmax", "per_channel": False, "variant": "two_stage"}),
     ("minmax, per-channel, direct", {"method": "minmax", "per_channel": True, "variant": "direct"}),
 )

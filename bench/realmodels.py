@@ -1,6 +1,7 @@
 """The four public real models of ../shared/realmodels, compiled as shipped, beside onnxruntime.
 
     .venv/bin/python bench/realmodels.py [--models orientation layout rec vad] [--check 2] [--method mse]
+        [--bias-correction]
 
 For each model (its README gives sources, pre-processing, data, metrics.py and the
 onnxruntime anchors), one run measures and writes bench/results/realmodels.md (--output):
@@ -200,7 +201,8 @@ def _float_difference(reference: list, ours: list) -> str:
     return f"max abs diff {diff:.2e}, cosine {cos.min():.6f}"
 
 
-def bench_model(spec: RealModel, check: int, anchors: dict, method: str = DEFAULT_METHOD) -> tuple[dict, list[dict], str]:
+def bench_model(spec: RealModel, check: int, anchors: dict, method: str = DEFAULT_METHOD,
+                bias_correction: bool = False) -> tuple[dict, list[dict], str]:
     import onnx
 
     import xnpu
@@ -220,11 +222,11 @@ def bench_model(spec: RealModel, check: int, anchors: dict, method: str = DEFAUL
         warnings.simplefilter("ignore")  # the notes (a batch of 1 chosen) are the tools' to print
         started = time.perf_counter()
         first = xnpu.compile(path, calibration, target=TARGETS[0], input_shapes=spec.input_shapes, progress=False,
-                             method=method)
+                             method=method, bias_correction=bias_correction)
         compile_s = time.perf_counter() - started
         float_module = xnpu.compile(path, None, stop_at="nn", input_shapes=spec.input_shapes)
         fixed = xnpu.compile(path, calibration, stop_at="fixed", input_shapes=spec.input_shapes, progress=False,
-                             method=method)
+                             method=method, bias_correction=bias_correction)
         binaries = {TARGETS[0]: first}
         for target in TARGETS[1:]:  # from the same fixed module, legalized for the target as xnpu.compile does
             module = fixed.clone()
@@ -311,13 +313,16 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=RESULTS, help="markdown file for the tables")
     parser.add_argument("--method", default=DEFAULT_METHOD, choices=METHODS,
                         help=f"calibration method (xnpu-compile --method; default {DEFAULT_METHOD})")
+    parser.add_argument("--bias-correction", action="store_true",
+                        help="calibrate with bias correction (xnpu-compile --bias-correction)")
     args = parser.parse_args()
     started = time.perf_counter()
     anchors = json.loads((REALMODELS / "anchors.json").read_text())
     rows, placements, details = [], [], []
     for key in args.models:
         print(f"{key} ...", file=sys.stderr)
-        row, placement_rows, detail = bench_model(MODELS[key](), args.check, anchors, args.method)
+        row, placement_rows, detail = bench_model(MODELS[key](), args.check, anchors, args.method,
+                                                  args.bias_correction)
         rows.append(row)
         placements += placement_rows
         details.append(detail)
@@ -328,7 +333,8 @@ def main() -> None:
         f"Regenerate with `.venv/bin/python {command}` (this file; {run_conditions(started)}).\n\n"
         "The four models of ../shared/realmodels (its README: sources, pre-processing, data, metrics), each "
         "compiled as shipped (`input_shapes` only for the dynamic inputs: rec's width, the VAD's batch), "
-        f"calibrated by {args.method} on its calib split (the VAD on (input, state, sr) triples), for both targets. The "
+        f"calibrated by {args.method}{' with bias correction' if args.bias_correction else ''} "
+        "on its calib split (the VAD on (input, state, sr) triples), for both targets. The "
         "int8 metrics are of the fixed level on the eval split, which each binary equals bit for bit "
         f"(checked on the first {args.check} eval samples per target); onnxruntime's int8 variants are "
         "anchors.json's (quantize_static, QDQ, per-channel MinMax). Times: one sample, best of a few, "

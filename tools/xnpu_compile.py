@@ -51,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--channel-groups", choices=("auto", "off"), default="auto",
                         help="split a depthwise block into two channel groups with scales of their own where its input "
                              "channels' ranges differ widely (auto, the default; docs/quantization.md) or never (off)")
+    parser.add_argument("--bias-correction", action="store_true",
+                        help="take the mean error of each conv's, gemm's and matmul's int8 weights on the calibration "
+                             "samples out of its bias (docs/quantization.md, 'Bias correction')")
     parser.add_argument("--variant", default="two_stage", choices=("two_stage", "direct"), help="int8 add requantization (R11)")
     parser.add_argument("--calibration-samples", type=int, default=None, metavar="N", help="use only the first N samples")
     parser.add_argument("--calibration-batch", type=int, default=None, metavar="N",
@@ -129,6 +132,7 @@ def compile_main(args: argparse.Namespace) -> None:
         input_shapes=shapes, host_fallback=not args.no_host_fallback,
         calibration_batch=args.calibration_batch, runtime=args.calibration_runtime,
         depthwise_weights=depthwise_weights(args), channel_groups=args.channel_groups == "auto",
+        bias_correction=args.bias_correction,
     )
     placement = None
     if args.emit in ("npu", "isa", "bin"):

@@ -65,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--channel-groups", choices=("auto", "off"), default="auto",
                         help="split a depthwise block into two channel groups with scales of their own where its input "
                              "channels' ranges differ widely (auto, the default; docs/quantization.md) or never (off)")
+    parser.add_argument("--bias-correction", action="store_true",
+                        help="take the mean error of each conv's, gemm's and matmul's int8 weights on the calibration "
+                             "samples out of its bias (docs/quantization.md, 'Bias correction')")
     parser.add_argument("--variant", choices=VARIANTS, default="two_stage",
                         help="requantization of adds: two_stage (int24 -> int16 -> int8) or direct")
     parser.add_argument("--calibration-batch", type=int, default=None, metavar="N",
@@ -101,7 +104,8 @@ def quantize_file(args: argparse.Namespace) -> list[Path]:
                                  variant=args.variant, calibration_batch=args.calibration_batch,
                                  runtime=args.calibration_runtime,
                                  depthwise_weights=depthwise_weights(args),
-                                 channel_groups=args.channel_groups == "auto", after_pass=after_pass)
+                                 channel_groups=args.channel_groups == "auto", after_pass=after_pass,
+                                 bias_correction=args.bias_correction)
     written = []
     if float_module is not None:  # before the output: a failed report leaves no output behind
         written = write_layer_report(args, float_module, fixed_module, calibration)

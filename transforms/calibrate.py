@@ -35,6 +35,14 @@ per output channel, or one for the whole tensor) on `nn.conv2d` / `nn.conv_trans
 weight, and `nn.calibration = "<method>"` on the module. Values that are not float (a host
 op's int64 or bool tensors) are not measured and get no scale.
 
+With `bias_correction` (off by default) the same run also keeps the mean of each constant-weight
+conv2d's, gemm's and matmul's input, recorded as `nn.input_mean` (input_mean_attr: per input
+channel and kernel tap, or per column): lower-nn-to-fixed takes the int8 weights' mean error,
+(rounded - float weights) times it, out of the int32 bias (bias correction, Nagel et al. 2019,
+"Data-Free Quantization", from measured means instead of batch-norm statistics). With
+per-channel weights it moves accuracy by little, and not always up (docs/quantization.md, "Bias
+correction"), so it is a choice, not the default.
+
 Statistics are streamed: samples run through the float graph in batches (N samples in one
 pass where the graph keeps samples apart, xnpu.interpreters.batching; `calibration_batch`, by default as
 many as fit a memory budget) and a listener folds each op result into a running max or a
@@ -98,12 +106,13 @@ from xnpu.transforms.calibrate_depthwise import (
 )
 from xnpu.transforms.calibrate_entropy import ENTROPY_LEVELS, entropy_threshold
 from xnpu.transforms.calibrate_onnx import onnx_float_run
-from xnpu.transforms.calibrate_statistics import Histogram, PeakHistogram, RunningMax
+from xnpu.transforms.calibrate_statistics import Histogram, PeakHistogram, RunningMax, RunningMean
 from xnpu.transforms.calibrate_thresholds import QMAX, mse_threshold, percentile_threshold
 
 SCALE_ATTR = "nn.scale"
 RESULT_SCALES_ATTR = "nn.result_scales"  # on an nn.onnx op: one scale per result, 0 where it is not float
 WEIGHT_SCALES_ATTR = "nn.weight_scales"
+INPUT_MEAN_ATTR = "nn.input_mean"  # what each weight multiplies on average: lower-nn-to-fixed's bias correction
 CALIBRATION_ATTR = "nn.calibration"
 
 METHODS = ("minmax", "percentile", "entropy", "mse")
@@ -169,10 +178,11 @@ class StatisticsListener:
     """
 
     def __init__(self, make_statistic: Callable[[SSAValue], RunningMax | Histogram], batched: bool = False,
-                 consumer_ranges: bool = False):
+                 consumer_ranges: bool = False, means: Mapping[SSAValue, RunningMean] | None = None):
         self.make_statistic = make_statistic
         self.batched = batched
         self.consumer_ranges = consumer_ranges
+        self.means = means or {}
         self.ranges: dict[SSAValue, tuple[float, float] | None] = {}
         self.statistics: dict[SSAValue, RunningMax | Histogram] = {}
 
@@ -187,6 +197,9 @@ class StatisticsListener:
             self.ranges[value] = None if bounds is None else tuple(float(np.float32(b)) for b in bounds)
         array = np.asarray(array)
         statistic.update(array if self.batched and array.ndim else array[None], self.ranges[value])
+        mean = self.means.get(value)
+        if mean is not None:
+            mean.update(array)
 
     def did_interpret_op(self, op: Operation, results: tuple[Any, ...]) -> None:
         if op.dialect_name() != "nn" or isinstance(op, nn.ConstantOp):
@@ -234,6 +247,7 @@ def collect_statistics(
     one_run: bool = False,
     runtime: str = DEFAULT_RUNTIME,
     first_samples: int | None = None,
+    means: Mapping[SSAValue, RunningMean] | None = None,
 ) -> dict[SSAValue, RunningMax | Histogram] | None:
     """Run the entry function on the samples; returns a statistic per argument and op result.
 
@@ -246,12 +260,13 @@ def collect_statistics(
     never spans two of batch_average's groups of `batch_size` samples. With `consumer_ranges`
     a value is observed clipped to its consumer_range. With `one_run` every sample runs in one
     batch, each statistic updated once; None (nothing run) where they do not fit ONE_RUN_BYTES
-    or the function cannot run samples together.
+    or the function cannot run samples together. `means` (input_means) are updated with the
+    values they are kept for.
     """
     input_specs, _ = signature(module)
     bound = bind_inputs(input_specs, data)
     samples = bound.samples if first_samples is None else min(bound.samples, first_samples)
-    listener = StatisticsListener(make_statistic, consumer_ranges=consumer_ranges)
+    listener = StatisticsListener(make_statistic, consumer_ranges=consumer_ranges, means=means)
     # one run holds all the samples, in segments of the graph that fit
     run = onnx_float_run(module, input_specs, listener.observe, samples if one_run else None
                          ) if runtime == "onnxruntime" else None
@@ -316,6 +331,53 @@ def weight_scales(op: nn.ConvolutionOp | nn.GemmOp, per_channel: bool) -> np.nda
     return np.array([scale_from_threshold(p) for p in peaks], dtype=np.float32)
 
 
+def weighted_input(op: Operation) -> SSAValue | None:
+    """The activation a constant weight multiplies: of a conv2d, a gemm (A not transposed) or a
+    matmul by a 2-D constant; None for any other op."""
+    if isinstance(op, nn.Conv2dOp) and isinstance(op.weight.owner, nn.ConstantOp):
+        return op.input
+    if isinstance(op, nn.GemmOp) and not op.trans_a.value.data and isinstance(op.b.owner, nn.ConstantOp):
+        return op.a
+    if (isinstance(op, nn.MatMulOp) and isinstance(op.rhs.owner, nn.ConstantOp) and len(nn.shape_of(op.rhs)) == 2
+            and len(nn.shape_of(op.lhs)) >= 2):
+        return op.lhs
+    return None
+
+
+def input_means(module: ModuleOp) -> dict[SSAValue, RunningMean]:
+    """A running mean of each weighted op's input: per channel and position of a conv's map
+    (its window geometry is applied afterwards), per column of a gemm's or matmul's rows."""
+    means: dict[SSAValue, RunningMean] = {}
+    for op in entry_function(module).walk():
+        value = weighted_input(op)
+        if value is not None and value not in means:
+            means[value] = RunningMean(3 if isinstance(op, nn.Conv2dOp) else 1)
+    return means
+
+
+def input_mean_attr(op: Operation, mean: np.ndarray | None) -> DenseArrayBase | None:
+    """`nn.input_mean`: the calibration samples' mean of what each weight multiplies. Of a
+    conv2d, per input channel and kernel tap ([C, KH, KW], row-major), the map's mean over the
+    output positions that tap reads, zero padding included; of a gemm or matmul, per column of
+    its input rows ([K]). lower-nn-to-fixed subtracts (int8 weights - float weights) times it
+    from the bias, so the rounding of the weights adds no error on average (bias correction,
+    Nagel et al. 2019, from the measured input means)."""
+    if mean is None:
+        return None
+    if isinstance(op, nn.Conv2dOp):
+        kh, kw = nn.shape_of(op.weight)[2:]
+        (sh, sw), (dh, dw) = nn.ints(op.strides), nn.ints(op.dilations)
+        oh, ow = nn.shape_of(op.result)[2:]
+        padded = float_ops.pad_nchw(mean[None], nn.ints(op.pads))[0]
+        taps = np.empty((mean.shape[0], kh, kw))
+        for i in range(kh):
+            for j in range(kw):
+                window = padded[:, i * dh : i * dh + (oh - 1) * sh + 1 : sh, j * dw : j * dw + (ow - 1) * sw + 1 : sw]
+                taps[:, i, j] = window.mean(axis=(1, 2))
+        mean = taps
+    return DenseArrayBase.from_list(f32, [float(v) for v in mean.reshape(-1)])
+
+
 # --------------------------------------------------------------------------------------
 # The API and the pass
 # --------------------------------------------------------------------------------------
@@ -356,6 +418,7 @@ def calibrate(
     consumer_ranges: bool | None = None,
     depthwise_weights: bool | None = None,
     runtime: str = DEFAULT_RUNTIME,
+    bias_correction: bool = False,
 ) -> ModuleOp:
     """Record `nn.scale` on every float activation and `nn.weight_scales` on conv/gemm.
 
@@ -377,13 +440,16 @@ def calibrate(
     came from, where its tensors hold every value measured, else the interpreter) or
     "interpreter"; the scales agree to float rounding. `calibration_batch` samples run through the float graph at once (default: as
     many as fit xnpu.interpreters.function.BATCH_MEMORY_BYTES, at most MAX_BATCH); the scales do not depend
-    on it beyond float rounding. Modifies `module` in place and returns it.
+    on it beyond float rounding. `bias_correction` records each constant-weight conv's, gemm's and
+    matmul's `nn.input_mean` (input_mean_attr), from which lower-nn-to-fixed takes the mean error
+    of its int8 weights out of its bias. Modifies `module` in place and returns it.
     """
     _check_options(method, percentile, bins, batch_average, batch_size, calibration_batch)
     if runtime not in RUNTIMES:
         raise XnpuError(f"unknown calibration runtime '{runtime}'; use one of: {', '.join(RUNTIMES)}")
     if consumer_ranges is None:
         consumer_ranges = method == "mse"
+    means = input_means(module) if bias_correction else {}
     make_statistic: Callable[[SSAValue], RunningMax | Histogram]
     if method == "minmax":
         make_statistic = lambda value: RunningMax(batch_average)
@@ -404,27 +470,28 @@ def calibrate(
                                      lambda value: either(value, lambda w: PeakHistogram(bins, method == "entropy", w),
                                                           one_run=True),
                                      batch_size, progress, "calibrate", calibration_batch,
-                                     consumer_ranges=consumer_ranges, one_run=True, runtime=runtime)
+                                     consumer_ranges=consumer_ranges, one_run=True, runtime=runtime, means=means)
         if one_run is not None:
             histograms = {value: unwrap_peak(statistic) for value, statistic in one_run.items()}
             _choose_depthwise_weighting(module, data, histograms, progress, calibration_batch, runtime)
-            return _annotate(module, histograms, method, percentile, per_channel_weights, pow2)
+            return _annotate(module, histograms, method, percentile, per_channel_weights, pow2, means)
         ranges = collect_statistics(module, data, lambda value: RunningMax(), 1, progress, "calibrate (ranges)",
                                     calibration_batch, consumer_ranges=consumer_ranges, runtime=runtime)
         histograms = collect_statistics(
             module, data, lambda value: either(value, lambda w: Histogram(bins, signed=method == "entropy",
                                                                           peak=ranges[value].max_abs, channel_weights=w)),
-            batch_size, progress, "calibrate", calibration_batch, consumer_ranges=consumer_ranges, runtime=runtime)
+            batch_size, progress, "calibrate", calibration_batch, consumer_ranges=consumer_ranges, runtime=runtime,
+            means=means)
         _choose_depthwise_weighting(module, data, histograms, progress, calibration_batch, runtime)
-        return _annotate(module, histograms, method, percentile, per_channel_weights, pow2)
+        return _annotate(module, histograms, method, percentile, per_channel_weights, pow2, means)
     elif method == "entropy":
         make_statistic = lambda value: Histogram(bins, signed=True, oversample=OVERSAMPLE)
     else:
         make_statistic = lambda value: Histogram(bins)
     statistics = collect_statistics(module, data, make_statistic, batch_size, progress, "calibrate",
                                     calibration_batch, average_batches=batch_average, consumer_ranges=consumer_ranges,
-                                    runtime=runtime)
-    return _annotate(module, statistics, method, percentile, per_channel_weights, pow2)
+                                    runtime=runtime, means=means)
+    return _annotate(module, statistics, method, percentile, per_channel_weights, pow2, means)
 
 
 def _mse_scale(histogram: Histogram) -> float:
@@ -441,7 +508,8 @@ def _choose_depthwise_weighting(module: ModuleOp, data: np.ndarray | Mapping[str
 
 
 def _annotate(module: ModuleOp, statistics: Mapping[SSAValue, RunningMax | Histogram], method: str,
-              percentile: float, per_channel_weights: bool, pow2: bool) -> ModuleOp:
+              percentile: float, per_channel_weights: bool, pow2: bool,
+              means: Mapping[SSAValue, RunningMean]) -> ModuleOp:
     """The scales from the statistics, recorded in the IR (the module docstring says where)."""
 
     def threshold_of(value: SSAValue) -> float:
@@ -474,6 +542,12 @@ def _annotate(module: ModuleOp, statistics: Mapping[SSAValue, RunningMax | Histo
                 op.attributes[WEIGHT_SCALES_ATTR] = DenseArrayBase.from_list(f32, [float(s) for s in scales])
             else:
                 op.attributes.pop(WEIGHT_SCALES_ATTR, None)
+        mean = means.get(weighted_input(op)) if weighted_input(op) is not None else None
+        attribute = None if mean is None else input_mean_attr(op, mean.mean())
+        if attribute is None:
+            op.attributes.pop(INPUT_MEAN_ATTR, None)
+        else:
+            op.attributes[INPUT_MEAN_ATTR] = attribute
     module.attributes[CALIBRATION_ATTR] = StringAttr(method)
     return module
 
@@ -513,6 +587,7 @@ class CalibratePass(ModulePass):
     calibration_batch: int | None = None
     consumer_ranges: bool | None = None
     depthwise_weights: bool | None = None
+    bias_correction: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         _check_options(self.method, self.percentile, self.bins, self.batch_average, self.batch_size,
@@ -534,4 +609,5 @@ class CalibratePass(ModulePass):
             calibration_batch=self.calibration_batch,
             consumer_ranges=self.consumer_ranges,
             depthwise_weights=self.depthwise_weights,
+            bias_correction=self.bias_correction,
         )

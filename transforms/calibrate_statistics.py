@@ -1,7 +1,8 @@
 """The streaming statistics calibration folds each tensor into (transforms/calibrate.py says
 how they are used): a running max, a histogram whose range grows by merging bins, and one
-filled at once over the exact range of all the samples; and the histogram counting they share,
-np.histogram's counts in one compiled pass (calibrate_loops), split over the cores."""
+filled at once over the exact range of all the samples; the histogram counting they share,
+np.histogram's counts in one compiled pass (calibrate_loops), split over the cores; and the
+running mean a weighted op's input keeps for bias correction."""
 
 from __future__ import annotations
 
@@ -43,6 +44,27 @@ class RunningMax:
         if self.batch_average:
             return self.batch_sum / self.batches if self.batches else 0.0
         return self.max_abs
+
+
+class RunningMean:
+    """The mean over samples (and every leading axis) of a tensor's last `trailing` axes:
+    what each weight of a convolution or gemm multiplies on average (input_mean)."""
+
+    def __init__(self, trailing: int):
+        self.trailing = trailing
+        self.sum: np.ndarray | None = None
+        self.count = 0
+
+    def update(self, x: np.ndarray) -> None:
+        x = np.asarray(x)
+        leading = tuple(range(x.ndim - self.trailing))
+        # summed where it lies: a batch is often a transposed view, whose reshape would copy it
+        total = x.sum(axis=leading, dtype=np.float64)
+        self.sum = total if self.sum is None else self.sum + total
+        self.count += int(np.prod([x.shape[axis] for axis in leading]))
+
+    def mean(self) -> np.ndarray | None:
+        return None if self.sum is None or not self.count else self.sum / self.count
 
 
 def _merge_bins(counts: np.ndarray, factor: int) -> np.ndarray:

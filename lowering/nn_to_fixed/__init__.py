@@ -14,7 +14,9 @@ only wrap Python: conv/gemm/matmul (per-channel weights, int32 biases, codebooks
 norm and division by a constant (float algebra before lowering), concat (any number of
 inputs). docs/extending.md walks through the split and how to add a lowering.
 
-Scales come from calibration (`nn.scale`, `nn.weight_scales`; see transforms/calibrate.py).
+Scales come from calibration (`nn.scale`, `nn.weight_scales`; see transforms/calibrate.py), and
+with `nn.input_mean` a weighted op's bias takes out the mean error of its int8 weights
+(weight_error_bias).
 Before rewriting, `refine_scales` moves scales where that saves a rounding: an op that
 does not change the range of its input (max pool, reshape, flatten, transpose) keeps its
 input's scale, and a rescaling producer (conv, gemm, add, ...) feeding only a relu/clip
@@ -52,6 +54,7 @@ from xnpu.ir.io import describe_op
 from xnpu.lowering.nn_to_fixed import natives  # noqa: F401  (registers the pattern files' natives)
 from xnpu.lowering.nn_to_fixed.scales import (
     DATA_BITS,
+    INPUT_MEAN_ATTR,
     SCALE_ATTR,
     WEIGHT_SCALES_ATTR,
     refine_scales,
@@ -162,9 +165,34 @@ def _constant(value: SSAValue | None, op: Operation, role: str) -> np.ndarray | 
     return value.owner.to_numpy()
 
 
-def _bias_codes(bias: np.ndarray | None, channels: int, accumulator_scales: np.ndarray) -> np.ndarray:
-    """R13: the int32 bias at scale s_x * s_w[c]."""
+def weight_error_bias(op: Operation, weights: np.ndarray, rounded: np.ndarray, group: int = 1,
+                      trans_b: bool = True) -> np.ndarray | None:
+    """What the int8 weights (`rounded`: their codes times their scales) add to each output channel
+    on average, against the float `weights`: their difference times calibration's `nn.input_mean`
+    (transforms/calibrate.py input_mean_attr), summed per output channel. A conv's weights are
+    O x C/group x KH x KW, a dense op's K x N (N x K with `trans_b`). None without the attribute,
+    or where it does not fit the weights (a pass changed the op after calibration)."""
+    attr = op.attributes.get(INPUT_MEAN_ATTR)
+    if not isinstance(attr, DenseArrayBase):
+        return None
+    mean = np.asarray(attr.get_values(), dtype=np.float64)
+    error = rounded.astype(np.float64) - weights.astype(np.float64)
+    if error.ndim == 4:
+        outputs, per_group, kh, kw = error.shape
+        if mean.size != group * per_group * kh * kw or outputs % group:
+            return None
+        return np.einsum("gocij,gcij->go", error.reshape(group, outputs // group, per_group, kh, kw),
+                         mean.reshape(group, per_group, kh, kw)).reshape(outputs)
+    rows = error if trans_b else error.T  # N x K
+    return rows @ mean if mean.size == rows.shape[1] else None
+
+
+def _bias_codes(bias: np.ndarray | None, channels: int, accumulator_scales: np.ndarray,
+                correction: np.ndarray | None = None) -> np.ndarray:
+    """R13: the int32 bias at scale s_x * s_w[c], less `correction` (weight_error_bias)."""
     values = np.zeros(channels) if bias is None else bias.astype(np.float64).reshape(-1)
+    if correction is not None:
+        values = values - correction
     codes = np.floor(np.abs(values / accumulator_scales) + 0.5) * np.sign(values)
     return np.clip(codes, -(2**31 - 1), 2**31 - 1).astype(np.int64)
 
@@ -175,16 +203,18 @@ def _bias_codes(bias: np.ndarray | None, channels: int, accumulator_scales: np.n
 
 
 def lower_convolution(op: nn.ConvolutionOp, rewriter: PatternRewriter, codes: np.ndarray, s_w: np.ndarray,
-                      make: Callable[[SSAValue, SSAValue, SSAValue], Operation]) -> None:
-    """R13 / R18: quantized input and int8 weight `codes`, the int32 bias at s_x * s_w[o], the
-    convolution `make(x, w, bias)` builds, its per-channel rescale to int8."""
+                      make: Callable[[SSAValue, SSAValue, SSAValue], Operation],
+                      correction: np.ndarray | None = None) -> None:
+    """R13 / R18: quantized input and int8 weight `codes`, the int32 bias at s_x * s_w[o] (less
+    `correction`), the convolution `make(x, w, bias)` builds, its per-channel rescale to int8."""
     island = Island(op)
     s_x, s_y = scale_of(op.input), scale_of(op.result)
     channels = nn.shape_of(op.result)[1]
     x = island.int_input(op.input, s_x)
     w = island.add(weight_constant(op, codes)).results[0]
     accumulator = s_x * np.broadcast_to(s_w, (channels,))
-    b = island.add(fixed.ConstantOp(_bias_codes(_constant(op.bias, op, "bias"), channels, accumulator), 32))
+    b = island.add(fixed.ConstantOp(_bias_codes(_constant(op.bias, op, "bias"), channels, accumulator, correction),
+                                    32))
     conv = island.add(make(x, w, b.results[0]))
     y = island.rescale(conv.results[0], accumulator / s_y, axis=1, scale=s_y)
     island.finish(rewriter, y, s_y)
@@ -197,8 +227,12 @@ class LowerConv2d(RewritePattern):
     def match_and_rewrite(self, op: nn.Conv2dOp, rewriter: PatternRewriter):
         weights = _constant(op.weight, op, "weight")
         s_w = weight_scales(op, weights, 0)
-        lower_convolution(op, rewriter, quantize_weights(weights, s_w, 0), s_w, lambda x, w, b: fixed.Conv2dOp(
-            x, w, b, nn.ints(op.strides), nn.ints(op.pads), nn.ints(op.dilations), op.group.value.data))
+        codes = quantize_weights(weights, s_w, 0)
+        group = op.group.value.data
+        correction = weight_error_bias(op, weights, codes * np.broadcast_to(s_w, (codes.shape[0],))[:, None, None, None],
+                                       group)
+        lower_convolution(op, rewriter, codes, s_w, lambda x, w, b: fixed.Conv2dOp(
+            x, w, b, nn.ints(op.strides), nn.ints(op.pads), nn.ints(op.dilations), group), correction)
 
 
 class LowerConvTranspose2d(RewritePattern):
@@ -268,9 +302,13 @@ def lower_dense(op: Operation, rewriter: PatternRewriter, a: SSAValue, weights, 
     a_shape, y_shape = nn.shape_of(a), nn.shape_of(op.results[0])
     if len(a_shape) > 2:  # [..., M, K] tokens: the rows of one M' x K matrix, and back
         q_a = island.add(fixed.ReshapeOp(q_a, (int(np.prod(a_shape[:-1])), a_shape[-1]), scale=s_a)).results[0]
-    w = island.add(weight_constant(op, quantize_weights(weights, s_w, out_axis))).results[0]
+    codes = quantize_weights(weights, s_w, out_axis)
+    w = island.add(weight_constant(op, codes)).results[0]
     accumulator = s_a * np.broadcast_to(s_w, (n,))
-    b = island.add(fixed.ConstantOp(_bias_codes(bias, n, accumulator), 32)).results[0]
+    per_output = [1, 1]
+    per_output[out_axis] = n
+    correction = weight_error_bias(op, weights, codes * np.broadcast_to(s_w, (n,)).reshape(per_output), trans_b=trans_b)
+    b = island.add(fixed.ConstantOp(_bias_codes(bias, n, accumulator, correction), 32)).results[0]
     gemm = island.add(fixed.GemmOp(q_a, w, b, trans_b))
     y = island.rescale(gemm.results[0], accumulator / s_y, axis=1, scale=s_y)
     if len(y_shape) > 2:

@@ -21,6 +21,7 @@ from xnpu.semantics import fixed_point
 SCALE_ATTR = "nn.scale"
 RESULT_SCALES_ATTR = "nn.result_scales"  # an nn.onnx op's, one per result (transforms/calibrate.py)
 WEIGHT_SCALES_ATTR = "nn.weight_scales"
+INPUT_MEAN_ATTR = "nn.input_mean"  # a weighted op's, for its bias correction (transforms/calibrate.py)
 DATA_BITS = 8
 
 
