@@ -347,12 +347,12 @@ def weighted_input(op: Operation) -> SSAValue | None:
 def input_means(module: ModuleOp) -> dict[SSAValue, RunningMean]:
     """A running mean of each weighted op's input: per channel and position of a conv's map
     (its window geometry is applied afterwards), per column of a gemm's or matmul's rows."""
-    means: dict[SSAValue, RunningMean] = {}
+    trailing: dict[SSAValue, int] = {}
     for op in entry_function(module).walk():
         value = weighted_input(op)
-        if value is not None and value not in means:
-            means[value] = RunningMean(3 if isinstance(op, nn.Conv2dOp) else 1)
-    return means
+        if value is not None:  # a map a conv and a matmul both read keeps the conv's detail
+            trailing[value] = max(trailing.get(value, 1), 3 if isinstance(op, nn.Conv2dOp) else 1)
+    return {value: RunningMean(axes) for value, axes in trailing.items()}
 
 
 def input_mean_attr(op: Operation, mean: np.ndarray | None) -> DenseArrayBase | None:
@@ -375,6 +375,8 @@ def input_mean_attr(op: Operation, mean: np.ndarray | None) -> DenseArrayBase | 
                 window = padded[:, i * dh : i * dh + (oh - 1) * sh + 1 : sh, j * dw : j * dw + (ow - 1) * sw + 1 : sw]
                 taps[:, i, j] = window.mean(axis=(1, 2))
         mean = taps
+    else:  # per column: the mean of equal-sized rows' means, where a conv kept more detail
+        mean = mean.reshape(-1, mean.shape[-1]).mean(axis=0)
     return DenseArrayBase.from_list(f32, [float(v) for v in mean.reshape(-1)])
 
 
@@ -542,7 +544,7 @@ def _annotate(module: ModuleOp, statistics: Mapping[SSAValue, RunningMax | Histo
                 op.attributes[WEIGHT_SCALES_ATTR] = DenseArrayBase.from_list(f32, [float(s) for s in scales])
             else:
                 op.attributes.pop(WEIGHT_SCALES_ATTR, None)
-        mean = means.get(weighted_input(op)) if weighted_input(op) is not None else None
+        mean = means.get(weighted_input(op))
         attribute = None if mean is None else input_mean_attr(op, mean.mean())
         if attribute is None:
             op.attributes.pop(INPUT_MEAN_ATTR, None)

@@ -114,3 +114,21 @@ def test_bias_correction_takes_the_mean_error_of_the_int8_weights_out_of_the_fix
 
     corrected, plain = mean_error(True), mean_error(False)
     assert corrected.mean() < 0.35 * plain.mean()
+
+
+def test_a_map_a_conv_and_a_matmul_both_read_gives_each_its_own_mean():
+    rng = np.random.default_rng(8)
+    block = Block(arg_types=[TensorType(f32, (1, 2, 3, 4))])
+    kernel = nn.ConstantOp(rng.standard_normal((3, 2, 1, 1)).astype(np.float32))
+    matrix = nn.ConstantOp(rng.standard_normal((4, 5)).astype(np.float32))
+    conv = nn.Conv2dOp(block.args[0], kernel.result, None)
+    matmul = nn.MatMulOp(block.args[0], matrix.result, TensorType(f32, (1, 2, 3, 5)))
+    block.add_ops([kernel, matrix, conv, matmul, func.ReturnOp(conv.result, matmul.result)])
+    function = func.FuncOp("main", FunctionType.from_lists([block.args[0].type], [conv.result.type,
+                                                                                  matmul.result.type]), Region(block))
+    data = (rng.standard_normal((5, 2, 3, 4)) + np.arange(4)).astype(np.float32)
+    module = calibrate(ModuleOp([function]), data, bias_correction=True)
+    conv_mean = np.asarray(the_op(module, nn.Conv2dOp).attributes[INPUT_MEAN_ATTR].get_values())
+    matmul_mean = np.asarray(the_op(module, nn.MatMulOp).attributes[INPUT_MEAN_ATTR].get_values())
+    np.testing.assert_allclose(conv_mean, data.mean(axis=(0, 2, 3)), rtol=1e-5)
+    np.testing.assert_allclose(matmul_mean, data.reshape(-1, 4).mean(axis=0), rtol=1e-5)
