@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from xnpu.core.errors import XnpuError
 from xnpu.driver.levels import LEVELS
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors, write_output
-from xnpu.tools.depthwise_option import add_depthwise_weights_option, depthwise_weights
+from xnpu.tools.calibration_options import add_calibration_options, calibration_options
 from xnpu.tools.shape_option import add_input_shape_option, input_shapes
 
 PROG = "xnpu-compile"
@@ -44,24 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--emit", choices=LEVELS, default="bin", help="stop at this level (default: bin)")
     parser.add_argument("--print-ir-after-all", action="store_true", help="print the IR after each step to stderr")
     parser.add_argument("--list-targets", action="store_true", help="print the shipped targets, one per line, and exit")
-    parser.add_argument("--method", default="mse", choices=("mse", "minmax", "percentile", "entropy"),
-                        help="calibration method (default: mse)")
-    parser.add_argument("--per-tensor", action="store_true", help="one weight scale per tensor instead of per channel")
-    add_depthwise_weights_option(parser)
-    parser.add_argument("--channel-groups", choices=("auto", "off"), default="auto",
-                        help="split a depthwise block into two channel groups with scales of their own where its input "
-                             "channels' ranges differ widely (auto, the default; docs/quantization.md) or never (off)")
-    parser.add_argument("--bias-correction", action="store_true",
-                        help="take the mean error of each conv's, gemm's and matmul's int8 weights on the calibration "
-                             "samples out of its bias (docs/quantization.md, 'Bias correction')")
-    parser.add_argument("--variant", default="two_stage", choices=("two_stage", "direct"), help="int8 add requantization (R11)")
+    add_calibration_options(parser)
     parser.add_argument("--calibration-samples", type=int, default=None, metavar="N", help="use only the first N samples")
-    parser.add_argument("--calibration-batch", type=int, default=None, metavar="N",
-                        help="samples run through the float graph at once during calibration "
-                        "(default: as many as fit 256 MiB, at most 64)")
-    parser.add_argument("--calibration-runtime", default="onnxruntime", choices=("onnxruntime", "interpreter"),
-                        help="what runs the float graph during calibration: onnxruntime (an ONNX model, where its "
-                        "tensors hold every value measured; else the interpreter) or the interpreter (default: onnxruntime)")
     parser.add_argument("--compress-bits", type=int, default=None, metavar="B",
                         help="store conv/gemm weights as B-bit codebook ids (seed 003, docs/compression.md)")
     parser.add_argument("--compress-step", type=float, default=None, metavar="L",
@@ -125,14 +109,10 @@ def compile_main(args: argparse.Namespace) -> None:
             sys.stderr.flush()
 
     result = compile_model(
-        args.model, calibration, target=args.target, method=args.method, per_channel=not args.per_tensor,
-        variant=args.variant, progress=False, stop_at=args.emit, after_pass=after_pass,
+        args.model, calibration, target=args.target, progress=False, stop_at=args.emit, after_pass=after_pass,
         compress_bits=args.compress_bits, compress_step=args.compress_step, compress_method=args.compress_method,
         compress_min_elements=args.compress_min_elements, compress_exclude=args.compress_exclude,
-        input_shapes=shapes, host_fallback=not args.no_host_fallback,
-        calibration_batch=args.calibration_batch, runtime=args.calibration_runtime,
-        depthwise_weights=depthwise_weights(args), channel_groups=args.channel_groups == "auto",
-        bias_correction=args.bias_correction,
+        input_shapes=shapes, host_fallback=not args.no_host_fallback, **calibration_options(args),
     )
     placement = None
     if args.emit in ("npu", "isa", "bin"):

@@ -25,12 +25,10 @@ from xnpu.core.errors import XnpuError
 from xnpu.core.files import write_atomically
 from xnpu.ir.io import load_ir, print_ir
 from xnpu.tools.cli import ArgumentParser, check_output, run_reporting_errors
-from xnpu.tools.depthwise_option import add_depthwise_weights_option, depthwise_weights
+from xnpu.tools.calibration_options import add_calibration_options, calibration_options
 from xnpu.tools.shape_option import add_input_shape_option, input_shapes
 
 PROG = "xnpu-quantize"
-METHODS = ("mse", "minmax", "percentile", "entropy")  # transforms/calibrate.py, default first
-VARIANTS = ("two_stage", "direct")
 
 
 def load_model(path: Path, shapes: dict[str, tuple[int, ...]] | None = None):
@@ -59,22 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("model", help="the float model: .onnx or nn-level .mlir")
     parser.add_argument("--calibration", required=True, metavar="FILE",
                         help="calibration samples: .npy (one-input model) or .npz keyed by input name")
-    parser.add_argument("--method", choices=METHODS, default=METHODS[0], help="calibration method (default: mse)")
-    parser.add_argument("--per-tensor", action="store_true", help="one weight scale per tensor (default: per channel)")
-    add_depthwise_weights_option(parser)
-    parser.add_argument("--channel-groups", choices=("auto", "off"), default="auto",
-                        help="split a depthwise block into two channel groups with scales of their own where its input "
-                             "channels' ranges differ widely (auto, the default; docs/quantization.md) or never (off)")
-    parser.add_argument("--bias-correction", action="store_true",
-                        help="take the mean error of each conv's, gemm's and matmul's int8 weights on the calibration "
-                             "samples out of its bias (docs/quantization.md, 'Bias correction')")
-    parser.add_argument("--variant", choices=VARIANTS, default="two_stage",
-                        help="requantization of adds: two_stage (int24 -> int16 -> int8) or direct")
-    parser.add_argument("--calibration-batch", type=int, default=None, metavar="N",
-                        help="samples run through the float graph at once (default: as many as fit 256 MiB, at most 64)")
-    parser.add_argument("--calibration-runtime", default="onnxruntime", choices=("onnxruntime", "interpreter"),
-                        help="what runs the float graph during calibration: onnxruntime (an ONNX model, where its "
-                        "tensors hold every value measured; else the interpreter) or the interpreter (default: onnxruntime)")
+    add_calibration_options(parser)
     parser.add_argument("-o", "--output", required=True, help="the fixed-level IR to write")
     parser.add_argument("--report", metavar="DIR", help="write a per-layer error report into DIR")
     parser.add_argument("--report-samples", type=int, metavar="N",
@@ -100,12 +83,7 @@ def quantize_file(args: argparse.Namespace) -> list[Path]:
         nonlocal float_module
         if float_module is not None and name == "split-channel-groups":
             float_module = module.clone()  # the report compares the graph the int8 one was made from
-    fixed_module = xnpu.quantize(module, calibration, method=args.method, per_channel=not args.per_tensor,
-                                 variant=args.variant, calibration_batch=args.calibration_batch,
-                                 runtime=args.calibration_runtime,
-                                 depthwise_weights=depthwise_weights(args),
-                                 channel_groups=args.channel_groups == "auto", after_pass=after_pass,
-                                 bias_correction=args.bias_correction)
+    fixed_module = xnpu.quantize(module, calibration, **calibration_options(args), after_pass=after_pass)
     written = []
     if float_module is not None:  # before the output: a failed report leaves no output behind
         written = write_layer_report(args, float_module, fixed_module, calibration)
