@@ -12,8 +12,12 @@ than 1x1 (numpy's one GEMM on the map is faster for those) of at least MIN_PRODU
 where a session's fixed cost (~5-20 ms once, ~20 us a call) is small.
 
 The session's model is one Conv node with its weight as an initializer (its kernels prepack
-it), written here as ONNX protobuf bytes: importing the onnx package costs ~0.3 s of CPU that a
-process running a binary does not otherwise pay.
+it) between two Transposes, NHWC -> NCHW and back: onnxruntime's NCHWc transformer turns them
+into its own reorders' channels-last forms (ReorderInput and ReorderOutput with channels_last),
+so a channels-last map goes into its blocked layout and back in one copy each way, where an NCHW
+model needed numpy's transposing copy on either side as well (bench/results/performance.md,
+"Simulator, round 8"). Written here as ONNX protobuf bytes: importing the onnx package costs
+~0.3 s of CPU that a process running a binary does not otherwise pay.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
+from xnpu.semantics import float_ops
 
 # N x OH x OW x O x KH x KW x C: a few samples of a large layer. One sample of the bench
 # models' largest layers (~115M products) stays on numpy's GEMMs, so a run of one image pays
@@ -44,19 +50,15 @@ def conv_sums(x: np.ndarray, weight_oihw: np.ndarray, sessions: dict, strides: S
               dilations: Sequence[int]) -> np.ndarray:
     """The float32 sums of an N x H x W x C integer map (any integer dtype or strided view)
     convolved with the integer O x C x KH x KW weight, zero padded by ONNX-ordered pads
-    [top, left, bottom, right]: N x OH x OW x O. `sessions` keeps this weight's sessions, one
-    per stride and dilation (the padding is done here, in the copy that converts the map to
-    NCHW float32: the tiles of one layer differ in their padding)."""
+    [top, left, bottom, right]: N x OH x OW x O, contiguous (the requantization loop reads it
+    in order). `sessions` keeps this weight's sessions, one per stride and dilation (the padding
+    is done here, in the copy that converts the map to float32, channels last as it is: the
+    tiles of one layer differ in their padding)."""
     key = (tuple(strides), tuple(dilations))
     session = sessions.get(key)
     if session is None:
         session = sessions[key] = _session(weight_oihw, *key)
-    n, h, w, c = x.shape
-    top, left, bottom, right = pads
-    nchw = np.zeros((n, c, h + top + bottom, w + left + right), dtype=np.float32)
-    nchw[:, :, top : top + h, left : left + w] = x.transpose(0, 3, 1, 2)
-    # channels last again, contiguous: the requantization loop reads it in order
-    return np.ascontiguousarray(session.run(None, {"x": nchw})[0].transpose(0, 2, 3, 1))
+    return session.run(None, {"x": float_ops.pad_nhwc(x, pads, np.float32)})[0]
 
 
 def _session(weight_oihw: np.ndarray, strides, dilations):
@@ -79,19 +81,28 @@ def _session(weight_oihw: np.ndarray, strides, dilations):
 
 
 def conv_model(weight: np.ndarray, strides, pads, dilations) -> bytes:
-    """ModelProto bytes: y = Conv(x, w) with `weight` (O x C x KH x KW float32) the initializer w,
-    x of shape [N, C, H, W] (N, H, W symbolic)."""
+    """ModelProto bytes: y = Transpose(Conv(Transpose(x), w)) with `weight` (O x C x KH x KW
+    float32) the initializer w, x of shape [N, H, W, C] and y of [N, OH, OW, O] (channels last;
+    N, H, W symbolic)."""
     c = weight.shape[1]
     attributes = [_attribute("strides", strides), _attribute("pads", pads), _attribute("dilations", dilations)]
-    node = _bytes(1, b"x") + _bytes(1, b"w") + _bytes(2, b"y") + _bytes(4, b"Conv") + b"".join(
-        _bytes(5, a) for a in attributes)
+    to_nchw = _node("Transpose", [b"x"], b"x_nchw", [_attribute("perm", (0, 3, 1, 2))])
+    conv = _node("Conv", [b"x_nchw", b"w"], b"y_nchw", attributes)
+    to_nhwc = _node("Transpose", [b"y_nchw"], b"y", [_attribute("perm", (0, 2, 3, 1))])
     initializer = b"".join(_int(1, d) for d in weight.shape) + _int(2, _FLOAT) + _bytes(8, b"w") + _bytes(
         9, weight.astype("<f4").tobytes())
-    x_type = _tensor_type(("N", c, "H", "W"))
-    y_type = _tensor_type(("N", weight.shape[0], "OH", "OW"))
-    graph = (_bytes(1, node) + _bytes(2, b"conv") + _bytes(5, initializer)
+    x_type = _tensor_type(("N", "H", "W", c))
+    y_type = _tensor_type(("N", "OH", "OW", weight.shape[0]))
+    graph = (b"".join(_bytes(1, node) for node in (to_nchw, conv, to_nhwc)) + _bytes(2, b"conv")
+             + _bytes(5, initializer)
              + _bytes(11, _bytes(1, b"x") + _bytes(2, x_type)) + _bytes(12, _bytes(1, b"y") + _bytes(2, y_type)))
     return _int(1, _IR_VERSION) + _bytes(7, graph) + _bytes(8, _int(2, _OPSET))
+
+
+def _node(op_type: str, inputs, output: bytes, attributes) -> bytes:
+    """NodeProto bytes: its inputs, its one output, its op type and attributes."""
+    return (b"".join(_bytes(1, name) for name in inputs) + _bytes(2, output) + _bytes(4, op_type.encode())
+            + b"".join(_bytes(5, a) for a in attributes))
 
 
 def _tensor_type(dims) -> bytes:
