@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from xnpu.backend.machine_conv_tiles import Tile, TileGroup
+from xnpu.backend.machine_conv_tiles import ChannelGroup, ChannelTile, Tile, TileGroup
 from xnpu.backend.machine_memory import RESCALE_RECORD, MachineMemory
 from xnpu.core.errors import XnpuError
 from xnpu.semantics import conv_kernels, convolution, units
@@ -117,10 +117,19 @@ class _PendingTiles:
         return top, left, bottom if complete else 0, right
 
 
+class _PendingChannels:
+    """The tiles of a channel group that have run: the input map they all read, and each one's
+    prepared weights, requantization and output view."""
+
+    def __init__(self, x: np.ndarray):
+        self.x = x
+        self.members: list[tuple[convolution.ExactWeights, convolution.Requantization, np.ndarray]] = []
+
+
 class ComputeUnits(MachineMemory):
     """The units that compute (docs/isa.md, formats CONV to CLAMP); a part of the Machine."""
 
-    _pending_tiles: dict[TileGroup, _PendingTiles]
+    _pending_tiles: dict[TileGroup | ChannelGroup, _PendingTiles | _PendingChannels]
 
     def _conv(self, i: Instruction) -> None:
         shape = self._conv_shape(i)
@@ -129,11 +138,14 @@ class ComputeUnits(MachineMemory):
         units.conv_unit_nhwc(shape.x, weights, requant, shape.strides, shape.pads, shape.dilations,
                              out=self._writing(shape.out))
 
-    def _conv_tile(self, i: Instruction, tile: Tile) -> None:
+    def _conv_tile(self, i: Instruction, tile: Tile | ChannelTile) -> None:
         """A CONV of a tile group (backend/machine_conv_tiles.py): its input rows join the group's
         map now, its output is written when the group's last tile has run. A tile whose weights
         or requantization are not the group's prepared ones, or whose rows differ from the rows
         an earlier tile brought, runs on its own (the tiles before it are computed first)."""
+        if isinstance(tile, ChannelTile):
+            self._conv_channel_tile(i, tile)
+            return
         shape = self._conv_shape(i)
         self._reading(i["in_addr"], shape.in_bytes)
         x = shape.x
@@ -179,6 +191,53 @@ class ComputeUnits(MachineMemory):
                                  pending.pads(complete), shape.dilations)
         for out, out_row, rows in pending.outputs:
             out[...] = y[:, out_row : out_row + rows]
+
+    def _conv_channel_tile(self, i: Instruction, tile: ChannelTile) -> None:
+        """A CONV of a channel group (backend/machine_conv_tiles.py): its prepared weights and
+        requantization are kept now, its output is written when the group's last tile has run,
+        all tiles as one convolution. A tile whose operands are not prepared once per binary
+        runs on its own (the tiles before it are computed first)."""
+        shape = self._conv_shape(i)
+        self._reading(i["in_addr"], shape.in_bytes)
+        weights, requant = self._conv_operands(i, shape)
+        out = self._writing(shape.out)
+        pending = self._pending_tiles.pop(tile.group, None)
+        prepared = self._prepared_operands(weights, requant)
+        if tile.position == 0 and prepared:
+            pending = _PendingChannels(shape.x)
+        elif pending is not None and not (prepared and pending.x is shape.x):
+            self._compute_channels(pending, shape)
+            pending = None
+        if pending is None:
+            units.conv_unit_nhwc(shape.x, weights, requant, shape.strides, shape.pads, shape.dilations, out=out)
+            return
+        pending.members.append((weights, requant, out))
+        if tile.last:
+            self._compute_channels(pending, shape)
+        else:
+            self._pending_tiles[tile.group] = pending
+
+    def _compute_channels(self, pending: _PendingChannels, shape: ConvShape) -> None:
+        """One convolution with the pending tiles' weights side by side, each tile's columns
+        requantized into its output (a lone tile: its own convolution)."""
+        weights, requants, outs = zip(*pending.members)
+        if len(weights) == 1:
+            units.conv_unit_nhwc(pending.x, weights[0], requants[0], shape.strides, shape.pads, shape.dilations,
+                                 out=outs[0])
+            return
+        units.conv_units_nhwc(pending.x, self._stacked_weights(weights), requants, shape.strides, shape.pads,
+                              shape.dilations, outs)
+
+    def _stacked_weights(self, parts: tuple) -> convolution.ExactWeights:
+        """convolution.stacked_weights of prepared weights, made once per binary (kept in
+        `_prepared` beside the parts it was made of)."""
+        key = ("stacked", tuple(id(part) for part in parts))
+        kept = self._prepared.get(key)
+        if kept is not None and all(a is b for a, b in zip(kept[0], parts)):
+            return kept[1]
+        stacked = convolution.stacked_weights(parts)
+        self._prepared[key] = (parts, stacked)
+        return stacked
 
     def _conv_shape(self, i: Instruction) -> ConvShape:
         """A CONV's sizes, checked, and its maps' views: once per instruction within a binary's

@@ -112,6 +112,13 @@ class ExactWeights:
         return chunks
 
 
+def stacked_weights(parts: Sequence[ExactWeights]) -> ExactWeights:
+    """One ExactWeights of the parts' output channels in order (their O x KH x KW x C weights
+    stacked along O), kept like them: its sums are the parts' sums side by side, since each
+    output channel is its own (R13 bounds each channel's partial sums apart)."""
+    return ExactWeights(np.concatenate([part.weight for part in parts]), kept=all(part.kept for part in parts))
+
+
 def conv_sums_nhwc(x, weights: ExactWeights, strides, pads, dilations) -> np.ndarray:
     """R13: the exact sums of a dense convolution (no bias), N x OH x OW x O, as float32 (one
     provably exact chunk) or float64 integers.

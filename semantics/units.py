@@ -13,6 +13,7 @@ from xnpu.semantics.convolution import (
     ExactWeights,
     Requantization,
     conv_requantized_nhwc,
+    conv_sums_nhwc,
     depthwise_sums_nhwc,
     prepared_weights,
     requantization,
@@ -49,6 +50,21 @@ def conv_unit_nhwc(x, weights, requant: Requantization, strides, pads, dilations
     if isinstance(weights, ExactWeights):
         return conv_requantized_nhwc(x, weights, requant, strides, pads, dilations, out=out)
     return requant(depthwise_sums_nhwc(x, weights, strides, pads, dilations), out=out)
+
+
+def conv_units_nhwc(x, weights: ExactWeights, requants: Sequence[Requantization], strides, pads, dilations,
+                    outs: Sequence[np.ndarray]) -> None:
+    """CONV of several output-channel tiles that read the same N x H x W x C map, as one: R13's
+    exact sums with `weights` the tiles' weights side by side (convolution.stacked_weights),
+    then each tile's columns through its own `requant` into its `out` (integer N x OH x OW x O_k
+    arrays, in the order of the stacked weights). Each output channel is its own sums, so every
+    tile's result is what `conv_unit_nhwc` gives it alone."""
+    sums = conv_sums_nhwc(x, weights, strides, pads, dilations)
+    start = 0
+    for requant, out in zip(requants, outs):
+        count = out.shape[-1]
+        requant(sums[..., start : start + count], out=out)
+        start += count
 
 
 def conv_unit(x, weight, bias, strides, pads, dilations, group: int, multiplier, shift,

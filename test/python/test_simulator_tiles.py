@@ -1,6 +1,7 @@
-"""CONV tiles of one layer computed as one convolution (backend/machine_conv_tiles.py): the same
-integers as running each tile at its turn, and no group across an instruction that touches a
-tile's output before the group's end."""
+"""CONV tiles of one layer computed as one convolution (backend/machine_conv_tiles.py), row bands
+and output-channel tiles: the same integers as running each tile at its turn, and no group
+across an instruction that touches a tile's output (or a channel group's input) before the
+group's end."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import xnpu
 from xnpu.backend import machine_plan, simulator
-from xnpu.backend.machine_conv_tiles import tile_groups
+from xnpu.backend.machine_conv_tiles import _combs_overlap, channel_groups, instruction_scratch_bytes, tile_groups
 from xnpu.backend.machine_units import ComputeUnits
 from xnpu.backend.simulator import machine_for, simulate
 from xnpu.semantics import conv_kernels
@@ -90,3 +91,104 @@ def test_no_group_across_a_read_of_a_pending_output():
     interrupted = program[:2] + [store] + program[2:]
     groups = tile_groups(interrupted, footprints(interrupted, alignment), 1 << 30)
     assert sorted(groups) == [0, 1] and groups[1].last
+
+
+def _channel_model():
+    """A 3x3 conv of 256 channels into 96 on a 6x6 map: xnpu_lite's SRAM takes its weights in
+    four tiles of 24 output channels, from two alternating buffers."""
+    rng = np.random.default_rng(7)
+
+    def weight(name, *shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.05).astype(np.float32), name)
+
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["y"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+    graph = helper.make_graph(
+        nodes, "channels", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 6, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 96, 6, 6])],
+        [weight("w1", 256, 32, 3, 3), weight("b1", 256), weight("w2", 96, 256, 3, 3), weight("b2", 96)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    data = rng.standard_normal((7, 32, 6, 6)).astype(np.float32)
+    return xnpu.compile(model, data[:4], target="xnpu_lite", progress=False), data[4:]
+
+
+@pytest.mark.parametrize("kernels", [False, True])
+def test_channel_groups_equal_each_tile_at_its_turn(kernels, monkeypatch):
+    """The four channel tiles as one convolution (with onnxruntime's kernels and with numpy's
+    GEMMs): each tile's output channels are what it computes alone. The union here needs more
+    scratch than the program's largest convolution, so the limit is lifted for the test."""
+    monkeypatch.setattr(conv_kernels, "MIN_PRODUCTS", 0 if kernels else 1 << 62)
+    monkeypatch.setattr(machine_plan, "channel_groups",
+                        lambda program, prints, scratch, *rest: channel_groups(program, prints, 1 << 30, *rest))
+    computed = []
+    compute = ComputeUnits._compute_channels
+    monkeypatch.setattr(ComputeUnits, "_compute_channels",
+                        lambda self, pending, shape: computed.append(len(pending.members)) or compute(self, pending, shape))
+    simulator._MACHINES.clear()
+    binary, x = _channel_model()
+    steps = machine_for(binary).plan_of(binary).steps
+    tiles = [step[3] for step in steps if step[3] is not None and hasattr(step[3], "channel")]
+    assert [tile.channel for tile in tiles] == [0, 24, 48, 72] and tiles[-1].last
+    grouped = simulate(binary, x)
+    assert computed == [4]
+    monkeypatch.setattr(machine_plan, "channel_groups", lambda *args: {})
+    simulator._MACHINES.clear()
+    alone = simulate(binary, x)
+    np.testing.assert_array_equal(grouped.codes["y"], alone.codes["y"])
+    assert grouped.stats.cycles == alone.stats.cycles
+    simulator._MACHINES.clear()
+
+
+def _channel_conv(out_addr: int, weight_addr: int, in_addr: int = 0):
+    """An output-channel tile of 16 channels of a 3x3 conv on a 3x8x16 map into 48 channels."""
+    return make_instruction("CONV", in_addr=in_addr, weight_addr=weight_addr, bias_addr=weight_addr + 2304,
+                            rescale_addr=weight_addr + 2368, out_addr=out_addr, in_h=3, in_w=8, in_c=16, out_c=16,
+                            kernel_h=3, kernel_w=3, stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, pad_top=1,
+                            pad_left=1, pad_bottom=1, pad_right=1, out_pixel_stride=48, per_channel=1, bias=1)
+
+
+def test_channel_groups_end_where_their_input_or_outputs_are_touched():
+    """Three tiles of one layer, each its 16 of 48 channels, group; a STORE of the output, a
+    LOAD into the input, or a tile writing an earlier tile's channels between them ends the
+    group before it, and so does a union beyond the scratch limit."""
+    out, buffers = 8192, (16384, 24576)
+    program = [_channel_conv(out, buffers[0]), _channel_conv(out + 16, buffers[1]), _channel_conv(out + 32, buffers[0])]
+    alignment = load_target("xnpu_default").memory.channel_alignment
+
+    def groups(instructions, scratch=1 << 30):
+        found = channel_groups(instructions, footprints(instructions, alignment), scratch, alignment)
+        return {index: (tile.position, tile.channel, tile.last) for index, tile in found.items()}
+
+    assert groups(program) == {0: (0, 0, False), 1: (1, 16, False), 2: (2, 32, True)}
+    store = make_instruction("STORE", layout=1, sram_addr=out, ddr_addr=0, d0=1, d1=8, d2=16)
+    load = make_instruction("LOAD", layout=1, sram_addr=0, ddr_addr=0, d0=1, d1=8, d2=16)
+    for between in (store, load):
+        assert groups(program[:2] + [between] + program[2:]) == {0: (0, 0, False), 1: (1, 16, True)}
+    # a tile over channels 8-23: the first group ends before it, and it starts the next one
+    assert groups(program[:2] + [_channel_conv(out + 8, buffers[1])] + program[2:]) == {
+        0: (0, 0, False), 1: (1, 16, True), 2: (0, 0, False), 3: (1, 16, True)}
+    assert groups([program[0], program[0]]) == {}  # the same channels twice
+    # a tile whose weights lie where the first tile's output rows are yet to be written
+    assert groups(program[:2] + [_channel_conv(out + 32, out + 5 * 48)]) == {0: (0, 0, False), 1: (1, 16, True)}
+    assert groups(program[:2] + [_channel_conv(out + 32, buffers[0], in_addr=4096)]) == {
+        0: (0, 0, False), 1: (1, 16, True)}  # another input
+    assert groups(program, instruction_scratch_bytes(program[0], 16)) == {}
+    assert groups(program, instruction_scratch_bytes(program[0], 32)) == {0: (0, 0, False), 1: (1, 16, True)}
+
+
+def test_combs_overlap_as_byte_sets():
+    """_combs_overlap against the byte sets themselves, over small strides, widths and offsets
+    (maps of two strides: by their extents, which may only say more)."""
+    for stride, stride_b in ((1, 1), (3, 3), (8, 8), (3, 8)):
+        for pixels in (1, 2, 4):
+            for width_a in range(1, 10):
+                for width_b in range(1, 10):
+                    for b in range(-20, 21):
+                        first = {p * stride + k for p in range(pixels) for k in range(width_a)}
+                        second = {b + p * stride_b + k for p in range(pixels) for k in range(width_b)}
+                        found = _combs_overlap((0, width_a, stride), (b, width_b, stride_b), pixels)
+                        if stride == stride_b:
+                            assert found == bool(first & second), (stride, pixels, width_a, width_b, b)
+                        else:
+                            assert found >= bool(first & second), (stride, stride_b, pixels, width_a, width_b, b)
