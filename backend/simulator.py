@@ -120,7 +120,7 @@ class Machine(DmaUnit, ComputeUnits):
             info = np.iinfo(dtype)
             if codes.size and (codes.min() < info.min or codes.max() > info.max):
                 raise XnpuError(f"input '{tensor.name}' has codes outside {tensor.dtype}")
-        ordered = _to_ddr_order(tensor, codes.astype(dtype))
+        ordered = _to_ddr_order(tensor, codes.astype(dtype, copy=False))
         self.write_ddr_rows(tensor.ddr_addr, ordered.reshape(codes.shape[0], -1).view(np.uint8))
 
     def read_tensor(self, tensor: IoTensor) -> np.ndarray:
@@ -566,7 +566,8 @@ def _run_samples(machine: Machine, binary: Binary, bound, first: int, end: int, 
     while start < end:
         stop = min(end, start + at_once)
         codes = {
-            tensor.name: fp.quantize(array, tensor.scale, QUANTIZED_BITS[tensor.dtype]) if tensor.dtype in QUANTIZED_BITS
+            tensor.name: fp.quantize(array, tensor.scale, QUANTIZED_BITS[tensor.dtype], _io_dtype(tensor))
+            if tensor.dtype in QUANTIZED_BITS
             else array
             for tensor, array in zip(binary.inputs(), _samples(bound, start, stop, at_once))
         }

@@ -112,8 +112,9 @@ def shift_arithmetic(x, n, rounding: bool = False) -> np.ndarray:
 # --------------------------------------------------------------------------------------
 
 
-def quantize(x, scale: float, bits: int = 8) -> np.ndarray:
-    """R4: q = saturate(round_half_away(x / scale), bits), computed in float64.
+def quantize(x, scale: float, bits: int = 8, dtype=np.int64) -> np.ndarray:
+    """R4: q = saturate(round_half_away(x / scale), bits), computed in float64, as `dtype` (an
+    integer type that holds +-qmax(bits)).
 
     NaN maps to 0; +-inf saturate. `scale` must be positive and finite.
     """
@@ -121,19 +122,30 @@ def quantize(x, scale: float, bits: int = 8) -> np.ndarray:
     if not (scale > 0 and math.isfinite(scale)):
         raise XnpuError(f"quantize scale must be positive and finite, got {scale}")
     x = np.asarray(x)
+    if x.size <= QUANTIZE_BLOCK or x.dtype not in _LOOP_TYPES or bits > 32:
+        return _quantize_whole(x, scale, qmax(bits), dtype)
+    # element by element in one compiled loop (fixed_point_loops.quantize, the steps of
+    # _quantize_block): numpy's float64 temporaries of a few images' inputs (~11 MB each) cost
+    # more in page faults and cache misses than the arithmetic
+    codes = np.empty(x.shape, dtype)
+    fixed_point_loops.quantize(x.reshape(-1), scale, float(qmax(bits)), codes.reshape(-1))
+    return codes
+
+
+QUANTIZE_BLOCK = 1 << 14  # elements: below this, numpy's steps on the whole array
+_LOOP_TYPES = frozenset(np.dtype(t) for t in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+                                              "float32", "float64"))
+
+
+def _quantize_whole(x: np.ndarray, scale: float, limit: int, dtype) -> np.ndarray:
+    """`quantize` by numpy's steps, block by block (a block's float64 temporaries stay in the cache)."""
     if x.size <= QUANTIZE_BLOCK:
-        return _quantize_block(x, scale, qmax(bits)).astype(np.int64)[()]  # a scalar in, a scalar out
-    # element by element, so block by block: the float64 temporaries of a few images' inputs
-    # (~11 MB each) cost more in page faults and cache misses than the arithmetic (~2 ms an
-    # image when simulating 224x224 inputs, 0.3 ms in blocks)
+        return _quantize_block(x, scale, limit).astype(dtype)[()]  # a scalar in, a scalar out
     flat = x.reshape(-1)
-    codes = np.empty(flat.shape, np.int64)
+    codes = np.empty(flat.shape, dtype)
     for start in range(0, flat.size, QUANTIZE_BLOCK):
-        codes[start : start + QUANTIZE_BLOCK] = _quantize_block(flat[start : start + QUANTIZE_BLOCK], scale, qmax(bits))
+        codes[start : start + QUANTIZE_BLOCK] = _quantize_block(flat[start : start + QUANTIZE_BLOCK], scale, limit)
     return codes.reshape(x.shape)
-
-
-QUANTIZE_BLOCK = 1 << 14  # elements: a block's float64 temporaries stay in the cache
 
 
 def _quantize_block(x: np.ndarray, scale: float, limit: int) -> np.ndarray:

@@ -202,6 +202,38 @@ def test_the_loops_release_the_gil_and_count_alike_on_threads():
     assert np.array_equal(sum(parts), np.histogram(values, bins=64, range=(-2.0, 2.0))[0])
 
 
+def quantize_reference(x, scale, limit):
+    """R4's numpy steps: x / scale in float64, saturated, rounded half away from zero, NaN to 0."""
+    v = np.clip(x.astype(np.float64) / scale, -limit, limit)
+    return np.where(np.isnan(v), 0.0, np.copysign(np.floor(np.abs(v) + 0.5), v))
+
+
+@pytest.mark.parametrize("x_type", NUMERIC)
+@pytest.mark.parametrize("out_type", [np.int8, np.int16, np.int32, np.int64])
+def test_quantize_is_r4_element_by_element(x_type, out_type):
+    limit = float(np.iinfo(out_type).max if out_type != np.int64 else 2**31 - 1)
+    scale = 0.37
+    if np.dtype(x_type).kind == "f":
+        edges = (np.arange(-300, 300) + 0.5) * scale  # exactly half a step beside a level, in float64
+        x = np.concatenate([edges, RNG.standard_normal(700) * 1e3, [np.nan, np.inf, -np.inf, -0.0, 1e30, -1e30]])
+        x = x.astype(x_type)
+    else:
+        x = small(x_type, (1300,), limit=120)
+    expected = quantize_reference(x, scale, limit)
+    out = np.full(x.shape, 77, out_type)
+    assert loops.quantize(x, scale, limit, out) is out
+    assert np.array_equal(out, expected.astype(out_type))
+    gapped = np.zeros(2 * x.size, out_type)[::2]
+    loops.quantize(strided(x), scale, limit, gapped)
+    assert np.array_equal(gapped, expected.astype(out_type))
+
+
+def quantize_call(**changes):
+    arguments = dict(x=np.zeros(5, np.float32), scale=0.5, limit=127.0, out=np.zeros(5, np.int8))
+    arguments.update(changes)
+    return lambda: loops.quantize(*arguments.values())
+
+
 def depthwise_call(**changes):
     arguments = dict(x=np.zeros((1, 4, 4, 3), np.int8), weight=np.zeros((3, 3, 3), np.int8), sh=1, sw=1, dh=1, dw=1,
                      pad_top=1, pad_left=1, sums=np.zeros((1, 4, 4, 3), np.int32))
@@ -268,6 +300,13 @@ BAD_ARGUMENTS = {
     "eltwise out 2 axes": (ValueError, eltwise_call(out=np.zeros((5, 1), np.int8))),
     "eltwise bounds beyond uint8": (ValueError, eltwise_call(out=np.zeros(5, np.uint8))),
     "eltwise out bool": (TypeError, eltwise_call(out=np.zeros(5, bool))),
+    "quantize sizes differ": (ValueError, quantize_call(out=np.zeros(4, np.int8))),
+    "quantize out float": (TypeError, quantize_call(out=np.zeros(5, np.float64))),
+    "quantize limit beyond int8": (ValueError, quantize_call(limit=128.0)),
+    "quantize scale zero": (ValueError, quantize_call(scale=0.0)),
+    "quantize scale nan": (ValueError, quantize_call(scale=float("nan"))),
+    "quantize x 2 axes": (ValueError, quantize_call(x=np.zeros((5, 1), np.float32))),
+    "quantize x float16": (TypeError, quantize_call(x=np.zeros(5, np.float16))),
     "histogram values int": (TypeError, histogram_call(values=np.zeros(8, np.int32))),
     "histogram values float16": (TypeError, histogram_call(values=np.zeros(8, np.float16))),
     "histogram edges short": (ValueError, histogram_call(edges=np.zeros(4, np.float32))),
