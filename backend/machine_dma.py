@@ -30,7 +30,7 @@ class Transfer:
     instruction: Instruction
     ddr: np.ndarray | Callable[[], np.ndarray]
     sram: np.ndarray
-    padded: np.ndarray | None  # the whole padded SRAM region, or None
+    padded: np.ndarray | None  # the whole padded SRAM region where it has pad lanes beside the data, or None
     sram_start: int
     sram_size: int
     ddr_start: int
@@ -143,7 +143,9 @@ class DmaUnit(MachineMemory):
         region = padded if padded is not None else sram
         ddr_start = i["ddr_addr"]
         ddr_end = ddr_start + dma_ddr_extent(i)
-        return Transfer(i, ddr, sram, padded, i["sram_addr"], strided_extent(region.shape[1:], region.strides[1:]),
+        # a padded region without pad lanes is the data itself: the copy defines every byte
+        lanes = padded if padded is not None and padded.shape != sram.shape else None
+        return Transfer(i, ddr, sram, lanes, i["sram_addr"], strided_extent(region.shape[1:], region.strides[1:]),
                         ddr_start, ddr_end, _data_fields(i))
 
     def _load(self, i: Instruction) -> None:
