@@ -13,7 +13,7 @@ from xnpu.semantics.convolution import (
     ExactWeights,
     Requantization,
     conv_requantized_nhwc,
-    conv_sums_nhwc,
+    conv_requantized_parts,
     depthwise_sums_nhwc,
     prepared_weights,
     requantization,
@@ -57,14 +57,10 @@ def conv_units_nhwc(x, weights: ExactWeights, requants: Sequence[Requantization]
     """CONV of several output-channel tiles that read the same N x H x W x C map, as one: R13's
     exact sums with `weights` the tiles' weights side by side (convolution.stacked_weights),
     then each tile's columns through its own `requant` into its `out` (integer N x OH x OW x O_k
-    arrays, in the order of the stacked weights). Each output channel is its own sums, so every
-    tile's result is what `conv_unit_nhwc` gives it alone."""
-    sums = conv_sums_nhwc(x, weights, strides, pads, dilations)
-    start = 0
-    for requant, out in zip(requants, outs):
-        count = out.shape[-1]
-        requant(sums[..., start : start + count], out=out)
-        start += count
+    arrays, in the order of the stacked weights; convolution.conv_requantized_parts). Each
+    output channel is its own sums, so every tile's result is what `conv_unit_nhwc` gives it
+    alone."""
+    conv_requantized_parts(x, weights, requants, outs, strides, pads, dilations)
 
 
 def conv_unit(x, weight, bias, strides, pads, dilations, group: int, multiplier, shift,

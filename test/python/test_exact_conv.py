@@ -188,6 +188,38 @@ def test_a_large_1x1_convolution_in_blocks_equals_it_whole(stride, channels, cod
     assert np.array_equal(out, requant(reference.transpose(0, 2, 3, 1).astype(np.float64)))
 
 
+@pytest.mark.parametrize("parts", [(5,), (2, 3), (1, 1, 3)])
+def test_requantized_parts_on_the_kernels_are_the_definition_sample_by_sample(parts, monkeypatch):
+    """On onnxruntime's kernels a convolution is computed and requantized sample by sample
+    (conv_requantized_parts), each part of its output channels through its own requantization
+    into its own output (strided views): R13's definition, requantized, for every sample."""
+    from xnpu.semantics import conv_kernels
+
+    monkeypatch.setattr(conv_kernels, "MIN_PRODUCTS", 0)
+    rng = np.random.default_rng(len(parts))
+    x = rng.choice([-128, 127, -127, 0, 5], size=(4, 9, 8, 32)).astype(np.int8)
+    weights = convolution.ExactWeights(rng.choice([-128, 127, -127, 1], size=(5, 3, 3, 32)).astype(np.int8), kept=True)
+    requants = [convolution.requantization(rng.integers(-999, 999, o), 288, rng.integers(2**14, 2**15, o),
+                                           rng.integers(14, 24, o), -127, 127) for o in parts]
+    memory = np.zeros((4, 2 * 5 * 5 * 4 * 8), np.int8)  # outputs 5 x 4 pixels, 8 bytes apart
+    outs, start = [], 0
+    for o in parts:
+        outs.append(np.ndarray((4, 5, 4, o), np.int8, memory, start, (memory.shape[1], 4 * 8, 8, 1)))
+        start += o
+    convolution.conv_requantized_parts(x, weights, requants, outs, (2, 2), (1, 0, 1, 1), (1, 1))
+    assert weights.sessions  # the kernels ran
+    padded = np.pad(x.transpose(0, 3, 1, 2).astype(np.int64), ((0, 0), (0, 0), (1, 1), (0, 1)))
+    sums = _conv_reference(padded, weights.weight.transpose(0, 3, 1, 2), np.zeros(5, np.int64), 2, 0, 1)
+    sums = sums.transpose(0, 2, 3, 1).astype(np.float64)
+    start = 0
+    for requant, out in zip(requants, outs):
+        assert np.array_equal(out, requant(sums[..., start : start + out.shape[-1]]))
+        start += out.shape[-1]
+    whole = convolution.conv_requantized_nhwc(x, weights, requants[0], (2, 2), (1, 0, 1, 1), (1, 1)) if len(parts) == 1 \
+        else None
+    assert whole is None or np.array_equal(whole, outs[0])
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32])
 def test_the_exactness_bound_sums_magnitudes_without_overflow(dtype):
     """channel_l1 (R13's bound) of the extreme codes of each weight dtype: |-128| in int16 for
