@@ -199,9 +199,10 @@ def conv_requantized_nhwc(x, weights: ExactWeights, requant: Requantization, str
 
 def conv_requantized_parts(x, weights: ExactWeights, requants: Sequence[Requantization], outs: Sequence[np.ndarray],
                            strides, pads, dilations) -> None:
-    """A dense convolution's exact sums (`conv_sums_nhwc`), each part of its output channels in
-    order through its own requantization into its own output (integer N x OH x OW x O_k
-    arrays, their O_k adding up to the weights' O). On onnxruntime's kernels it goes sample by
+    """R13's exact sums of a dense convolution (`conv_sums_nhwc`), each part of its output
+    channels in order through its own requantization (R13's bias, R9, R8) into its own output
+    (integer N x OH x OW x O_k arrays, their O_k adding up to the weights' O). On onnxruntime's
+    kernels it goes sample by
     sample: a sample's float32 input, the kernel's buffers and its sums then stay in the cache
     between the conversion, the kernel and the requantization (9 samples at once went through
     memory: resnet18_like 28.2 -> 26.8, segnet_like 13.0 -> 12.4 ms an image; 2 at a time gained

@@ -123,8 +123,8 @@ def test_channel_groups_equal_each_tile_at_its_turn(kernels, monkeypatch):
                         lambda program, prints, scratch, *rest: channel_groups(program, prints, 1 << 30, *rest))
     computed = []
     compute = ComputeUnits._compute_channels
-    monkeypatch.setattr(ComputeUnits, "_compute_channels",
-                        lambda self, pending, shape: computed.append(len(pending.members)) or compute(self, pending, shape))
+    monkeypatch.setattr(ComputeUnits, "_compute_channels", lambda self, pending, shape: computed.append(
+        len(pending.members)) or compute(self, pending, shape))
     simulator._MACHINES.clear()
     binary, x = _channel_model()
     steps = machine_for(binary).plan_of(binary).steps
