@@ -176,7 +176,7 @@ class ComputeUnits(MachineMemory):
         CPU an image), with the kernels faster (34.5 against 37.4)."""
         taps = shape.instruction["kernel_h"] * shape.instruction["kernel_w"]
         products = samples * group.out_rows * shape.ow * shape.o * shape.reduction
-        return not shape.depthwise and conv_kernels.takes(taps, products)
+        return not shape.depthwise and conv_kernels.takes(taps, products, group.rows * shape.w)
 
     def _prepared_operands(self, weights, requant) -> bool:
         """Both prepared once per binary (kept in `_prepared`), so a later tile that gets the same

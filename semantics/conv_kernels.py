@@ -9,7 +9,8 @@ on a large map (the time of an ONNX model's float inference is what the simulato
 with). Used for the weights kept for many calls (`ExactWeights(kept=True)`: the simulator's
 prepared weights; the interpreters keep numpy's GEMMs) on convolutions with a kernel larger
 than 1x1 (numpy's one GEMM on the map is faster for those) of at least MIN_PRODUCTS products,
-where a session's fixed cost (~5-20 ms once, ~20 us a call) is small.
+where a session's fixed cost (~5-20 ms once, ~20 us a call) is small, on maps of at least
+MIN_PIXELS pixels (on a smaller map gathering the windows costs little beside the GEMM).
 
 The session's model is one Conv node with its weight as an initializer (its kernels prepack
 it) between two Transposes, NHWC -> NCHW and back: onnxruntime's NCHWc transformer turns them
@@ -34,10 +35,17 @@ from xnpu.semantics import float_ops
 MIN_PRODUCTS = 1 << 27
 
 
-def takes(taps: int, products: int) -> bool:
+# H x W of one sample's input map: on a smaller map numpy's GEMM on the gathered windows is as
+# fast (9 images of 7x7x512 -> 512, 3x3: 12.9 ms either way) and a session costs its memory
+# (resnet18_like's three 512 x 4608 weights: ~110 MB more peak RSS a process)
+MIN_PIXELS = 100
+
+
+def takes(taps: int, products: int, pixels: int) -> bool:
     """Whether a dense convolution with `taps` (KH x KW) kernel taps forming `products` products
-    runs on these kernels: larger than 1x1, at least MIN_PRODUCTS (the module doc says why)."""
-    return taps > 1 and products >= MIN_PRODUCTS
+    on maps of `pixels` pixels (H x W of a sample's input) runs on these kernels: larger than
+    1x1, at least MIN_PRODUCTS and MIN_PIXELS (the module doc and the constants say why)."""
+    return taps > 1 and products >= MIN_PRODUCTS and pixels >= MIN_PIXELS
 
 
 _FLOAT = 1  # TensorProto.FLOAT

@@ -152,7 +152,8 @@ def _on_kernels(x: np.ndarray, weights: ExactWeights, strides, pads, dilations, 
     (conv_kernels.takes, for the whole call), with one exact float32 chunk (`chunks`, when
     already known)."""
     o, kh, kw, c = weights.shape
-    if not (weights.kept and conv_kernels.takes(kh * kw, _products(x.shape, weights.shape, strides, pads, dilations))):
+    products = _products(x.shape, weights.shape, strides, pads, dilations)
+    if not (weights.kept and conv_kernels.takes(kh * kw, products, x.shape[1] * x.shape[2])):
         return False
     return (_exact_chunks(x, weights) if chunks is None else chunks) == [(0, c)]
 

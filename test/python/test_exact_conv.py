@@ -135,6 +135,7 @@ def test_onnxruntime_kernels_equal_the_definition(stride, pads, dilation, monkey
     from xnpu.semantics import conv_kernels
 
     monkeypatch.setattr(conv_kernels, "MIN_PRODUCTS", 0)
+    monkeypatch.setattr(conv_kernels, "MIN_PIXELS", 0)
     rng = np.random.default_rng(stride + dilation)
     # 144 channels of extreme codes: partial sums up to 144 * 9 * 128 * 127 < 2^24, one float32 chunk
     x = rng.choice([-128, 127, -127, 0, 5], size=(3, 144, 9, 8)).astype(np.int8)
@@ -196,6 +197,7 @@ def test_requantized_parts_on_the_kernels_are_the_definition_sample_by_sample(pa
     from xnpu.semantics import conv_kernels
 
     monkeypatch.setattr(conv_kernels, "MIN_PRODUCTS", 0)
+    monkeypatch.setattr(conv_kernels, "MIN_PIXELS", 0)
     rng = np.random.default_rng(len(parts))
     x = rng.choice([-128, 127, -127, 0, 5], size=(4, 9, 8, 32)).astype(np.int8)
     weights = convolution.ExactWeights(rng.choice([-128, 127, -127, 1], size=(5, 3, 3, 32)).astype(np.int8), kept=True)

@@ -52,6 +52,7 @@ def test_tile_groups_equal_each_tile_at_its_turn(kernels, monkeypatch):
     """With onnxruntime's kernels (conv_kernels) for every convolution, and with numpy's GEMMs
     (where a union's sums need more than one float32 chunk)."""
     monkeypatch.setattr(conv_kernels, "MIN_PRODUCTS", 0 if kernels else 1 << 62)
+    monkeypatch.setattr(conv_kernels, "MIN_PIXELS", 0)
     monkeypatch.setattr(ComputeUnits, "_worth_grouping", staticmethod(lambda *args: True))
     computed = []
     compute = ComputeUnits._compute_tiles
@@ -119,6 +120,7 @@ def test_channel_groups_equal_each_tile_at_its_turn(kernels, monkeypatch):
     GEMMs): each tile's output channels are what it computes alone. The union here needs more
     scratch than the program's largest convolution, so the limit is lifted for the test."""
     monkeypatch.setattr(conv_kernels, "MIN_PRODUCTS", 0 if kernels else 1 << 62)
+    monkeypatch.setattr(conv_kernels, "MIN_PIXELS", 0)
     monkeypatch.setattr(machine_plan, "channel_groups",
                         lambda program, prints, scratch, *rest: channel_groups(program, prints, 1 << 30, *rest))
     computed = []
