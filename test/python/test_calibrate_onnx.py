@@ -17,7 +17,7 @@ from xnpu.ir.locations import location_names
 from xnpu.ir.onnx_origin import origin_of
 from xnpu.transforms import calibrate as calibrate_module
 from xnpu.transforms import calibrate_onnx
-from xnpu.transforms.calibrate import SCALE_ATTR, calibrate
+from xnpu.transforms.calibrate import INPUT_MEAN_ATTR, SCALE_ATTR, calibrate
 from xnpu.transforms.calibrate_onnx import OnnxFloatRun, onnx_tensors
 
 DATA = np.random.default_rng(7).standard_normal((12, 1, 3, 12, 12)).astype(np.float32)
@@ -121,6 +121,24 @@ def test_scales_on_onnxruntime_equal_the_interpreters_to_float_rounding(method, 
     tolerance = 1e-5 if method == "minmax" else 2 / 512
     for name, scale in reference.items():
         assert ours[name] == pytest.approx(scale, rel=tolerance), name
+
+
+def test_input_means_on_onnxruntime_equal_the_interpreters_to_float_rounding(monkeypatch):
+    """Bias correction's nn.input_mean, kept in the same run as the scales: the conv's (its batch
+    norm folded), the depthwise conv's (a channel per kernel) and the gemm's (per column)."""
+    def means(runtime: str) -> dict[str, np.ndarray]:
+        module = calibrate(cleaned(cnn_model()), DATA, method="minmax", bias_correction=True, runtime=runtime)
+        return {"+".join(location_names(op.location)): np.asarray(op.attributes[INPUT_MEAN_ATTR].get_values())
+                for op in entry_function(module).walk() if INPUT_MEAN_ATTR in op.attributes}
+
+    runs = counting_runs(monkeypatch)
+    ours = means("onnxruntime")
+    assert runs == {"onnxruntime": 1, "interpreter": 0}
+    reference = means("interpreter")
+    assert sorted(ours) == sorted(reference) == ["conv1+bn1", "dw2", "fc"]
+    assert [len(reference[name]) for name in ("conv1+bn1", "dw2", "fc")] == [3 * 9, 8 * 9, 8]
+    for name, mean in reference.items():
+        np.testing.assert_allclose(ours[name], mean, rtol=1e-4, atol=1e-6, err_msg=name)
 
 
 def test_the_interpreter_runs_what_has_no_onnx_model_or_where_asked(monkeypatch):
