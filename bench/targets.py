@@ -148,7 +148,8 @@ def markdown(results: list[dict], header: str) -> str:
         layers = r["layers"]
         names = set().union(*(layers[t] for t in TARGETS))
         base = layers[TARGETS[0]]
-        for layer in sorted(names, key=lambda k: -sum(layers[t].get(k, 0) for t in TARGETS)):
+        # by cycles, then by name: layers of equal cycles keep one order from run to run
+        for layer in sorted(names, key=lambda k: (-sum(layers[t].get(k, 0) for t in TARGETS), k)):
             ratios = [f"{layers[t].get(layer, 0) / base[layer]:.2f}" if base.get(layer) else "-" for t in TARGETS[1:]]
             lines.append(f"| {layer} | " + " | ".join(f"{layers[t].get(layer, 0):,}" for t in TARGETS) + " | "
                          + " | ".join(ratios) + " |")
