@@ -12,7 +12,11 @@ tile's output rows where the tile writes them. Each output row is its own sums o
 window (R13: exact integers, whatever the GEMM's shape), then R9 element by element, so the
 results are the tiles' integer for integer; deferring a tile's write to the group's end changes
 nothing because nothing reads or writes those bytes in between (the footprints of
-target/footprints.py, compared here).
+target/footprints.py, compared here). A tile's activation is often an in-place TABLE on its
+whole output right after it (segnet_like's conv_26, mobilenetv3_like's stem), which touches a
+pending output: such a TABLE joins the group instead of ending it (`TileEpilogue`), its table
+read at its turn and looked up in the tile's output rows when the group is computed, so every
+output byte is still the TABLE of the CONV's result and nothing else reads it in between.
 
 The compiler also tiles a convolution whose weights do not fit SRAM into output-channel tiles:
 CONVs with the same input map and window, each with its own weights, bias and records
@@ -29,8 +33,8 @@ are the tiles' integer for integer.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
 
 from xnpu.target.encoding import Instruction
 from xnpu.target.footprints import Footprint, conv_output_hw, padded
@@ -62,6 +66,16 @@ class Tile:
     last: bool
 
 
+@dataclass(frozen=True)
+class TileEpilogue:
+    """An in-place TABLE on the whole output of a group's tile (the group's `position`th): where
+    that tile's output is still pending at the TABLE's turn, the table is kept with it and
+    looked up in its output rows when the group is computed."""
+
+    group: TileGroup
+    position: int
+
+
 def conv_scratch_bytes(padded_h: int, padded_w: int, oh: int, ow: int, taps: int, c: int, o: int) -> int:
     """What one sample of a convolution holds beside SRAM: its padded float32 input, its gathered
     windows (float32) and its float64 sums."""
@@ -90,6 +104,7 @@ class _Open:
     out_rows: int
     last: Instruction
     outputs: list[list[int]]
+    epilogues: list[tuple[int, int]] = field(default_factory=list)  # (TABLE's program index, tile position)
 
     def conflicts(self, spans: Sequence[tuple[int, int]]) -> bool:
         return any(start < end and out_start < end and start < out_end
@@ -118,9 +133,33 @@ def _scratch(first: Instruction, rows: int, out_rows: int) -> int:
                               ow, first["kernel_h"] * first["kernel_w"], first["in_c"], first["out_c"])
 
 
-def tile_groups(program: Sequence[Instruction], prints: Sequence[Footprint], scratch_limit: int) -> dict[int, Tile]:
+def _epilogue_owner(table: Instruction, index: int, program: Sequence[Instruction], prints: Sequence[Footprint],
+                    groups: Iterable[_Open]) -> _Open | None:
+    """The open group whose latest tile's whole output the in-place TABLE at `index` looks up
+    (a dense output of the TABLE's H x W x C, that tile's first), its table read from outside
+    the group's pending outputs; or None."""
+    if table["in_addr"] != table["out_addr"]:
+        return None
+    writes = prints[index].sram_writes
+    others = [span for span in prints[index].sram_reads if span not in writes]
+    for group in groups:
+        member = group.members[-1][0]
+        if group.epilogues and group.epilogues[-1][1] == len(group.members) - 1:
+            continue  # one TABLE a tile
+        conv = program[member]
+        if (conv["out_addr"] == table["out_addr"] and not conv["out_pixel_stride"]
+                and (table["h"], table["w"], table["c"]) == (*conv_output_hw(conv), conv["out_c"])
+                and tuple(prints[member].sram_writes) == tuple(writes) and not group.conflicts(others)):
+            return group
+    return None
+
+
+def tile_groups(program: Sequence[Instruction], prints: Sequence[Footprint],
+                scratch_limit: int) -> dict[int, Tile | TileEpilogue]:
     """The CONVs of `program` (program index -> Tile) that run in groups of at least two, each
-    group's union within `scratch_limit` bytes of scratch per sample (conv_scratch_bytes)."""
+    group's union within `scratch_limit` bytes of scratch per sample (conv_scratch_bytes), and
+    the in-place TABLEs on their tiles' outputs (program index -> TileEpilogue) that do not end
+    a group: a tile's output may take one such TABLE before the next tile."""
     groups: list[_Open] = []
     open_groups: dict[tuple, _Open] = {}
 
@@ -137,11 +176,16 @@ def tile_groups(program: Sequence[Instruction], prints: Sequence[Footprint], scr
             continue
         signature = _signature(instruction) if instruction.op == "CONV" else None
         joined = open_groups.get(signature) if signature is not None else None
+        owner = _epilogue_owner(instruction, index, program, prints, open_groups.values()) \
+            if instruction.op == "TABLE" else None
         for group in list(open_groups.values()):
-            if group.conflicts(touched):
+            if group is not owner and group.conflicts(touched):
                 close(group)
                 if group is joined:
                     joined = None
+        if owner is not None:
+            owner.epilogues.append((index, len(owner.members) - 1))
+            continue
         if signature is None:
             continue
         oh, _ = conv_output_hw(instruction)
@@ -170,7 +214,7 @@ def tile_groups(program: Sequence[Instruction], prints: Sequence[Footprint], scr
     for group in list(open_groups.values()):
         close(group)
 
-    tiles: dict[int, Tile] = {}
+    tiles: dict[int, Tile | TileEpilogue] = {}
     for group in groups:
         pads, union_oh = _geometry(group.first, group.rows, group.last["pad_bottom"])
         if union_oh < group.out_rows:
@@ -178,6 +222,8 @@ def tile_groups(program: Sequence[Instruction], prints: Sequence[Footprint], scr
         shared = TileGroup(group.rows, pads, group.out_rows, len(group.members))
         for position, (index, row, out_row) in enumerate(group.members):
             tiles[index] = Tile(shared, position, row, out_row, position == len(group.members) - 1)
+        for index, position in group.epilogues:
+            tiles[index] = TileEpilogue(shared, position)
     return tiles
 
 

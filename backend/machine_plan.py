@@ -21,7 +21,7 @@ import bisect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from xnpu.backend.machine_conv_tiles import ChannelTile, Tile, channel_groups, instruction_scratch_bytes, tile_groups
+from xnpu.backend.machine_conv_tiles import ChannelTile, Tile, TileEpilogue, channel_groups, instruction_scratch_bytes, tile_groups
 from xnpu.backend.roofline import ddr_traffic, ratio
 from xnpu.core.errors import XnpuError, printable
 from xnpu.target.cost import instruction_cycles
@@ -157,7 +157,8 @@ class Plan:
     """A program's checked steps, their schedule and the statistics of one run."""
 
     instructions: Sequence[Instruction]
-    steps: list[tuple[int, str, Instruction, Tile | ChannelTile | None]]  # a CONV of a tile group has its tile
+    # a CONV of a tile group has its tile, an in-place TABLE on a row tile's output its TileEpilogue
+    steps: list[tuple[int, str, Instruction, Tile | ChannelTile | TileEpilogue | None]]
     timing: Timing
     cycles: list[int]
     stats: RunStats
@@ -198,7 +199,7 @@ class Plan:
         # tile groups (rows, output channels) no larger than the program's largest convolution
         # (the memory the simulator's chunks of samples are sized for)
         scratch = max((instruction_scratch_bytes(i) for i in program if i.op == "CONV"), default=0)
-        tiles: dict[int, Tile | ChannelTile] = dict(tile_groups(program, prints, scratch))
+        tiles: dict[int, Tile | ChannelTile | TileEpilogue] = dict(tile_groups(program, prints, scratch))
         tiles.update(channel_groups(program, prints, scratch, target.memory.channel_alignment, tiles.keys()))
         steps = [(index, instruction.op, instruction, tiles.get(index)) for index, instruction in enumerate(program)]
         return Plan(instructions, steps, timing, cycles, stats)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from xnpu.backend.machine_conv_tiles import ChannelGroup, ChannelTile, Tile, TileGroup
+from xnpu.backend.machine_conv_tiles import ChannelGroup, ChannelTile, Tile, TileEpilogue, TileGroup
 from xnpu.backend.machine_memory import RESCALE_RECORD, MachineMemory
 from xnpu.core.errors import XnpuError
 from xnpu.semantics import conv_kernels, convolution, units
@@ -88,7 +88,8 @@ class _PoolStep:
 
 class _PendingTiles:
     """The tiles of a group that have run: the union map their input rows filled (rows [0,
-    filled)), and where each writes its output rows."""
+    filled)), where each writes its output rows, and the table its in-place TABLE looks them up
+    in (None: written as they are)."""
 
     def __init__(self, group: TileGroup, weights, requant, union: np.ndarray):
         self.group = group
@@ -97,6 +98,8 @@ class _PendingTiles:
         self.union = union
         self.filled = 0
         self.outputs: list[tuple[np.ndarray, int, int]] = []
+        self.positions: list[int] = []
+        self.tables: list[np.ndarray | None] = []
 
     def admits(self, weights, requant, x: np.ndarray, row: int) -> bool:
         """The same prepared operands, and rows equal to the union's where they overlap."""
@@ -105,11 +108,13 @@ class _PendingTiles:
         overlap = min(self.filled - row, x.shape[1])
         return overlap <= 0 or bool(np.array_equal(self.union[:, row : row + overlap], x[:, :overlap]))
 
-    def add(self, x: np.ndarray, row: int, out: np.ndarray, out_row: int, rows: int) -> None:
+    def add(self, x: np.ndarray, row: int, out: np.ndarray, out_row: int, rows: int, position: int) -> None:
         start = max(self.filled - row, 0)
         self.union[:, row + start : row + x.shape[1]] = x[:, start:]
         self.filled = max(self.filled, row + x.shape[1])
         self.outputs.append((out, out_row, rows))
+        self.positions.append(position)
+        self.tables.append(None)
 
     def pads(self, complete: bool) -> tuple[int, int, int, int]:
         """The union's padding; a part of the group ends on a tile without bottom padding."""
@@ -138,14 +143,33 @@ class ComputeUnits(MachineMemory):
         units.conv_unit_nhwc(shape.x, weights, requant, shape.strides, shape.pads, shape.dilations,
                              out=self._writing(shape.out))
 
-    def _conv_tile(self, i: Instruction, tile: Tile | ChannelTile) -> None:
+    def _tile_step(self, i: Instruction, tile: Tile | ChannelTile | TileEpilogue) -> None:
+        """A step of a group (backend/machine_conv_tiles.py): a CONV of a row or channel group,
+        or an in-place TABLE on a row tile's output."""
+        if isinstance(tile, TileEpilogue):
+            self._tile_epilogue(i, tile)
+        elif isinstance(tile, ChannelTile):
+            self._conv_channel_tile(i, tile)
+        else:
+            self._conv_tile(i, tile)
+
+    def _tile_epilogue(self, i: Instruction, epilogue: TileEpilogue) -> None:
+        """An in-place TABLE on a row tile's whole output: where that output is pending (the tile
+        joined its group's union, which is not computed yet), the table read now is kept with it
+        and looked up when the group is computed; nothing touches those bytes in between (the
+        plan's footprints). Else a TABLE at its turn."""
+        pending = self._pending_tiles.get(epilogue.group)
+        if pending is None or not pending.positions or pending.positions[-1] != epilogue.position:
+            self._table(i)
+            return
+        _, _, _, spans, memo = self._decode(i, self._table_step)
+        pending.tables[-1] = self._kept_operands(memo, spans, lambda: self._lookup_table(i["table_addr"]))
+
+    def _conv_tile(self, i: Instruction, tile: Tile) -> None:
         """A CONV of a tile group (backend/machine_conv_tiles.py): its input rows join the group's
         map now, its output is written when the group's last tile has run. A tile whose weights
         or requantization are not the group's prepared ones, or whose rows differ from the rows
         an earlier tile brought, runs on its own (the tiles before it are computed first)."""
-        if isinstance(tile, ChannelTile):
-            self._conv_channel_tile(i, tile)
-            return
         shape = self._conv_shape(i)
         self._reading(i["in_addr"], shape.in_bytes)
         x = shape.x
@@ -163,7 +187,7 @@ class ComputeUnits(MachineMemory):
         if pending is None:
             units.conv_unit_nhwc(x, weights, requant, shape.strides, shape.pads, shape.dilations, out=out)
             return
-        pending.add(x, tile.row, out, tile.out_row, shape.oh)
+        pending.add(x, tile.row, out, tile.out_row, shape.oh, tile.position)
         if tile.last:
             self._compute_tiles(pending, shape, complete=True)
         else:
@@ -186,11 +210,15 @@ class ComputeUnits(MachineMemory):
 
     def _compute_tiles(self, pending: _PendingTiles, shape: ConvShape, complete: bool) -> None:
         """One convolution over the pending tiles' rows, each tile's output rows written where it
-        writes them; without `complete` the last pending tile's bottom padding is the union's."""
+        writes them (through its TABLE's table, if it has one); without `complete` the last pending
+        tile's bottom padding is the union's."""
         y = units.conv_unit_nhwc(pending.union[:, : pending.filled], pending.weights, pending.requant, shape.strides,
                                  pending.pads(complete), shape.dilations)
-        for out, out_row, rows in pending.outputs:
-            out[...] = y[:, out_row : out_row + rows]
+        for (out, out_row, rows), table in zip(pending.outputs, pending.tables):
+            if table is None:
+                out[...] = y[:, out_row : out_row + rows]
+            else:
+                fp.int8_table_lookup(y[:, out_row : out_row + rows], table, out=out)
 
     def _conv_channel_tile(self, i: Instruction, tile: ChannelTile) -> None:
         """A CONV of a channel group (backend/machine_conv_tiles.py): its prepared weights and

@@ -265,7 +265,7 @@ class Machine(DmaUnit, ComputeUnits):
                     if tile is None:
                         units[mnemonic](instruction)
                     else:
-                        self._conv_tile(instruction, tile)
+                        self._tile_step(instruction, tile)
                 except XnpuError as error:
                     raise XnpuError(f"instruction {index} ({mnemonic}): {error}") from None
                 if trace is not None:

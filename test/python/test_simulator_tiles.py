@@ -1,7 +1,7 @@
 """CONV tiles of one layer computed as one convolution (backend/machine_conv_tiles.py), row bands
 and output-channel tiles: the same integers as running each tile at its turn, and no group
 across an instruction that touches a tile's output (or a channel group's input) before the
-group's end."""
+group's end, but an in-place TABLE on a tile's whole output, which waits for the group."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 import xnpu
 from xnpu.backend import machine_plan, simulator
-from xnpu.backend.machine_conv_tiles import _combs_overlap, channel_groups, instruction_scratch_bytes, tile_groups
+from xnpu.backend.machine_conv_tiles import (TileEpilogue, _combs_overlap, channel_groups, instruction_scratch_bytes,
+                                             tile_groups)
 from xnpu.backend.machine_units import ComputeUnits
 from xnpu.backend.simulator import machine_for, simulate
 from xnpu.semantics import conv_kernels
@@ -20,9 +21,10 @@ from xnpu.target.encoding import make_instruction
 from xnpu.target.queues import footprints
 
 
-def _strided_stem():
+def _strided_stem(activation: str = "Relu"):
     """A stride-2 3x3 conv on a 64x64 map, then a 3x3 and a 1x1 conv: xnpu_lite's SRAM takes
-    the first in 16 bands of 5 input rows that overlap by one, from two alternating buffers."""
+    the first in 16 bands of 5 input rows that overlap by one, from two alternating buffers.
+    With a Sigmoid after it, each band's output takes an in-place TABLE."""
     rng = np.random.default_rng(5)
 
     def weight(name, *shape):
@@ -31,7 +33,7 @@ def _strided_stem():
     nodes = [
         helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
                          strides=[2, 2]),
-        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node(activation, ["c1"], ["r1"], name="act1"),
         helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
         helper.make_node("Conv", ["r2", "w3", "b3"], ["y"], name="conv3", kernel_shape=[1, 1]),
@@ -69,6 +71,58 @@ def test_tile_groups_equal_each_tile_at_its_turn(kernels, monkeypatch):
     assert not any(step[3] for step in machine_for(binary).plan_of(binary).steps)
     np.testing.assert_array_equal(grouped.codes["y"], alone.codes["y"])
     assert grouped.stats.cycles == alone.stats.cycles
+
+
+def test_tile_groups_take_their_tables_along(monkeypatch):
+    """Each band's in-place TABLE (the Sigmoid) leaves its group open: the group's tiles are
+    one convolution whose output rows are looked up in each TABLE's table, the same integers
+    as every tile and TABLE at its turn."""
+    monkeypatch.setattr(conv_kernels, "MIN_PRODUCTS", 0)
+    monkeypatch.setattr(conv_kernels, "MIN_PIXELS", 0)
+    monkeypatch.setattr(ComputeUnits, "_worth_grouping", staticmethod(lambda *args: True))
+    computed = []
+    compute = ComputeUnits._compute_tiles
+    monkeypatch.setattr(ComputeUnits, "_compute_tiles", lambda self, pending, *args, **kwargs: computed.append(
+        sum(table is not None for table in pending.tables)) or compute(self, pending, *args, **kwargs))
+    simulator._MACHINES.clear()
+    binary, x = _strided_stem("Sigmoid")
+    steps = machine_for(binary).plan_of(binary).steps
+    epilogues = [step[3] for step in steps if isinstance(step[3], TileEpilogue)]
+    assert len(epilogues) == 16 and {tile.group.size for tile in epilogues} == {16}
+    grouped = simulate(binary, x)
+    assert computed == [15]  # every TABLE but the last tile's (which follows the group's result) waited for it
+    monkeypatch.setattr(machine_plan, "tile_groups", lambda *args: {})
+    simulator._MACHINES.clear()
+    alone = simulate(binary, x)
+    np.testing.assert_array_equal(grouped.codes["y"], alone.codes["y"])
+    assert grouped.stats.cycles == alone.stats.cycles
+    simulator._MACHINES.clear()
+
+
+def _table(addr: int, h: int = 1, w: int = 8, c: int = 16, out_addr: int | None = None, table_addr: int = 16384):
+    return make_instruction("TABLE", in_addr=addr, out_addr=addr if out_addr is None else out_addr,
+                            table_addr=table_addr, h=h, w=w, c=c)
+
+
+def test_only_an_in_place_table_on_the_latest_tile_keeps_a_group_open():
+    """A TABLE in place on the whole output of the group's latest tile joins it as that tile's
+    epilogue; one on part of it, out of place, on an earlier tile's output, a second one, or
+    one whose table lies in a pending output ends the group."""
+    row = 8 * 16
+    program = [_conv(0, 4096, 2, pad_top=1), _conv(row, 4096 + 4 * row), _conv(2 * row, 4096 + 8 * row, 2, pad_bottom=1)]
+    alignment = load_target("xnpu_default").memory.channel_alignment
+
+    def groups(instructions):
+        found = tile_groups(instructions, footprints(instructions, alignment), 1 << 30)
+        return {index: (type(tile).__name__, tile.position) for index, tile in found.items()}
+
+    tiles = {0: ("Tile", 0), 2: ("Tile", 1), 4: ("Tile", 2)}
+    with_tables = [program[0], _table(0), program[1], _table(row), program[2], _table(2 * row)]
+    assert groups(with_tables) == {**tiles, 1: ("TileEpilogue", 0), 3: ("TileEpilogue", 1), 5: ("TileEpilogue", 2)}
+    ended = {0: ("Tile", 0), 1: ("Tile", 1)}
+    for between in (_table(0, w=4), _table(0, out_addr=8192), _table(0, table_addr=0)):
+        assert groups([program[0], program[1], between, program[2]]) == ended
+    assert groups([program[0], program[1], _table(row), _table(row), program[2]]) == {**ended, 2: ("TileEpilogue", 1)}
 
 
 def _conv(out_addr: int, in_addr: int, in_h: int = 3, pad_top: int = 0, pad_bottom: int = 0):
