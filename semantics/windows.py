@@ -56,10 +56,19 @@ def avg_pool_int(x, kernel, strides, pads, out_hw, multiplier, shift, out_bits: 
     return saturate(apply_multiplier(sums, m.reshape(grid), s.reshape(grid)), out_bits)
 
 
+# 8-bit codes are summed in int32 over at most this many positions (every partial sum then
+# fits): 9 images of mobilenetv3_like's NHWC maps seen as NCHW, 56x56x16 600 -> 410 us,
+# 14x14x240 270 -> 75, against widening the map to int64 first
+INT32_SUM_POSITIONS = (2**31 - 1) // 255
+
+
 def global_avg_pool_sum_int(x) -> np.ndarray:
-    """R14: the sum over all spatial positions, N x C x 1 x 1 (x 1 ...)."""
-    x = int64_array(x)
-    return x.sum(axis=tuple(range(2, x.ndim)), keepdims=True)
+    """R14: the sum over all spatial positions, N x C x 1 x 1 (x 1 ...), int64."""
+    x = np.asarray(x)
+    axes = tuple(range(2, x.ndim))
+    if x.dtype in (np.int8, np.uint8) and math.prod(x.shape[2:]) <= INT32_SUM_POSITIONS:
+        return x.sum(axis=axes, dtype=np.int32, keepdims=True).astype(np.int64)
+    return int64_array(x).sum(axis=axes, keepdims=True)
 
 
 # --------------------------------------------------------------------------------------

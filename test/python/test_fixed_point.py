@@ -443,6 +443,25 @@ def test_r14_global_avg_pool_sum():
     assert windows.global_avg_pool_sum_int(x).reshape(-1).tolist() == [66, 210]
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_r14_global_avg_pool_sum_of_8_bit_codes(dtype):
+    """8-bit codes summed in int32 (an NHWC map seen as NCHW, and at the extremes of the range)
+    are the int64 sums; beyond INT32_SUM_POSITIONS the sums are int64 from the start."""
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(3)
+    nhwc = rng.integers(info.min, info.max + 1, (3, 9, 7, 24)).astype(dtype)[..., :20]
+    extremes = np.full((2, 3, 64, 64), info.min, dtype), np.full((2, 3, 64, 64), info.max, dtype)
+    for x in (nhwc.transpose(0, 3, 1, 2), *extremes):
+        expected = x.astype(np.int64).sum(axis=(2, 3), keepdims=True)
+        found = windows.global_avg_pool_sum_int(x)
+        assert found.dtype == np.int64 and found.shape == expected.shape
+        np.testing.assert_array_equal(found, expected)
+    # one position more than int32 holds for 255s: int64 from the start
+    positions = windows.INT32_SUM_POSITIONS + 1
+    big = np.full((1, 1, 1, positions), info.max if dtype == np.uint8 else info.min, dtype)
+    assert windows.global_avg_pool_sum_int(big).item() == positions * int(big[0, 0, 0, 0])
+
+
 def test_r15_table_lookup_indexes_q_plus_128():
     table = np.arange(256) - 128
     table[0] = -127
