@@ -36,11 +36,22 @@ class Transfer:
     ddr_start: int
     ddr_end: int
     fields: tuple
+    planes: tuple = ()  # an NCHW LOAD of few channels: (SRAM, DDR) views of each channel, copied apart
 
     def copy_in(self) -> None:
         if self.padded is not None:
             self.padded[...] = 0  # every padded lane the LOAD covers is defined: zero, then the data
+        if self.planes:
+            for sram, ddr in self.planes:
+                sram[...] = ddr
+            return
         self.sram[...] = self.ddr() if callable(self.ddr) else self.ddr
+
+
+# An NCHW LOAD of at most this many channels copies channel by channel: each plane's rows then
+# run along DDR's rows, where one copy of the whole NHWC view steps across the planes at every
+# pixel (9 images of mobilenetv3_like's stem band, 3 x 2 x 224 into 16 lanes: 12.7 -> 5.6 us)
+PLANE_COPY_CHANNELS = 4
 
 
 class DmaUnit(MachineMemory):
@@ -145,8 +156,11 @@ class DmaUnit(MachineMemory):
         ddr_end = ddr_start + dma_ddr_extent(i)
         # a padded region without pad lanes is the data itself: the copy defines every byte
         lanes = padded if padded is not None and padded.shape != sram.shape else None
+        planes = ()
+        if loading and i["layout"] == DMA_LAYOUTS["NCHW"] and not callable(ddr) and sram.shape[3] <= PLANE_COPY_CHANNELS:
+            planes = tuple((sram[:, :, :, k], ddr[:, :, :, k]) for k in range(sram.shape[3]))
         return Transfer(i, ddr, sram, lanes, i["sram_addr"], strided_extent(region.shape[1:], region.strides[1:]),
-                        ddr_start, ddr_end, _data_fields(i))
+                        ddr_start, ddr_end, _data_fields(i), planes)
 
     def _load(self, i: Instruction) -> None:
         t = self._transfer(i, loading=True)
