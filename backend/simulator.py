@@ -188,7 +188,7 @@ class Machine(DmaUnit, ComputeUnits):
         """What every run of the binary needs and this machine makes once, made now: its plan
         (where the program passes the plan's checks; one that fails them fails in its run, as
         ever) and its host segments' runtime. `simulate` prepares before its workers fork."""
-        self._planned(binary)
+        self.planned(binary)
         self._host_for(binary)
 
     def _host_for(self, binary: Binary) -> None:
@@ -281,9 +281,9 @@ class Machine(DmaUnit, ComputeUnits):
 
     def plan_of(self, binary: Binary) -> Plan:
         """The binary's checked plan, made once per binary."""
-        return self._checked(self._planned(binary), binary.instructions)
+        return self._checked(self.planned(binary), binary.instructions)
 
-    def _planned(self, binary: Binary) -> Plan | None:
+    def planned(self, binary: Binary) -> Plan | None:
         """The binary's plan, made once per binary; None for a program that fails its checks."""
         cached = self._plans.get(id(binary))
         if cached is not None and cached[0] is binary and cached[1].instructions is binary.instructions:
@@ -458,7 +458,7 @@ def workers_worth(binary: Binary, machine: Machine, samples: int, most: int) -> 
     """How many processes (at most `most`) share `samples` samples of the binary: as many as
     give each at least SHARE_MIN_CYCLES of compute cycles; 1 for a program that fails its
     checks (it fails in its run here)."""
-    plan = machine._planned(binary)
+    plan = machine.planned(binary)
     if plan is None:
         return 1
     return max(1, min(most, samples, samples * plan.stats.compute_cycles // SHARE_MIN_CYCLES))
