@@ -49,6 +49,18 @@ def _strided_stem(activation: str = "Relu"):
     return xnpu.compile(model, data[:4], target="xnpu_lite", progress=False), data[4:]
 
 
+def assert_same_without(grouping: str, binary, x, grouped, monkeypatch) -> None:
+    """The binary run again with the plan's `grouping` (machine_plan.tile_groups or
+    channel_groups) switched off, every tile computed at its turn: the same codes and cycles as
+    `grouped`. The machines are dropped before and after, so no plan outlives the patch."""
+    monkeypatch.setattr(machine_plan, grouping, lambda *args: {})
+    simulator._MACHINES.clear()
+    alone = simulate(binary, x)
+    simulator._MACHINES.clear()
+    np.testing.assert_array_equal(grouped.codes["y"], alone.codes["y"])
+    assert grouped.stats.cycles == alone.stats.cycles
+
+
 @pytest.mark.parametrize("kernels", [False, True])
 def test_tile_groups_equal_each_tile_at_its_turn(kernels, monkeypatch):
     """With onnxruntime's kernels (conv_kernels) for every convolution, and with numpy's GEMMs
@@ -65,12 +77,8 @@ def test_tile_groups_equal_each_tile_at_its_turn(kernels, monkeypatch):
     assert len(tiles) == 16 and tiles[-1].last and tiles[0].group.rows == 64
     grouped = simulate(binary, x)
     assert len(computed) == 1  # the 16 tiles as one convolution
-    monkeypatch.setattr(machine_plan, "tile_groups", lambda *args: {})
-    simulator._MACHINES.clear()
-    alone = simulate(binary, x)
+    assert_same_without("tile_groups", binary, x, grouped, monkeypatch)
     assert not any(step[3] for step in machine_for(binary).plan_of(binary).steps)
-    np.testing.assert_array_equal(grouped.codes["y"], alone.codes["y"])
-    assert grouped.stats.cycles == alone.stats.cycles
 
 
 def test_tile_groups_take_their_tables_along(monkeypatch):
@@ -91,12 +99,7 @@ def test_tile_groups_take_their_tables_along(monkeypatch):
     assert len(epilogues) == 16 and {tile.group.size for tile in epilogues} == {16}
     grouped = simulate(binary, x)
     assert computed == [15]  # every TABLE but the last tile's (which follows the group's result) waited for it
-    monkeypatch.setattr(machine_plan, "tile_groups", lambda *args: {})
-    simulator._MACHINES.clear()
-    alone = simulate(binary, x)
-    np.testing.assert_array_equal(grouped.codes["y"], alone.codes["y"])
-    assert grouped.stats.cycles == alone.stats.cycles
-    simulator._MACHINES.clear()
+    assert_same_without("tile_groups", binary, x, grouped, monkeypatch)
 
 
 def _table(addr: int, h: int = 1, w: int = 8, c: int = 16, out_addr: int | None = None, table_addr: int = 16384):
@@ -188,12 +191,7 @@ def test_channel_groups_equal_each_tile_at_its_turn(kernels, monkeypatch):
     assert [tile.channel for tile in tiles] == [0, 24, 48, 72] and tiles[-1].last
     grouped = simulate(binary, x)
     assert computed == [4]
-    monkeypatch.setattr(machine_plan, "channel_groups", lambda *args: {})
-    simulator._MACHINES.clear()
-    alone = simulate(binary, x)
-    np.testing.assert_array_equal(grouped.codes["y"], alone.codes["y"])
-    assert grouped.stats.cycles == alone.stats.cycles
-    simulator._MACHINES.clear()
+    assert_same_without("channel_groups", binary, x, grouped, monkeypatch)
 
 
 def _channel_conv(out_addr: int, weight_addr: int, in_addr: int = 0):
