@@ -104,6 +104,14 @@ static inline void release_arrays(array_argument *arrays, int count) {
     }
 }
 
+/* How every wrapper ends once its loop has run: the arrays released and the output argument
+ * returned, a new reference (each function's `-> out`). */
+static inline PyObject *release_and_return(array_argument *arrays, int count, PyObject *out) {
+    release_arrays(arrays, count);
+    Py_INCREF(out);
+    return out;
+}
+
 static inline int require_type(const array_argument *array, const char *name, element_type type) {
     if (array->type == type) return 0;
     PyErr_Format(PyExc_TypeError, "%s must be %s, not %s", name, ELEMENT_NAMES[type], ELEMENT_NAMES[array->type]);

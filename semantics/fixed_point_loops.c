@@ -362,9 +362,7 @@ static PyObject *depthwise_sums(PyObject *module, PyObject *const *args, Py_ssiz
     Py_END_ALLOW_THREADS
     free(taps);
     free(d.phases);
-    release_arrays(arrays, 3);
-    Py_INCREF(args[8]);
-    return args[8];
+    return release_and_return(arrays, 3, args[8]);
 fail:
     release_arrays(arrays, 3);
     return NULL;
@@ -416,9 +414,7 @@ static PyObject *table_lookup(PyObject *module, PyObject *const *args, Py_ssize_
     Py_BEGIN_ALLOW_THREADS
     look_up(q, entries, out);
     Py_END_ALLOW_THREADS
-    release_arrays(arrays, 3);
-    Py_INCREF(args[2]);
-    return args[2];
+    return release_and_return(arrays, 3, args[2]);
 fail:
     release_arrays(arrays, 3);
     return NULL;
@@ -548,9 +544,7 @@ static PyObject *requantize(PyObject *module, PyObject *const *args, Py_ssize_t 
     REQUANTIZE[acc->type][out->type](acc, &r, out);
     Py_END_ALLOW_THREADS
     free(tiled);
-    release_arrays(arrays, 5);
-    Py_INCREF(args[6]);
-    return args[6];
+    return release_and_return(arrays, 5, args[6]);
 fail:
     release_arrays(arrays, 5);
     return NULL;
@@ -686,9 +680,7 @@ static PyObject *eltwise(PyObject *module, PyObject *const *args, Py_ssize_t nar
     }
     Py_END_ALLOW_THREADS
 done:
-    release_arrays(arrays, 3);
-    Py_INCREF(args[15]);
-    return args[15];
+    return release_and_return(arrays, 3, args[15]);
 fail:
     release_arrays(arrays, 3);
     return NULL;
@@ -744,9 +736,7 @@ static PyObject *quantize(PyObject *module, PyObject *const *args, Py_ssize_t na
         store(values, count, (char *)out->view.buf + start * so, so);
     }
     Py_END_ALLOW_THREADS
-    release_arrays(arrays, 2);
-    Py_INCREF(args[3]);
-    return args[3];
+    return release_and_return(arrays, 2, args[3]);
 fail:
     release_arrays(arrays, 2);
     return NULL;

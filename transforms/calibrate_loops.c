@@ -129,9 +129,7 @@ static PyObject *uniform_histogram(PyObject *module, PyObject *const *args, Py_s
     Py_BEGIN_ALLOW_THREADS
     uniform_loop(&h);
     Py_END_ALLOW_THREADS
-    release_arrays(h.arrays, 3);
-    Py_INCREF(args[8]);
-    return args[8];
+    return release_and_return(h.arrays, 3, args[8]);
 }
 
 LOOP_CLONES static void channel_loop(histogram_arguments *h) {
@@ -163,9 +161,7 @@ static PyObject *channel_histograms(PyObject *module, PyObject *const *args, Py_
     Py_BEGIN_ALLOW_THREADS
     channel_loop(&h);
     Py_END_ALLOW_THREADS
-    release_arrays(h.arrays, 3);
-    Py_INCREF(args[8]);
-    return args[8];
+    return release_and_return(h.arrays, 3, args[8]);
 fail:
     release_arrays(h.arrays, 3);
     return NULL;
