@@ -319,3 +319,15 @@ def test_outputs_get_the_usual_file_mode(tmp_path):
         os.umask(old)
     assert target.read_text() == "text"
     assert (target.stat().st_mode & 0o777) == 0o644
+
+
+def test_the_tools_calibration_choices_are_the_compilers():
+    """tools/calibration_options.py writes out the methods and runtimes (parsing a command line
+    loads no compiler module): they are calibrate's, its default method first."""
+    from xnpu.tools import calibration_options
+    from xnpu.transforms import calibrate
+
+    assert sorted(calibration_options.METHODS) == sorted(calibrate.METHODS)
+    assert calibration_options.METHODS[0] == calibrate.DEFAULT_METHOD
+    assert sorted(calibration_options.RUNTIMES) == sorted(calibrate.RUNTIMES)
+    assert calibration_options.RUNTIMES[0] == calibrate.DEFAULT_RUNTIME
